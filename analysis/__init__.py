@@ -1,0 +1,1 @@
+"""Pure, deterministic analysis over candidate DataFrames (no database, no web)."""
