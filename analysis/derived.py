@@ -1,0 +1,199 @@
+"""Derived per-candidate quantities and the small frame helpers every analysis shares.
+
+``add_derived`` adds the columns ``activated_tokens_per_rank``, ``dispatch_kb``,
+``tokens_per_s_per_gpu``, ``local_batch`` and ``phase`` (see ``analysis.columns``).
+
+Attention mode matters because bench_moe's ``num_tokens`` means different things:
+
+* attention DP (DEP, DTP, DTP<k>EP<m>, CUSTOM+DP): ``num_tokens`` is the global total of
+  unique tokens, split across ranks.
+  ``activated_tokens_per_rank = num_tokens * top_k / world_size`` -- exactly the guide's
+  axis (the guide defines it for pure EP; for DP hybrids we keep the same per-GPU
+  normalisation so every DP row sits on the axis the published thresholds use).
+* attention TP (TEP, TTP, TTP<k>EP<m>): every rank holds the same ``num_tokens`` tokens,
+  so the group has ``num_tokens`` unique tokens and the experts are split by EP only.
+  Each rank therefore processes ``num_tokens * top_k / moe_ep_size`` token-expert
+  assignments (TEP: ``/ world_size``; TTP: all ``num_tokens * top_k``).
+
+Throughput: in both modes one forward serves ``num_tokens`` unique tokens for the whole
+group (under TP the ranks replicate the same tokens, they do not serve more), so
+``tokens_per_s_per_gpu = num_tokens / (score_ms / 1000) / world_size``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis import columns as C
+
+_HYBRID = re.compile(r"^([DT])TP(\d+)EP(\d+)$")
+
+
+def parse_parallel_mode(mode: str | None, world_size: int) -> tuple[bool | None, int, int] | None:
+    """(attention_dp, moe_ep_size, moe_tp_size) implied by a bench_moe parallel mode name.
+
+    Returns None for CUSTOM, unknown or missing names (their sizes must come from the
+    row itself). ``attention_dp`` is True for D* modes, False for T* modes.
+    """
+    if not mode:
+        return None
+    m = mode.upper()
+    named = {"DEP": (True, world_size, 1), "TEP": (False, world_size, 1),
+             "DTP": (True, 1, world_size), "TTP": (False, 1, world_size)}
+    if m in named:
+        return named[m]
+    hit = _HYBRID.match(m)
+    if hit:
+        return hit.group(1) == "D", int(hit.group(3)), int(hit.group(2))
+    return None
+
+
+def as_float(series: pd.Series) -> np.ndarray:
+    """Column as a float64 array; missing or non-numeric values become NaN."""
+    return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def as_bool(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(values, known) arrays for a nullable boolean column (None/NA -> known False)."""
+    s = series.astype("boolean")
+    known = ~s.isna().to_numpy()
+    return s.fillna(False).to_numpy(dtype=bool), known
+
+
+def attention_dp_array(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(is_dp, known): attention_dp, else inferred from ``attn`` ('D'/'T'), else from the
+    first letter of ``parallel_mode`` (D*/T*); unknown where none of them says."""
+    n = len(df)
+    is_dp = np.zeros(n, dtype=bool)
+    known = np.zeros(n, dtype=bool)
+    if C.ATTENTION_DP in df:
+        v, k = as_bool(df[C.ATTENTION_DP])
+        is_dp[k], known[k] = v[k], True
+    for col in (C.ATTN, C.PARALLEL_MODE):
+        if col in df and not known.all():
+            first = df[col].astype("string").str.upper().str[:1].to_numpy(dtype=object,
+                                                                             na_value=None)
+            d, t = first == "D", first == "T"
+            fill = ~known & (d | t)
+            is_dp[fill], known[fill] = d[fill], True
+    return is_dp, known
+
+
+def ep_size_array(df: pd.DataFrame) -> np.ndarray:
+    """moe_ep_size as float; missing values filled from the named parallel mode."""
+    ep = as_float(df[C.MOE_EP_SIZE]) if C.MOE_EP_SIZE in df else np.full(len(df), np.nan)
+    missing = np.isnan(ep)
+    if missing.any() and C.PARALLEL_MODE in df and C.WORLD_SIZE in df:
+        ws = as_float(df[C.WORLD_SIZE])
+        modes = df[C.PARALLEL_MODE].astype("string").to_numpy(dtype=object, na_value=None)
+        keys = pd.DataFrame({"m": modes[missing], "w": ws[missing]})
+        filled = np.full(len(keys), np.nan)
+        for (mode, w), idx in keys.groupby(["m", "w"], dropna=True).indices.items():
+            parsed = parse_parallel_mode(mode, int(w)) if np.isfinite(w) else None
+            if parsed is not None:
+                filled[idx] = parsed[1]
+        ep[missing] = filled
+    return ep
+
+
+def activated_tokens_per_rank(num_tokens: float, top_k: float, world_size: float,
+                              attention_dp: bool, moe_ep_size: float | None = None) -> float:
+    """Scalar form of the derived column (token-expert assignments per rank).
+
+    DP: num_tokens * top_k / world_size. TP: num_tokens * top_k / moe_ep_size
+    (moe_ep_size defaults to world_size, i.e. pure EP). NaN on non-positive divisors.
+    """
+    div = world_size if attention_dp else (world_size if moe_ep_size is None else moe_ep_size)
+    if not div or div <= 0:
+        return float("nan")
+    return float(num_tokens) * float(top_k) / float(div)
+
+
+def add_derived(df: pd.DataFrame) -> pd.DataFrame:
+    """Return a copy of ``df`` with the five derived columns added (input untouched).
+
+    Units: activated_tokens_per_rank in token-expert assignments; dispatch_kb in KiB
+    (``BYTES_PER_ELEM[quant]``; unknown/missing quant -> NaN); tokens_per_s_per_gpu in
+    tokens/s/GPU (NaN unless score_ms is finite and > 0); local_batch (nullable Int64)
+    is tokens per rank: num_tokens / world_size under DP (NA when not integral),
+    num_tokens under TP; phase is "decode" when cuda_graph is true, "prefill" when
+    false, NA when unknown. Rows whose attention mode is unknown get NaN/NA everywhere
+    except phase and dispatch-independent inputs.
+    """
+    nt = as_float(df[C.NUM_TOKENS])
+    top_k = as_float(df[C.TOP_K])
+    ws = as_float(df[C.WORLD_SIZE])
+    is_dp, dp_known = attention_dp_array(df)
+    ep = ep_size_array(df)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        divisor = np.where(is_dp, ws, ep)
+        divisor = np.where(dp_known & (divisor > 0), divisor, np.nan)
+        atpr = nt * top_k / divisor
+        bpe = (df[C.QUANT].map(C.BYTES_PER_ELEM) if C.QUANT in df
+               else pd.Series(np.nan, index=df.index))
+        dispatch_kb = atpr * as_float(df[C.HIDDEN_SIZE]) * as_float(bpe) / 1024.0
+        score = as_float(df[C.SCORE_MS]) if C.SCORE_MS in df else np.full(len(df), np.nan)
+        good = np.isfinite(score) & (score > 0) & (ws > 0)
+        tps = np.where(good, nt / (score / 1000.0) / ws, np.nan)
+        per_rank = nt / ws
+        integral = np.isfinite(per_rank) & (np.floor(per_rank) == per_rank)
+    lb_values = np.where(is_dp, per_rank, nt)
+    lb_ok = dp_known & np.isfinite(nt) & np.where(is_dp, integral, True)
+    local_batch = pd.array(np.where(lb_ok, lb_values, 0).astype(np.int64), dtype="Int64")
+    local_batch[~lb_ok] = pd.NA
+    graph, graph_known = (as_bool(df[C.CUDA_GRAPH]) if C.CUDA_GRAPH in df
+                          else (np.zeros(len(df), bool), np.zeros(len(df), bool)))
+    phase = pd.Series(np.where(graph, "decode", "prefill"), index=df.index, dtype="string")
+    phase[~graph_known] = pd.NA
+    return df.assign(**{
+        C.ACTIVATED_TOKENS_PER_RANK: atpr,
+        C.DISPATCH_KB: dispatch_kb,
+        C.TOKENS_PER_S_PER_GPU: tps,
+        C.LOCAL_BATCH: pd.Series(local_batch, index=df.index),
+        C.PHASE: phase,
+    })
+
+
+def ensure_derived(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` itself when every derived column is present, else ``add_derived(df)``."""
+    needed = (C.ACTIVATED_TOKENS_PER_RANK, C.DISPATCH_KB, C.TOKENS_PER_S_PER_GPU,
+              C.LOCAL_BATCH, C.PHASE)
+    return df if all(c in df for c in needed) else add_derived(df)
+
+
+def rankable_mask(df: pd.DataFrame) -> np.ndarray:
+    """Rows bench_moe would rank as a best: status "success", finite score_ms > 0, and
+    autotune not failed (failure_category "autotune_failed" or autotune_status
+    starting with "failed"; missing values count as not failed)."""
+    ok = (df[C.STATUS].astype("string") == "success").fillna(False).to_numpy(dtype=bool)
+    score = as_float(df[C.SCORE_MS])
+    ok &= np.isfinite(score) & (score > 0)
+    if C.FAILURE_CATEGORY in df:
+        fc = df[C.FAILURE_CATEGORY].astype("string") == "autotune_failed"
+        ok &= ~fc.fillna(False).to_numpy(dtype=bool)
+    if C.AUTOTUNE_STATUS in df:
+        at = df[C.AUTOTUNE_STATUS].astype("string").str.startswith("failed")
+        ok &= ~at.fillna(False).to_numpy(dtype=bool)
+    return ok
+
+
+def group_codes(df: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
+    """Dense int64 group ids for ``cols`` (sorted key order, missing values form their
+    own group); all zeros when ``cols`` is empty. Independent of row order."""
+    if not cols:
+        return np.zeros(len(df), dtype=np.int64)
+    return df.groupby(list(cols), sort=True, dropna=False, observed=True).ngroup().to_numpy(
+        dtype=np.int64)
+
+
+def sort_codes(series: pd.Series) -> np.ndarray:
+    """Order-preserving int codes of a column (sorted unique values; missing last), used
+    as a deterministic tie-break key that does not depend on row order."""
+    codes, _ = pd.factorize(series, sort=True, use_na_sentinel=True)
+    codes = codes.astype(np.int64)
+    codes[codes < 0] = np.iinfo(np.int64).max
+    return codes

@@ -1,0 +1,95 @@
+"""Table definitions (SQLAlchemy Core), shared by DuckDB and PostgreSQL.
+
+Candidate columns come from ``analysis.columns`` so the table, the parsers and the
+analysis agree on names by construction.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from analysis import columns as C
+from db.records import RUN_EXTRA_KEYS
+
+metadata = sa.MetaData()
+
+# DuckDB has no SERIAL/IDENTITY through SQLAlchemy; explicit sequences work on both.
+upload_id_seq = sa.Sequence("upload_id_seq", metadata=metadata)
+run_id_seq = sa.Sequence("run_id_seq", metadata=metadata)
+token_id_seq = sa.Sequence("token_id_seq", metadata=metadata)
+
+
+def _column_type(name: str) -> sa.types.TypeEngine[object]:
+    if name in C.INT_COLUMNS:
+        return sa.BigInteger()
+    if name in C.FLOAT_COLUMNS:
+        return sa.Float(precision=53)
+    if name in C.BOOL_COLUMNS:
+        return sa.Boolean()
+    return sa.Text()
+
+
+schema_version = sa.Table(
+    "moedash_schema_version",
+    metadata,
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("applied_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+uploads = sa.Table(
+    "uploads",
+    metadata,
+    sa.Column("upload_id", sa.BigInteger, upload_id_seq, primary_key=True),
+    sa.Column("sha256", sa.Text, nullable=False, unique=True),
+    sa.Column("filename", sa.Text),
+    sa.Column("source_format", sa.Text, nullable=False),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("compression", sa.Text, nullable=False),
+    sa.Column("content", sa.LargeBinary, nullable=False),
+    sa.Column("meta_json", sa.Text, nullable=False),
+    sa.Column("uploaded_by", sa.Text),
+    sa.Column("uploaded_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+_run_cols = [c for c in C.RUN_COLUMNS if c != C.RUN_ID]
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column(C.RUN_ID, sa.BigInteger, run_id_seq, primary_key=True),
+    # No FOREIGN KEY: DuckDB rejects deleting a parent row in the transaction that
+    # deleted its children; Store.delete_run keeps the reference consistent instead.
+    sa.Column("upload_id", sa.BigInteger, nullable=False),
+    sa.Column("run_key", sa.Text, nullable=False, unique=True),
+    sa.Column("sweep_key", sa.Text, nullable=False),
+    *[sa.Column(c, _column_type(c)) for c in _run_cols],
+    *[sa.Column(c, sa.BigInteger() if c == "sm" else sa.Text()) for c in RUN_EXTRA_KEYS],
+    sa.Column("n_candidates", sa.BigInteger, nullable=False),
+    sa.Column("n_success", sa.BigInteger, nullable=False),
+    sa.Column("n_failed", sa.BigInteger, nullable=False),
+    sa.Column("n_skipped", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+candidates = sa.Table(
+    "candidates",
+    metadata,
+    sa.Column(C.RUN_ID, sa.BigInteger, nullable=False),
+    *[sa.Column(c, _column_type(c)) for c in C.CANDIDATE_COLUMNS],
+    sa.PrimaryKeyConstraint(C.RUN_ID, C.CANDIDATE_INDEX, name="candidates_pk"),
+)
+
+api_tokens = sa.Table(
+    "api_tokens",
+    metadata,
+    sa.Column("token_id", sa.BigInteger, token_id_seq, primary_key=True),
+    sa.Column("name", sa.Text, nullable=False, unique=True),
+    sa.Column("scopes", sa.Text, nullable=False),
+    sa.Column("token_hash", sa.Text, nullable=False, unique=True),
+    sa.Column("prefix", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("revoked_at", sa.DateTime(timezone=True)),
+    sa.Column("last_used_at", sa.DateTime(timezone=True)),
+)
+
+RUN_TABLE_COLUMNS: tuple[str, ...] = tuple(c.name for c in runs.columns)

@@ -1,0 +1,1 @@
+"""Getting data in: parsers, the HTTP API, the CLI."""

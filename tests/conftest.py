@@ -1,0 +1,58 @@
+"""Shared fixtures: real databases only (a DuckDB file per test, a PostgreSQL schema per
+test on the server named by MOEDASH_TEST_PG_URL)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from db.store import Store, open_store
+
+REPO = Path(__file__).resolve().parent.parent
+PG_URL = os.environ.get("MOEDASH_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def shared_dir() -> Path:
+    return Path(os.environ.get("MOEDASH_SHARED", REPO.parent / "shared"))
+
+
+def shared_data_dir() -> Path:
+    return Path(os.environ.get("MOEDASH_SHARED_DATA", shared_dir() / "data"))
+
+
+@pytest.fixture
+def pg_schema_url() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh, empty schema (dropped afterwards)."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(PG_URL.replace("postgresql://", "postgresql+psycopg://", 1))
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA {name}")
+    sep = "&" if "?" in PG_URL else "?"
+    try:
+        yield f"{PG_URL}{sep}options=-csearch_path%3D{name}"
+    finally:
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {name} CASCADE")
+        admin.dispose()
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database URL: a DuckDB file in tmp_path, or a fresh PostgreSQL schema."""
+    if request.param == "duckdb":
+        return f"duckdb:///{tmp_path / 'store.duckdb'}"
+    return str(request.getfixturevalue("pg_schema_url"))
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    s = open_store(db_url)
+    try:
+        yield s
+    finally:
+        s.close()

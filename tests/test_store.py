@@ -1,0 +1,177 @@
+"""The store contract, on a fresh DuckDB file and again on PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+
+import pandas as pd
+import pytest
+
+from analysis import columns as C
+from db import Conflict, NotFound
+from db.records import UploadMeta
+from db.store import Store, open_store
+from tests.sweeps import make_sweep
+
+META = UploadMeta(hardware="GB300", trtllm_version="v1.3.0rc26", filename="a.json")
+
+
+def test_schema_version_and_reopen_is_idempotent(db_url: str) -> None:
+    first = open_store(db_url)
+    version = first.upgrade()
+    first.close()
+    again = open_store(db_url)
+    assert again.upgrade() == version >= 2
+    again.close()
+
+
+def test_ingest_stores_runs_candidates_and_raw_bytes(store: Store) -> None:
+    sweep = make_sweep(30)
+    raw = b'{"benchmark": "bench_moe", "x": Infinity}'
+    result = store.ingest([sweep], raw, META, uploaded_by="ci")
+    assert not result.already_existed
+    assert result.n_candidates == 30
+    run_id = result.runs[0].run_id
+    assert store.table_counts() == {"uploads": 1, "runs": 1, "candidates": 30, "api_tokens": 0}
+    assert store.raw_upload(run_id).content == raw
+    run = store.get_run(run_id)
+    assert run["model"] == "deepseek_v4_pro" and run["hardware"] == "GB300"
+    assert run["n_success"] == 27 and run["n_failed"] == 3
+    assert run["model"] == "deepseek_v4_pro" and run["filename"] == "a.json"
+    assert run["uploaded_by"] == "ci"
+
+
+def test_candidates_round_trip_losslessly(store: Store) -> None:
+    sweep = make_sweep(25, seed=3)
+    run_id = store.ingest([sweep], b"x1", META).runs[0].run_id
+    page = store.list_candidates(run_id, limit=1000)
+    got = page.items
+    assert page.total == 25
+    want = sweep.candidates
+    assert list(got[C.CANDIDATE_INDEX]) == list(want[C.CANDIDATE_INDEX])
+    for col in (C.SCORE_MS,):
+        pd.testing.assert_series_equal(
+            got[col].astype(float), want[col].astype(float), check_names=False
+        )
+    for col in (C.BACKEND, C.STATUS, C.SKIP_REASON, C.PARALLEL_MODE, C.COMM):
+        assert [None if pd.isna(v) else v for v in got[col]] == [
+            None if pd.isna(v) else v for v in want[col]
+        ]
+    assert list(got[C.CUDA_GRAPH].astype(bool)) == list(want[C.CUDA_GRAPH])
+
+
+def test_same_bytes_twice_is_one_run(store: Store) -> None:
+    first = store.ingest([make_sweep(10)], b"same", META)
+    second = store.ingest([make_sweep(10)], b"same", META)
+    assert second.already_existed and second.runs == first.runs
+    assert store.table_counts()["candidates"] == 10
+
+
+def test_same_bytes_other_metadata_conflicts_and_writes_nothing(store: Store) -> None:
+    store.ingest([make_sweep(10)], b"same", META)
+    before = store.table_counts()
+    with pytest.raises(Conflict) as err:
+        store.ingest([make_sweep(10)], b"same", UploadMeta(hardware="B300"))
+    assert err.value.field == "hardware"
+    assert store.table_counts() == before
+
+
+def test_concurrent_identical_uploads_store_one_run(store: Store) -> None:
+    results = []
+    errors = []
+
+    def upload() -> None:
+        try:
+            results.append(store.ingest([make_sweep(200)], b"concurrent", META))
+        except Exception as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=upload) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len({r.runs[0].run_id for r in results}) == 1
+    assert sum(not r.already_existed for r in results) == 1
+    assert store.table_counts()["runs"] == 1
+    assert store.table_counts()["candidates"] == 200
+
+
+def test_failed_bulk_load_rolls_back_everything(store: Store) -> None:
+    good = make_sweep(10, key="a")
+    bad = make_sweep(10, key="b")
+    bad.candidates.loc[3, C.CANDIDATE_INDEX] = 2  # duplicate primary key inside the run
+    with pytest.raises(Exception):  # noqa: B017 - any store error; the point is the rollback
+        store.ingest([good, bad], b"two-sweeps", META)
+    assert store.table_counts() == {"uploads": 0, "runs": 0, "candidates": 0, "api_tokens": 0}
+
+
+def test_multi_sweep_upload_and_delete(store: Store) -> None:
+    res = store.ingest(
+        [make_sweep(5, key="ws=4"), make_sweep(7, key="ws=8", world_size=8)], b"multi", META
+    )
+    assert [r.sweep_key for r in res.runs] == ["ws=4", "ws=8"]
+    store.delete_run(res.runs[0].run_id)
+    assert store.table_counts()["uploads"] == 1
+    assert store.table_counts()["candidates"] == 7
+    store.delete_run(res.runs[1].run_id)
+    assert store.table_counts() == {"uploads": 0, "runs": 0, "candidates": 0, "api_tokens": 0}
+    with pytest.raises(NotFound):
+        store.delete_run(res.runs[1].run_id)
+    with pytest.raises(NotFound):
+        store.get_run(12345)
+
+
+def test_list_runs_filters_and_pages(store: Store) -> None:
+    for i in range(5):
+        hw = "GB300" if i % 2 == 0 else "B300"
+        store.ingest([make_sweep(3, hardware=hw, world_size=4 * (i + 1))], f"r{i}".encode(), META)
+    page = store.list_runs(hardware="GB300", limit=2)
+    assert page.total == 3
+    assert list(page.items["world_size"]) == [20, 12]  # newest first
+    assert "model_json" not in page.items.columns
+    assert store.list_runs(hardware="GB300", limit=2, offset=2).items["world_size"].tolist() == [4]
+
+
+def test_list_candidates_filters_order_and_errors(store: Store) -> None:
+    run_id = store.ingest([make_sweep(40)], b"c", META).runs[0].run_id
+    page = store.list_candidates(run_id, filters={C.STATUS: "failed"})
+    assert page.total == 4 and set(page.items[C.STATUS]) == {"failed"}
+    page = store.list_candidates(run_id, order=C.SCORE_MS, limit=5)
+    scores = page.items[C.SCORE_MS].tolist()
+    assert scores == sorted(scores)
+    with pytest.raises(ValueError, match="order"):
+        store.list_candidates(run_id, order="nope")
+    with pytest.raises(ValueError, match="filters"):
+        store.list_candidates(run_id, filters={"nope": 1})
+    with pytest.raises(NotFound):
+        store.list_candidates(999)
+
+
+def test_candidate_frame_joins_run_facts(store: Store) -> None:
+    store.ingest([make_sweep(10, hardware="B300")], b"f1", META)
+    store.ingest([make_sweep(10, hardware="GB300", model="glm_5")], b"f2", META)
+    frame = store.candidate_frame(filters={C.HARDWARE: "B300"}, success_only=True)
+    assert set(frame[C.HARDWARE]) == {"B300"}
+    assert len(frame) == 9 and frame[C.SCORE_MS].notna().all()
+    assert set(C.RUN_COLUMNS) <= set(frame.columns)
+    both = store.candidate_frame(filters={C.MODEL: ["glm_5", "deepseek_v4_pro"]})
+    assert len(both) == 20
+    cov = store.coverage()
+    assert set(cov["model"]) == {"glm_5", "deepseek_v4_pro"}
+
+
+def test_tokens_hashed_verified_revoked(store: Store) -> None:
+    info, secret = store.create_token("ci", ["upload"])
+    assert secret.startswith("mdt_") and info.scopes == frozenset({"upload"})
+    assert store.verify_token(secret) is not None
+    assert store.verify_token(secret + "x") is None
+    with pytest.raises(Conflict):
+        store.create_token("ci", ["upload"])
+    with pytest.raises(ValueError, match="scope"):
+        store.create_token("bad", ["root"])
+    store.revoke_token("ci")
+    assert store.verify_token(secret) is None
+    assert [t.name for t in store.list_tokens()] == ["ci"]
+    assert not store.list_tokens()[0].active
