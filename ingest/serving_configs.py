@@ -103,6 +103,11 @@ class ServingPoint:
     def is_trtllm(self) -> bool:
         return self.framework in TRTLLM_FRAMEWORKS
 
+    @property
+    def is_current(self) -> bool:
+        """From the current master (not ``configs/deprecated/``)."""
+        return "/deprecated/" not in f"/{self.source}"
+
 
 @dataclass(frozen=True)
 class ResolvedRecipe:
@@ -164,7 +169,14 @@ class ImportResult:
         """The recipe behind a point, or why there is none."""
         if point.config_file is None:
             return Unresolved(None, _no_config_reason(point))
-        return self.recipes.get(point.config_file) or self.unresolved[point.config_file]
+        found = self.recipes.get(point.config_file) or self.unresolved[point.config_file]
+        if isinstance(found, ResolvedRecipe) and found.root == IX_OLD and point.is_current:
+            # The clean-up commit deleted IX-old files at IX HEAD: the current launcher
+            # cannot find them, so a current-master point naming one does not resolve.
+            return Unresolved(
+                point.config_file, f"only in {found.path}, deleted at InferenceX HEAD"
+            )
+        return found
 
 
 # --------------------------------------------------------------------------- matrix

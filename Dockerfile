@@ -1,0 +1,12 @@
+FROM python:3.11-slim
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY analysis analysis
+COPY db db
+COPY ingest ingest
+COPY dashboard dashboard
+COPY static static
+RUN pip install --no-cache-dir .
+ENV MOEDASH_HOST=0.0.0.0 MOEDASH_PORT=8050
+EXPOSE 8050
+CMD ["moedash", "serve", "--no-demo"]

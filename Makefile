@@ -1,0 +1,52 @@
+# One task runner for people and CI. `make serve` and `make test` are the README's two
+# set-up commands: both create .venv and install everything on first use.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+PYTEST  := $(BIN)/pytest -p no:cacheprovider
+
+.PHONY: install browser-deps serve test test-unit test-pg test-realdata test-browser lint bench ci
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-*; touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian's Chromium + driver for the browser tests (test tools cannot download browsers here).
+browser-deps:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+
+serve: install
+	$(BIN)/moedash serve
+
+# The whole default suite: unit, store/API on DuckDB, CLI, browser.
+test: install browser-deps
+	$(PYTEST) -m "not postgres and not realdata" -q
+
+test-unit: install
+	$(PYTEST) -m "not postgres and not realdata and not browser" -q
+
+test-pg: install
+	$(PYTEST) -m postgres -q
+
+test-realdata: install
+	$(PYTEST) -m realdata -q
+
+test-browser: install browser-deps
+	$(PYTEST) -m browser -q
+
+lint: install
+	$(BIN)/ruff check analysis db ingest dashboard tests bench
+	$(BIN)/mypy db analysis ingest
+
+bench: install
+	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/analysis.py
+	$(BIN)/python bench/dashboard.py
+
+ci: test test-pg test-realdata

@@ -1,0 +1,398 @@
+"""Serving point -> two bench_moe workloads (prefill and decode).
+
+Pure: inputs are the points frame (``crossval_columns.POINT_COLUMNS``, built by
+``ingest.serving_configs.points_frame``) and the resolved recipe dicts keyed by
+``config_file``; output is the workloads frame (``crossval_columns.WORKLOAD_COLUMNS``).
+
+The rules follow ``shared/reference/serving_configs.md`` section (d):
+
+decode (W_d workers, T_d GPUs each, attention DP A, recipe B_max, MTP K, graph sizes G)::
+
+    dp         = T_d if A else 1
+    b_rank     = min(B_max, ceil(conc / W_d / dp))       # requests per attention rank
+    b_pad      = min{g in G : g >= b_rank}                # enable_padding; else b_rank
+    t_rank     = b_pad * (1 + K)                          # MoE tokens per rank per step
+    num_tokens = t_rank * dp                              # bench_moe: DP -> global total,
+                                                          #            TP -> every rank's batch
+    cuda_graph = graphs configured and b_rank <= max(G) (and b_rank in G without padding)
+
+prefill (T_p, A_p, B_p = max_batch_size, N_p = max_num_tokens)::
+
+    t_rank     = min(N_p, B_p * ISL)       # saturated forward  (num_tokens)
+    t_1req     = min(ISL, N_p)             # one prompt          (num_tokens_1req)
+    num_tokens = t_rank * T_p if A_p else t_rank;   cuda_graph = off
+
+world_size = the worker's ``tensor_parallel_size`` (one worker = one MoE group).
+Fields that cannot be derived are left None and explained in ``unmapped_reason``
+("field: why; ..."); a workload is ``mappable`` only when every ledger key is known.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from analysis import columns as c
+from analysis import crossval_columns as cc
+
+TRTLLM_FRAMEWORKS = frozenset({"dynamo-trt", "trt"})
+
+# bench_moe preset -> (num_experts, top_k, hidden_size, intermediate_size); the guide's
+# table and IX experimental/operatorx/testlists/moe.json agree on these.
+MODEL_SHAPES: dict[str, tuple[int, int, int, int]] = {
+    "deepseek_r1": (256, 8, 7168, 2048),
+    "deepseek_v4_pro": (384, 6, 7168, 3072),
+    "glm_5": (256, 8, 6144, 2048),
+    "kimi_k2": (384, 8, 7168, 2048),
+    "gpt_oss_120b": (128, 4, 2880, 2880),
+}
+# Shapes without a bench_moe preset (bench_moe would need --num_experts/... flags).
+CUSTOM_SHAPES: dict[str, tuple[int, int, int, int]] = {
+    "qwen3.5": (512, 10, 4096, 1024),
+    "minimaxm2.5": (256, 8, 3072, 1536),
+    "kimik3": (896, 16, 3584, 3072),
+}
+
+# The key a ledger joins on: a workload missing any of them cannot be compared.
+LEDGER_KEY: tuple[str, ...] = (
+    c.MODEL,
+    c.QUANT,
+    c.HARDWARE,
+    c.WORLD_SIZE,
+    c.NUM_TOKENS,
+    c.CUDA_GRAPH,
+    c.ATTENTION_DP,
+    c.BACKEND,
+    c.MOE_EP_SIZE,
+    c.MOE_TP_SIZE,
+)
+
+
+def bench_model(model_prefix: str, hf_model: str) -> tuple[str | None, str | None, str | None]:
+    """(bench_moe preset, unmapped reason, note) for a master ``model-prefix``."""
+    p = model_prefix.lower()
+    if p == "dsr1":
+        return "deepseek_r1", None, None
+    if p == "dsv4":
+        if "flash" in hf_model.lower():
+            return "deepseek_v4_flash", None, None
+        return "deepseek_v4_pro", None, None
+    if p in ("glm5", "glm5.1"):
+        return "glm_5", None, None
+    if p.startswith("glm5"):
+        return "glm_5", None, f"{model_prefix}: shape assumed equal to GLM-5"
+    if p == "kimik2.5":
+        return "kimi_k2", None, None
+    if p.startswith("kimik2"):
+        return "kimi_k2", None, f"{model_prefix}: shape assumed equal to Kimi-K2"
+    if p == "gptoss":
+        return "gpt_oss_120b", None, None
+    if p in CUSTOM_SHAPES:
+        return None, f"no bench_moe preset for {model_prefix} (custom shape needed)", None
+    return None, f"unknown model-prefix {model_prefix!r}", None
+
+
+def bench_quant(model_prefix: str, precision: str, recipe_hint: str) -> tuple[str | None, str | None]:
+    """(bench_moe --quant, unmapped reason). ``recipe_hint``: config path + recipe model path."""
+    prec = precision.lower()
+    if prec == "fp4":
+        # DeepSeek-V4-Pro "fp4" recipes are MXFP4 checkpoints (SS path `gb300_mxfp4`).
+        if "mxfp4" in recipe_hint.lower() or model_prefix.lower() == "dsv4":
+            return "W4A8_MXFP4_MXFP8", None
+        if model_prefix.lower() == "gptoss":
+            return None, "gpt-oss fp4 is MXFP4 weights; activation precision not in the matrix"
+        return "NVFP4", None
+    if prec == "fp8":
+        return "FP8_BLOCK_SCALES", None
+    if prec == "bf16":
+        return "BF16", None
+    return None, f"unknown precision {precision!r}"
+
+
+def parallel_mode(attention_dp: bool, tp: int, ep: int) -> str:
+    """bench_moe ``--parallel_mode`` of a worker with ``tp`` GPUs and MoE EP size ``ep``."""
+    if ep == tp:
+        return "DEP" if attention_dp else "TEP"
+    if ep == 1:
+        return "DTP" if attention_dp else "TTP"
+    return f"{'DTP' if attention_dp else 'TTP'}{tp // ep}EP{ep}"
+
+
+def default_graph_batch_sizes(max_batch_size: int, enable_padding: bool) -> list[int]:
+    """TRT-LLM ``CudaGraphConfig._generate_cuda_graph_batch_sizes`` (1.x rule).
+
+    Used when a recipe gives ``cuda_graph_config.max_batch_size`` but no list. Newer
+    TRT-LLM versions add sizes above 128 in steps of 64; the difference only matters for
+    batches above 128, which is noted on the workload.
+    """
+    if enable_padding:
+        sizes = [1, 2, 4] + [i * 8 for i in range(1, 17)]
+    else:
+        sizes = list(range(1, 32)) + [32, 64, 128]
+    if max_batch_size > 1:
+        sizes += [2**i for i in range(8, math.ceil(math.log2(max_batch_size)))]
+    sizes = sorted({s for s in sizes if s <= max_batch_size})
+    if not sizes or sizes[-1] != max_batch_size:
+        sizes.append(max_batch_size)
+    return sizes
+
+
+def spec_tokens(spec: Mapping[str, Any] | None) -> int:
+    """Draft tokens K of a TRT-LLM ``speculative_config`` (0 when absent)."""
+    if not spec:
+        return 0
+    for key in ("num_nextn_predict_layers", "max_draft_len"):
+        if spec.get(key) is not None:
+            return int(spec[key])
+    return 0
+
+
+def _eplb_slots(moe_cfg: Mapping[str, Any]) -> int | None:
+    lb = moe_cfg.get("load_balancer")
+    if isinstance(lb, Mapping):
+        return int(lb["num_slots"]) if lb.get("num_slots") is not None else None
+    if isinstance(lb, str):  # path of a placement YAML; "..._slots384.yaml"
+        tail = lb.rsplit("slots", 1)
+        digits = "".join(ch for ch in tail[-1] if ch.isdigit()) if len(tail) == 2 else ""
+        return int(digits) if digits else -1
+    return None
+
+
+def _nz(v: Any) -> Any:
+    """pandas NaN/NA -> None."""
+    if v is None:
+        return None
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return v
+
+
+def map_point(point: Mapping[str, Any], recipe: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The prefill and decode workload rows of one serving point (a points-frame row)."""
+    return [_map_phase(point, recipe, phase) for phase in ("prefill", "decode")]
+
+
+def map_workloads(
+    points: pd.DataFrame, recipes: Mapping[str, Mapping[str, Any]]
+) -> pd.DataFrame:
+    """Workloads frame for every point (two rows each, prefill first). Inputs not mutated.
+
+    Points of non-TensorRT-LLM frameworks appear with ``mappable`` False and the reason.
+    """
+    rows: list[dict[str, Any]] = []
+    for rec in points.to_dict("records"):
+        cf = _nz(rec.get(cc.CONFIG_FILE))
+        # A point the importer marked unresolved keeps no recipe even if the dict has it
+        # (e.g. an IX-old file named by the current master).
+        usable = cf is not None and _nz(rec.get(cc.RECIPE_UNRESOLVED_REASON)) is None
+        rows += map_point(rec, recipes.get(cf) if usable else None)
+    return _typed(pd.DataFrame(rows, columns=list(cc.WORKLOAD_COLUMNS)))
+
+
+_INT_COLS = (
+    cc.ISL, cc.OSL, cc.CONC, c.NUM_EXPERTS, c.TOP_K, c.HIDDEN_SIZE, c.INTERMEDIATE_SIZE,
+    c.WORLD_SIZE, cc.NUM_WORKERS, c.NUM_TOKENS, cc.NUM_TOKENS_1REQ, c.MOE_EP_SIZE,
+    c.MOE_TP_SIZE, cc.EPLB_SLOTS, cc.SPEC_K, cc.MAX_BATCH_SIZE, cc.MAX_NUM_TOKENS,
+    cc.BATCH_PER_RANK, cc.BATCH_PER_RANK_PADDED, cc.TOKENS_PER_RANK,
+)  # fmt: skip
+_BOOL_COLS = (c.CUDA_GRAPH, c.ATTENTION_DP, cc.COMM_FORCED, c.LOW_PRECISION_COMBINE, cc.MAPPABLE)
+
+
+def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    """Nullable integer/boolean dtypes, so a missing value stays missing and ints stay ints."""
+    return df.astype({**dict.fromkeys(_INT_COLS, "Int64"), **dict.fromkeys(_BOOL_COLS, "boolean")})
+
+
+def _map_phase(
+    pt: Mapping[str, Any], recipe: Mapping[str, Any] | None, phase: str
+) -> dict[str, Any]:
+    why: dict[str, str] = {}
+    notes: list[str] = []
+    row: dict[str, Any] = dict.fromkeys(cc.WORKLOAD_COLUMNS)
+    for col in (
+        cc.POINT_ID, cc.SOURCE, cc.ENTRY, cc.FRAMEWORK, cc.SCENARIO, cc.MODEL_PREFIX,
+        cc.PRECISION, cc.ISL, cc.OSL, cc.CONC, cc.SPEC_DECODING, cc.CONFIG_FILE,
+        cc.RECIPE_PATH, c.HARDWARE,
+    ):  # fmt: skip
+        row[col] = _nz(pt.get(col))
+    row[cc.WORKLOAD_ID] = f"{pt[cc.POINT_ID]}:{phase}"
+    row[cc.PHASE] = phase
+
+    model, reason, note = bench_model(str(pt[cc.MODEL_PREFIX]), str(pt.get(cc.HF_MODEL) or ""))
+    row[c.MODEL] = model
+    if reason:
+        why[c.MODEL] = reason
+    if note:
+        notes.append(note)
+    shape = MODEL_SHAPES.get(model or "") or CUSTOM_SHAPES.get(str(pt[cc.MODEL_PREFIX]).lower())
+    if shape:
+        row[c.NUM_EXPERTS], row[c.TOP_K], row[c.HIDDEN_SIZE], row[c.INTERMEDIATE_SIZE] = shape
+
+    if pt[cc.FRAMEWORK] not in TRTLLM_FRAMEWORKS:
+        why["framework"] = (
+            f"{pt[cc.FRAMEWORK]} is not TensorRT-LLM; bench_moe ranks TensorRT-LLM MoE configs"
+        )
+    role_cfg: Mapping[str, Any] = {}
+    env: Mapping[str, Any] = {}
+    if recipe is None:
+        why["recipe"] = _nz(pt.get(cc.RECIPE_UNRESOLVED_REASON)) or "no recipe"
+    else:
+        backend = recipe.get("backend") or {}
+        tcfg = backend.get("trtllm_config") or {}
+        if phase not in tcfg:
+            if "aggregated" in tcfg:
+                why["recipe"] = "aggregated serving recipe: no separate prefill/decode engine"
+            else:
+                why["recipe"] = f"recipe has no backend.trtllm_config.{phase}"
+        else:
+            role_cfg = tcfg[phase] or {}
+            env = backend.get(f"{phase}_environment") or {}
+
+    hint = f"{pt.get(cc.CONFIG_FILE) or ''} {((recipe or {}).get('model') or {}).get('path', '')}"
+    quant, qreason = bench_quant(str(pt[cc.MODEL_PREFIX]), str(pt[cc.PRECISION]), hint)
+    row[c.QUANT] = quant
+    if qreason:
+        why[c.QUANT] = qreason
+
+    # Layout: the recipe is authoritative; the master's topology is the fallback.
+    pre = "prefill_" if phase == "prefill" else "decode_"
+    m_workers, m_tp = _nz(pt.get(pre + "workers")), _nz(pt.get(pre + "tp"))
+    m_ep, m_adp = _nz(pt.get(pre + "ep")), _nz(pt.get(pre + "dp_attn"))
+    tp = role_cfg.get("tensor_parallel_size", m_tp)
+    ep = role_cfg.get("moe_expert_parallel_size", m_ep)
+    adp = bool(role_cfg.get("enable_attention_dp", bool(m_adp) if m_adp is not None else False))
+    if role_cfg and m_tp is not None and (int(tp) != int(m_tp) or int(ep) != int(m_ep)):
+        notes.append(f"recipe tp/ep {tp}/{ep} differs from master {m_tp}/{m_ep}")
+    workers = m_workers
+    pp = _nz(pt.get(pre + "pp")) or 1
+    pcp = _nz(pt.get(pre + "pcp")) or 1
+    if int(pp) > 1 or int(pcp) > 1:
+        notes.append(f"pp={pp} pcp={pcp}: world_size counts only the TP group")
+    if tp is not None:
+        tp = int(tp)
+        ep = int(ep) if ep is not None else tp
+        row[c.WORLD_SIZE] = tp
+        row[c.MOE_EP_SIZE] = ep
+        row[c.MOE_TP_SIZE] = int(role_cfg.get("moe_tensor_parallel_size", max(tp // ep, 1)))
+        row[c.ATTENTION_DP] = adp
+        row[c.ATTN] = "D" if adp else "T"
+        row[c.PARALLEL_MODE] = parallel_mode(adp, tp, ep)
+    else:
+        why[c.WORLD_SIZE] = "no tp in master or recipe"
+    row[cc.NUM_WORKERS] = None if workers is None else int(workers)
+
+    moe_cfg = role_cfg.get("moe_config") or {}
+    if moe_cfg.get("backend"):
+        row[c.BACKEND] = str(moe_cfg["backend"]).upper()
+    elif role_cfg:
+        why[c.BACKEND] = "recipe moe_config.backend not set (TRT-LLM picks a default)"
+    else:
+        why.setdefault(c.BACKEND, "no recipe")
+    lpc = moe_cfg.get("use_low_precision_moe_combine")
+    row[c.LOW_PRECISION_COMBINE] = None if lpc is None else bool(lpc)
+    row[cc.EPLB_SLOTS] = _eplb_slots(moe_cfg)
+    if row[cc.EPLB_SLOTS] is not None:
+        notes.append("EPLB in recipe: bench_moe models only the balanced routing pattern")
+    forced = env.get("TRTLLM_FORCE_COMM_METHOD")
+    row[c.COMM] = str(forced).upper() if forced else "AUTO"
+    row[cc.COMM_FORCED] = bool(forced)
+    k = spec_tokens(role_cfg.get("speculative_config"))
+    row[cc.SPEC_K] = k
+    b_max = _nz(role_cfg.get("max_batch_size"))
+    n_max = _nz(role_cfg.get("max_num_tokens"))
+    row[cc.MAX_BATCH_SIZE], row[cc.MAX_NUM_TOKENS] = b_max, n_max
+
+    if role_cfg and tp is not None:
+        if phase == "decode":
+            _decode_tokens(row, pt, role_cfg, why, notes, k, adp, tp)
+        else:
+            _prefill_tokens(row, pt, role_cfg, why, adp, tp)
+    else:
+        why.setdefault(c.NUM_TOKENS, "no recipe engine config")
+        why.setdefault(c.CUDA_GRAPH, "no recipe engine config")
+
+    missing = [col for col in LEDGER_KEY if row[col] is None]
+    for col in missing:
+        why.setdefault(col, "unknown")
+    row[cc.MAPPABLE] = not why
+    row[cc.UNMAPPED_REASON] = "; ".join(f"{f}: {r}" for f, r in why.items()) or None
+    row[cc.NOTES] = "; ".join(notes) or None
+    return row
+
+
+def _decode_tokens(
+    row: dict[str, Any],
+    pt: Mapping[str, Any],
+    cfg: Mapping[str, Any],
+    why: dict[str, str],
+    notes: list[str],
+    k: int,
+    adp: bool,
+    tp: int,
+) -> None:
+    dp = tp if adp else 1
+    b_max = _nz(cfg.get("max_batch_size"))
+    workers = _nz(row[cc.NUM_WORKERS]) or 1
+    conc = int(pt[cc.CONC])
+    b_rank = math.ceil(conc / int(workers) / dp)
+    if b_max is not None:
+        b_rank = min(int(b_max), b_rank)
+    b_rank = max(b_rank, 1)
+    row[cc.BATCH_PER_RANK] = b_rank
+    graph = cfg.get("cuda_graph_config", "absent")
+    sizes: Sequence[int] = ()
+    padding = False
+    if graph == "absent":
+        why[c.CUDA_GRAPH] = "recipe has no cuda_graph_config (engine default is version-dependent)"
+    elif isinstance(graph, Mapping):
+        padding = bool(graph.get("enable_padding", False))
+        if graph.get("batch_sizes"):
+            sizes = sorted(int(s) for s in graph["batch_sizes"])
+        else:
+            mbs = int(graph.get("max_batch_size") or b_max or 128)
+            sizes = default_graph_batch_sizes(mbs, padding)
+            if b_rank > 128:
+                notes.append("CUDA-graph sizes above 128 generated by the TRT-LLM 1.x rule")
+    if graph != "absent":
+        fits = [s for s in sizes if s >= b_rank] if padding else [s for s in sizes if s == b_rank]
+        row[c.CUDA_GRAPH] = bool(fits)
+        b_pad = min(fits) if fits else b_rank
+        row[cc.BATCH_PER_RANK_PADDED] = b_pad
+        row[cc.TOKENS_PER_RANK] = b_pad * (1 + k)
+        row[c.NUM_TOKENS] = b_pad * (1 + k) * dp
+    else:
+        row[cc.TOKENS_PER_RANK] = b_rank * (1 + k)
+        row[c.NUM_TOKENS] = b_rank * (1 + k) * dp
+
+
+def _prefill_tokens(
+    row: dict[str, Any],
+    pt: Mapping[str, Any],
+    cfg: Mapping[str, Any],
+    why: dict[str, str],
+    adp: bool,
+    tp: int,
+) -> None:
+    # TRT-LLM captures CUDA graphs for generation batches only; context forwards run eager.
+    row[c.CUDA_GRAPH] = False
+    isl = _nz(pt.get(cc.ISL))
+    b_p = _nz(cfg.get("max_batch_size"))
+    n_p = _nz(cfg.get("max_num_tokens"))
+    if isl is None:
+        why[c.NUM_TOKENS] = "agentic-coding scenario has no fixed ISL"
+        return
+    isl = int(isl)
+    full = [v for v in (n_p, None if b_p is None else int(b_p) * isl) if v is not None]
+    t_rank = min(int(v) for v in full) if full else isl
+    t_1req = min(isl, int(n_p)) if n_p is not None else isl
+    mult = tp if adp else 1
+    row[cc.BATCH_PER_RANK] = None if b_p is None else int(b_p)
+    row[cc.TOKENS_PER_RANK] = t_rank
+    row[c.NUM_TOKENS] = t_rank * mult
+    row[cc.NUM_TOKENS_1REQ] = t_1req * mult

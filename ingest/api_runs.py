@@ -1,0 +1,287 @@
+"""/api/v1/runs: upload, list, get, candidates, raw bytes, delete."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from analysis import columns as C
+from db.errors import Conflict, NotFound
+from db.records import UploadMeta
+from db.store import IngestResult, Store
+from db.tokens import TokenInfo
+from ingest.auth import get_settings, get_store, require_read, require_scope
+from ingest.detect import parse_upload
+from ingest.errors import InputError
+from ingest.jsonio import FastJSONResponse, frame_records
+from ingest.settings import Settings
+
+router = APIRouter(prefix="/runs", tags=["runs"])
+
+_LABEL = r"^[A-Za-z0-9][A-Za-z0-9 _.+\-]*$"
+_BODY_TYPES = {
+    "application/json",
+    "text/json",
+    "text/csv",
+    "application/csv",
+    "application/javascript",
+    "text/javascript",
+    "application/octet-stream",
+    "text/plain",
+}
+
+
+def error(status: int, loc: list[str | int], msg: str, kind: str) -> HTTPException:
+    return HTTPException(status_code=status, detail=[{"loc": loc, "msg": msg, "type": kind}])
+
+
+class UploadMetaIn(BaseModel):
+    """Facts a bench_moe file does not carry, supplied with the upload."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    hardware: str | None = Field(
+        None, max_length=32, pattern=_LABEL,
+        description="System label: GB200, GB300, B200, B300, H100, H200 … "
+        "(inferred from environment.device_name when unambiguous)",
+    )
+    trtllm_version: str | None = Field(None, max_length=64, pattern=_LABEL)
+    trtllm_commit: str | None = Field(None, max_length=64, pattern=r"^[0-9a-fA-F]{4,40}$")
+    run_date: dt.date | None = Field(None, description="Date the sweep ran (YYYY-MM-DD)")
+    ci_url: str | None = Field(None, max_length=2000, pattern=r"^https?://\S+$")
+    notes: str | None = Field(None, max_length=4000)
+    dispatch: str | None = Field(None, max_length=64, pattern=_LABEL)
+    filename: str | None = Field(None, max_length=512)
+
+    @field_validator("notes")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        if value is not None and any(not (ch.isprintable() or ch in "\n\t") for ch in value):
+            raise ValueError("contains control characters")
+        return value
+
+    def to_meta(self, filename: str | None) -> UploadMeta:
+        return UploadMeta(
+            hardware=self.hardware.upper() if self.hardware else None,
+            trtllm_version=self.trtllm_version,
+            trtllm_commit=self.trtllm_commit,
+            run_date=self.run_date.isoformat() if self.run_date else None,
+            ci_url=self.ci_url,
+            notes=self.notes,
+            dispatch=self.dispatch,
+            filename=self.filename or filename,
+        )
+
+
+def _result_body(result: IngestResult, request: Request) -> dict[str, Any]:
+    base = str(request.url_for("get_run", run_id=0)).rsplit("/", 1)[0]
+    return {
+        "already_existed": result.already_existed,
+        "upload_id": result.upload_id,
+        "sha256": result.sha256,
+        "n_candidates": result.n_candidates,
+        "runs": [
+            {
+                "run_id": r.run_id,
+                "sweep_key": r.sweep_key,
+                "n_candidates": r.n_candidates,
+                "url": f"{base}/{r.run_id}",
+            }
+            for r in result.runs
+        ],
+    }
+
+
+async def _read_upload(
+    request: Request, settings: Settings, query_meta: UploadMetaIn
+) -> tuple[bytes, UploadMeta]:
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "multipart/form-data":
+        form = await request.form(
+            max_files=1, max_fields=20, max_part_size=settings.max_upload_bytes
+        )
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise error(422, ["form", "file"], "a file part named 'file' is required", "missing")
+        fields = {k: v for k, v in form.items() if k != "file" and isinstance(v, str) and v}
+        merged = {**query_meta.model_dump(exclude_none=True), **fields}
+        try:
+            meta_in = UploadMetaIn.model_validate(merged)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise error(422, ["form", *first["loc"]], first["msg"], "invalid") from exc
+        raw = await upload.read()
+        return raw, meta_in.to_meta(upload.filename)
+    if ctype and ctype not in _BODY_TYPES:
+        raise error(
+            415,
+            ["header", "Content-Type"],
+            f"unsupported content type {ctype!r}: send application/json (bench_moe report "
+            "or dashboard data.js), text/csv (dashboard CSV) or multipart/form-data with a "
+            "'file' part",
+            "unsupported_media_type",
+        )
+    return await request.body(), query_meta.to_meta(None)
+
+
+@router.post(
+    "",
+    status_code=201,
+    summary="Upload a bench_moe report (or NVIDIA dashboard data.js / CSV)",
+    responses={
+        200: {"description": "The same bytes were already stored; existing runs returned"},
+        400: {"description": "Empty body"},
+        401: {"description": "Missing or invalid token"},
+        403: {"description": "Token lacks the upload scope"},
+        409: {"description": "Same bytes already stored with different metadata"},
+        413: {"description": "Body larger than MOEDASH_MAX_UPLOAD_BYTES"},
+        415: {"description": "Unsupported content type or file format"},
+        422: {"description": "Invalid report or metadata (field path in detail.loc)"},
+    },
+)
+async def upload_run(
+    request: Request,
+    meta_in: Annotated[UploadMetaIn, Query()],
+    token: TokenInfo = Depends(require_scope("upload")),
+    store: Store = Depends(get_store),
+    settings: Settings = Depends(get_settings),
+) -> Response:
+    raw, meta = await _read_upload(request, settings, meta_in)
+    if not raw.strip():
+        raise error(400, ["body"], "the request body is empty", "empty")
+    try:
+        sweeps = await run_in_threadpool(parse_upload, raw, meta, meta.filename)
+    except InputError as exc:
+        loc: list[str | int] = ["body", exc.field] if exc.field else ["body"]
+        if exc.field in {f for f in UploadMetaIn.model_fields}:
+            loc = ["query", exc.field]
+        raise error(exc.status, loc, exc.problem, "invalid_report") from exc
+    try:
+        result = await run_in_threadpool(store.ingest, sweeps, raw, meta, uploaded_by=token.name)
+    except Conflict as exc:
+        raise error(409, ["query", exc.field], exc.problem, "conflict") from exc
+    status = 200 if result.already_existed else 201
+    return FastJSONResponse(_result_body(result, request), status_code=status)
+
+
+@router.get("", summary="List runs (newest first)", dependencies=[Depends(require_read)])
+def list_runs(
+    store: Store = Depends(get_store),
+    model: str | None = None,
+    hardware: str | None = None,
+    quant: str | None = None,
+    world_size: Annotated[int | None, Query(ge=1, le=100000)] = None,
+    source_format: Literal["bench_moe", "bench_moe_legacy", "nvidia_dashboard"] | None = None,
+    synthetic: bool | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Response:
+    page = store.list_runs(
+        model=model,
+        hardware=hardware,
+        quant=quant,
+        world_size=world_size,
+        source_format=source_format,
+        synthetic=synthetic,
+        limit=limit,
+        offset=offset,
+    )
+    return FastJSONResponse(
+        {"total": page.total, "limit": limit, "offset": offset, "items": frame_records(page.items)}
+    )
+
+
+def _not_found(exc: NotFound) -> HTTPException:
+    return error(404, ["path", "run_id"], str(exc), "not_found")
+
+
+@router.get("/{run_id}", summary="One run with its metadata", dependencies=[Depends(require_read)])
+def get_run(run_id: int, store: Store = Depends(get_store)) -> Response:
+    try:
+        return FastJSONResponse(store.get_run(run_id))
+    except NotFound as exc:
+        raise _not_found(exc) from exc
+
+
+_CandidateOrder = Literal[
+    "candidate_index", "score_ms", "num_tokens", "backend", "comm", "status", "parallel_mode"
+]
+
+
+@router.get(
+    "/{run_id}/candidates",
+    summary="Candidates of a run, skipped and failed included",
+    dependencies=[Depends(require_read)],
+)
+def list_candidates(
+    run_id: int,
+    store: Store = Depends(get_store),
+    status: Literal["success", "skipped", "failed"] | None = None,
+    backend: str | None = None,
+    comm: str | None = None,
+    parallel_mode: str | None = None,
+    failure_category: str | None = None,
+    cuda_graph: bool | None = None,
+    num_tokens: Annotated[int | None, Query(ge=0)] = None,
+    order: _CandidateOrder = "candidate_index",
+    desc: bool = False,
+    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> Response:
+    filters = {
+        C.STATUS: status,
+        C.BACKEND: backend,
+        C.COMM: comm,
+        C.PARALLEL_MODE: parallel_mode,
+        C.FAILURE_CATEGORY: failure_category,
+        C.CUDA_GRAPH: cuda_graph,
+        C.NUM_TOKENS: num_tokens,
+    }
+    try:
+        page = store.list_candidates(
+            run_id, filters=filters, order=order, descending=desc, limit=limit, offset=offset
+        )
+    except NotFound as exc:
+        raise _not_found(exc) from exc
+    return FastJSONResponse(
+        {"total": page.total, "limit": limit, "offset": offset, "items": frame_records(page.items)}
+    )
+
+
+@router.get(
+    "/{run_id}/raw",
+    summary="The original uploaded bytes",
+    dependencies=[Depends(require_read)],
+    response_class=Response,
+)
+def raw_upload(run_id: int, store: Store = Depends(get_store)) -> Response:
+    try:
+        raw = store.raw_upload(run_id)
+    except NotFound as exc:
+        raise _not_found(exc) from exc
+    name = (raw.filename or f"run-{run_id}.json").rsplit("/", 1)[-1]
+    safe = "".join(ch for ch in name if ch.isalnum() or ch in "._-") or f"run-{run_id}"
+    media = "text/csv" if safe.endswith(".csv") else "application/json"
+    return Response(
+        raw.content,
+        media_type=media,
+        headers={"Content-Disposition": f'attachment; filename="{safe}"'},
+    )
+
+
+@router.delete("/{run_id}", status_code=204, summary="Delete a run (admin scope)")
+def delete_run(
+    run_id: int,
+    store: Store = Depends(get_store),
+    _token: TokenInfo = Depends(require_scope("admin")),
+) -> Response:
+    try:
+        store.delete_run(run_id)
+    except NotFound as exc:
+        raise _not_found(exc) from exc
+    return Response(status_code=204)

@@ -1,0 +1,122 @@
+"""The application factory: FastAPI (API under /api/v1, OpenAPI at /docs), the Dash
+dashboard mounted at / and ``static/`` at /static, all in one process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from db import migrations
+from db.errors import StoreError
+from db.store import Store, open_store
+from ingest import api_runs
+from ingest.auth import get_store, require_read
+from ingest.settings import Settings
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+
+def _extra_routers() -> list[APIRouter]:
+    """Routers of later features, imported lazily so the core API never depends on them."""
+    routers: list[APIRouter] = []
+    try:
+        from ingest import api_analysis
+    except ImportError:
+        pass
+    else:
+        routers.append(api_analysis.router)
+    try:
+        from ingest import api_crossval
+    except ImportError:
+        pass
+    else:
+        routers.append(api_crossval.router)
+    try:
+        from ingest import api_planner
+    except ImportError:
+        pass
+    else:
+        routers.append(api_planner.router)
+    return routers
+
+
+def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+    """Build the app. ``store`` lets tests share one store with the app; otherwise the
+    store is opened from ``settings.database_url`` (schema upgraded when
+    ``migrate_on_start``) and closed at shutdown."""
+    settings = settings or Settings()
+    owned = store is None
+    store = store or open_store(settings.database_url, upgrade=settings.migrate_on_start)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        if owned:
+            store.close()
+
+    app = FastAPI(
+        title="moedash API",
+        version="1",
+        description="Ingest and analyse TensorRT-LLM bench_moe MoE sweeps.",
+        lifespan=lifespan,
+        docs_url="/docs",
+        openapi_url="/api/v1/openapi.json",
+    )
+    app.state.settings = settings
+    app.state.store = store
+
+    from ingest.limits import BodyLimitMiddleware
+
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_upload_bytes)
+
+    @app.exception_handler(StoreError)
+    async def store_error(_: Request, exc: StoreError) -> JSONResponse:
+        return JSONResponse(
+            status_code=503,
+            content={"detail": [{"loc": [], "msg": str(exc), "type": "store_error"}]},
+        )
+
+    v1 = APIRouter(prefix="/api/v1")
+
+    @v1.get("/health", tags=["meta"], summary="Liveness and database check")
+    def health(s: Store = Depends(get_store)) -> dict[str, object]:
+        with s.engine.connect() as conn:
+            version = migrations.current_version(conn)
+        return {"status": "ok", "database": s.dialect, "schema_version": version}
+
+    @v1.get(
+        "/coverage", tags=["runs"], summary="What is stored", dependencies=[Depends(require_read)]
+    )
+    def coverage(s: Store = Depends(get_store)) -> object:
+        from ingest.jsonio import FastJSONResponse, frame_records
+
+        return FastJSONResponse({"items": frame_records(s.coverage())})
+
+    v1.include_router(api_runs.router)
+    for router in _extra_routers():
+        v1.include_router(router)
+    app.include_router(v1)
+
+    if STATIC_DIR.is_dir():
+        app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    if settings.enable_dashboard:
+        _mount_dashboard(app, store, settings)
+    return app
+
+
+def _mount_dashboard(app: FastAPI, store: Store, settings: Settings) -> None:
+    try:
+        from dashboard.app import create_dash
+    except ImportError:
+        return
+    from a2wsgi import WSGIMiddleware
+
+    dash_app = create_dash(store, settings)
+    # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
+    # stalls the event loop serving the API (measured in stack-notes).
+    app.mount("/", WSGIMiddleware(dash_app.server))  # type: ignore[arg-type]

@@ -1,0 +1,77 @@
+"""The CI upload client used by ``moedash upload``.
+
+Retries with exponential back-off (1, 2, 4 … s, capped at 30 s) on network errors, 5xx
+and 429; any other 4xx is final and its server message is raised. Uploads are
+idempotent on the server (same bytes → same run), so a retry after a lost response is
+safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from db.records import UploadMeta
+
+
+class UploadFailed(RuntimeError):
+    pass
+
+
+def _content_type(path: Path) -> str:
+    return "text/csv" if path.suffix.lower() == ".csv" else "application/json"
+
+
+def _message(resp: httpx.Response) -> str:
+    try:
+        detail = resp.json().get("detail")
+    except ValueError:
+        return resp.text[:500]
+    if isinstance(detail, list) and detail:
+        parts = []
+        for d in detail:
+            loc = ".".join(str(x) for x in d.get("loc", []))
+            parts.append(f"{loc}: {d.get('msg')}" if loc else str(d.get("msg")))
+        return "; ".join(parts)
+    return str(detail)
+
+
+def upload_file(
+    path: Path,
+    *,
+    url: str,
+    token: str,
+    meta: UploadMeta,
+    retries: int = 5,
+    timeout: float = 300.0,
+    sleep: Any = time.sleep,
+) -> dict[str, Any]:
+    """POST one file to ``{url}/api/v1/runs``; return the JSON answer."""
+    body = path.read_bytes()
+    params = {
+        k: v
+        for k, v in dataclasses.asdict(meta).items()
+        if v is not None and k != "synthetic"
+    }
+    endpoint = url.rstrip("/") + "/api/v1/runs"
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": _content_type(path)}
+    last = ""
+    for attempt in range(retries + 1):
+        try:
+            resp = httpx.post(endpoint, content=body, params=params, headers=headers, timeout=timeout)
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        else:
+            if resp.status_code in (200, 201):
+                data: dict[str, Any] = resp.json()
+                return data
+            last = f"HTTP {resp.status_code}: {_message(resp)}"
+            if resp.status_code < 500 and resp.status_code != 429:
+                raise UploadFailed(last)
+        if attempt < retries:
+            sleep(min(30.0, 2.0**attempt))
+    raise UploadFailed(f"gave up after {retries + 1} attempts; last error: {last}")

@@ -1,0 +1,61 @@
+"""Start real `moedash serve` processes for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running_server(
+    db_url: str, *, demo: bool = False, env: dict[str, str] | None = None, timeout: float = 60.0
+) -> Iterator[str]:
+    """Run `moedash serve` on a free port until the block ends; yields the base URL."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "ingest.cli", "serve", "--db", db_url, "--port", str(port)]
+    if not demo:
+        cmd.append("--no-demo")
+    full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{proc.stdout.read() if proc.stdout else ''}")
+            try:
+                if httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not become healthy in time")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
