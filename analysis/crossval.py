@@ -78,7 +78,16 @@ def _deployed_equal(w: Mapping[str, Any], cand: Mapping[str, Any]) -> list[str]:
     return diffs
 
 
+_CANDIDATE_NEEDS = (*_SHAPE_KEY, c.NUM_TOKENS, c.BACKEND, c.MOE_EP_SIZE, c.MOE_TP_SIZE, c.COMM,
+                   c.PARALLEL_MODE, c.STATUS, c.SCORE_MS)  # fmt: skip
+
+
 def _ok_candidates(candidates: pd.DataFrame) -> pd.DataFrame:
+    missing = [col for col in _CANDIDATE_NEEDS if col not in candidates.columns]
+    if missing and not candidates.empty:
+        raise ValueError(f"candidates: missing columns {missing}")
+    if missing:  # an empty frame without columns: nothing measured
+        candidates = pd.DataFrame(columns=list(_CANDIDATE_NEEDS))
     ok = candidates[(candidates[c.STATUS] == "success") & candidates[c.SCORE_MS].notna()].copy()
     ok[c.HARDWARE] = ok[c.HARDWARE].astype(str).str.upper()
     ok[c.BACKEND] = ok[c.BACKEND].astype(str).str.upper()

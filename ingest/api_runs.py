@@ -102,21 +102,22 @@ async def _read_upload(
 ) -> tuple[bytes, UploadMeta]:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype == "multipart/form-data":
-        form = await request.form(
+        async with request.form(
             max_files=1, max_fields=20, max_part_size=settings.max_upload_bytes
-        )
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise error(422, ["form", "file"], "a file part named 'file' is required", "missing")
-        fields = {k: v for k, v in form.items() if k != "file" and isinstance(v, str) and v}
+        ) as form:
+            upload = form.get("file")
+            if not isinstance(upload, UploadFile):
+                raise error(422, ["form", "file"], "a file part named 'file' is required", "missing")
+            fields = {k: v for k, v in form.items() if k != "file" and isinstance(v, str) and v}
+            raw = await upload.read()
+            filename = upload.filename
         merged = {**query_meta.model_dump(exclude_none=True), **fields}
         try:
             meta_in = UploadMetaIn.model_validate(merged)
         except ValidationError as exc:
             first = exc.errors()[0]
             raise error(422, ["form", *first["loc"]], first["msg"], "invalid") from exc
-        raw = await upload.read()
-        return raw, meta_in.to_meta(upload.filename)
+        return raw, meta_in.to_meta(filename)
     if ctype and ctype not in _BODY_TYPES:
         raise error(
             415,

@@ -256,14 +256,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_upload)
 
     p = sub.add_parser("token", help="manage API tokens")
-    db_arg(p)
     tsub = p.add_subparsers(dest="token_cmd", required=True)
     t = tsub.add_parser("create", help="create a token and print its secret once")
     t.add_argument("name")
     t.add_argument("--scope", action="append", choices=["upload", "admin"])
+    db_arg(t)
     t = tsub.add_parser("list", help="list tokens (never the secrets)")
+    db_arg(t)
     t = tsub.add_parser("revoke", help="revoke a token by name or id")
     t.add_argument("name")
+    db_arg(t)
     p.set_defaults(func=cmd_token)
     return parser
 

@@ -76,7 +76,9 @@ rank (``ceil(nt/ws)`` with attention DP, ``nt`` with attention TP).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import hashlib
 import json
 import math
@@ -205,12 +207,13 @@ _COMM_CLASS = {
 }
 _DEEPEP_LL_HIDDEN = (2048, 2560, 3584, 4096, 5120, 6144, 7168)
 
+# Default hybrid layouts added to DEP/TEP (a subset of bench_moe's default parallel axis).
 _HYBRIDS = {
     4: ("DTP2EP2", "TTP2EP2"),
-    8: ("DTP2EP4", "TTP2EP4"),
-    16: ("DTP4EP4", "TTP4EP4"),
-    32: ("DTP4EP8", "TTP4EP8"),
-    64: ("DTP8EP8", "TTP8EP8"),
+    8: ("TTP2EP4",),
+    16: ("TTP4EP4",),
+    32: ("TTP4EP8",),
+    64: ("TTP8EP8",),
 }
 _HYBRID_RE = re.compile(r"^([DT])TP(\d+)EP(\d+)$")
 
@@ -266,8 +269,17 @@ def _normal(keys: np.ndarray, stream: int, n: int) -> np.ndarray:
     return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * math.pi * u2)
 
 
-def _u01(key: int, stream: int) -> float:
-    return float(_uniform(np.array([key], dtype=np.uint64), stream, 1)[0, 0])
+@contextlib.contextmanager
+def _gc_paused():
+    """Building ~10^5 nested dicts/lists triggers the cyclic GC over and over (it is
+    quadratic-ish in practice); nothing built here is cyclic, so pause it meanwhile."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 # --------------------------------------------------------------------------------------
@@ -278,10 +290,10 @@ def _u01(key: int, stream: int) -> float:
 #             graph-on fixed us, fixed us per ep rank, graph-off host us, kernels/forward)
 _BK = {
     "TRTLLM": (0.62, 24.0, 0.85, 0.03, 12.0, 0.40, 70.0, 6),
-    "CUTEDSL": (0.68, 76.0, 0.85, 0.05, 14.0, 0.10, 115.0, 7),
+    "CUTEDSL": (0.68, 76.0, 0.85, 0.05, 14.0, 0.10, 180.0, 7),
     "CUTLASS": (0.55, 48.0, 0.72, 0.08, 18.0, 0.10, 100.0, 9),
     "DEEPGEMM": (0.66, 48.0, 0.80, 0.06, 20.0, 0.10, 120.0, 10),
-    "MEGAMOE_CUTEDSL": (0.74, 48.0, 0.86, 0.03, 0.0, 0.0, 0.0, 4),
+    "MEGAMOE_CUTEDSL": (0.74, 48.0, 0.85, 0.03, 0.0, 0.0, 0.0, 4),
     "MEGAMOE_DEEPGEMM": (0.72, 48.0, 0.84, 0.03, 0.0, 0.0, 0.0, 4),
 }
 
@@ -290,9 +302,9 @@ _BK = {
 _CM = {
     "NVLinkOneSided": (8.0, 0.80, 0.0, 25.0, None),
     "NVLinkTwoSided": (13.0, 0.75, 0.0, 35.0, None),
-    "DeepEP": (38.0, 0.62, 0.70, 90.0, 2.0),
+    "DeepEP": (38.0, 0.62, 0.27, 90.0, 2.0),
     "DeepEPLowLatency": (11.0, 0.45, 0.70, 30.0, 1.0),
-    "AllGatherReduceScatter": (16.0, 0.85, 0.92, 30.0, None),
+    "AllGatherReduceScatter": (22.0, 0.85, 0.92, 30.0, None),
     "NONE": (0.0, 1.0, 1.0, 0.0, None),
 }
 
@@ -339,6 +351,7 @@ def _comm_us(hw: _Hw, mdl: dict, quant: Any, comm_cls: str, ws: int, ep: int, tp
         return 0.0, 0.0
     fixed, nvl_eff, net_eff, host, disp_override = _CM[comm_cls]
     cross = ws > hw.nvl_domain
+    fixed += 0.1 * ep  # more peers to coordinate with
     if cross:
         fixed *= 2.0
     local = math.ceil(nt / ws)
@@ -357,8 +370,8 @@ def _comm_us(hw: _Hw, mdl: dict, quant: Any, comm_cls: str, ws: int, ep: int, tp
         # low-latency kernels: per-token messages, fixed-size buffers -> efficiency falls
         # as the per-rank message grows
         per_rank_mb = nbytes / 2.0 / 1e6
-        nvl_eff /= 1.0 + per_rank_mb / 6.0
-        net_eff /= 1.0 + per_rank_mb / 3.0
+        nvl_eff /= min(4.0, 1.0 + per_rank_mb / 12.0)
+        net_eff /= min(6.0, 1.0 + per_rank_mb / 5.0)
         fixed += 4.0 * max(0, math.ceil(local / 256) - 1)
     return fixed + _xfer_us(hw, nbytes, off, nvl_eff, net_eff), host
 
@@ -375,14 +388,18 @@ def model_latency_us(hw: _Hw, mdl: dict, quant: Any, ws: int, nt: int, backend: 
         h, k = mdl["hidden_size"], mdl["top_k"]
         sent = local * k * (ep - 1) / ep
         t_fused_comm = sent * h * (disp_bpe + 2.0) / (hw.nvl_gbps * 1e3 * 0.85)
-        barrier = 3.0 * (5.0 + 0.08 * ep)
-        meta = 6.0 + 0.012 * _next_pow2(local)
+        barrier = 3.0 * (6.0 + 0.1 * ep)  # three cross-rank NVLink barriers
+        meta = 6.0 + 0.004 * _next_pow2(local)  # metadata prep follows the token bucket
         gpu = (barrier + meta + max(t_gemm, t_fused_comm) + 0.15 * min(t_gemm, t_fused_comm))
-        host = 2100.0 + 0.02 * local
+        host = 650.0 + 0.01 * local  # chain of host steps, each with dispatch + tactic lookup
         n_kernels = _BK[backend][7]
     else:
         _, _, _, _, fixed, fixed_ep, host_b, n_kernels = _BK[backend]
         gpu = fixed + fixed_ep * ep + t_comm + t_gemm
+        if not adp and backend != "TRTLLM":
+            # attention TP: every rank scans all nt tokens; TRTLLM fuses routing+permute,
+            # the others run a separate local-expert filter/permute pass
+            gpu += 5.0 + 0.0015 * nt * mdl["top_k"]
         host = host_b + host_comm
     if cuda_graph:
         return gpu
@@ -776,7 +793,7 @@ def _label(c: _Cand) -> str:
     return f"backend={c.backend} parallel_mode={c.mode} comm={c.comm} num_tokens={c.nt}"
 
 
-def _classify(hw: _Hw, mdl: dict, quant: Any, ws: int, c: _Cand, n_runnable_seen: int) -> None:
+def _classify(hw: _Hw, mdl: dict, quant: Any, ws: int, c: _Cand, u_fail: float) -> None:
     """Fill status/reason/comm class for a runnable candidate."""
     ep, tp, adp = parallel_layout(c.mode, ws)
     if c.backend in _FUSED:
@@ -786,7 +803,6 @@ def _classify(hw: _Hw, mdl: dict, quant: Any, ws: int, c: _Cand, n_runnable_seen
     else:
         c.comm_cls = _COMM_CLASS[c.comm]
     mnnvl = hw.arch == "blackwell" and ws <= hw.nvl_domain
-    u_fail = _u01(c.key, 901)
     if c.comm_cls in ("NVLinkOneSided", "NVLinkTwoSided") and not mnnvl:
         c.status, c.built, c.autotune = "failed", True, "not_run"
         c.reason = (f"build error: RuntimeError: {c.comm_cls} requires MNNVL fabric memory "
@@ -883,11 +899,24 @@ def generate_report(model: str, hardware: str, quant: str, world_size: int,
     """One synthetic bench_moe report (schema-exact dict; ``swiglu_limit`` is ``inf``).
 
     ``backends``/``parallel_modes``/``comm_methods`` default to what ``--search full``
-    would sweep on that GPU: capable backends, ``DEP, TEP`` + one D and one T hybrid, the
+    would sweep on that GPU: capable backends, ``DEP, TEP`` + default hybrids, the
     forced comm methods the topology supports. Unsupported values are kept and produce
     pruned (skipped) rows. ``time_budget_tail`` marks the last N runnable candidates as
     ``time_budget_exceeded``. Deterministic in all arguments.
     """
+    with _gc_paused():
+        return _generate_report(model, hardware, quant, world_size, num_tokens, seed=seed,
+                                cuda_graph=cuda_graph, parallel_modes=parallel_modes,
+                                backends=backends, comm_methods=comm_methods, iters=iters,
+                                with_raw_samples=with_raw_samples,
+                                time_budget_tail=time_budget_tail)
+
+
+def _generate_report(model: str, hardware: str, quant: str, world_size: int,
+                     num_tokens: Sequence[int], *, seed: int, cuda_graph: Sequence[bool],
+                     parallel_modes: Sequence[str] | None, backends: Sequence[str] | None,
+                     comm_methods: Sequence[str] | None, iters: int, with_raw_samples: bool,
+                     time_budget_tail: int) -> dict:
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; known: {sorted(MODELS)}")
     if hardware not in HARDWARE:
@@ -943,8 +972,11 @@ def generate_report(model: str, hardware: str, quant: str, world_size: int,
         plan.extend(runnable)
 
     runnable_all = [c for c in plan if not c.pruned]
-    for j, c in enumerate(runnable_all):
-        _classify(hw, mdl, quant, ws, c, j)
+    if runnable_all:
+        u_fail = _uniform(np.array([c.key for c in runnable_all], dtype=np.uint64), 901,
+                          1)[:, 0].tolist()
+        for c, u in zip(runnable_all, u_fail, strict=True):
+            _classify(hw, mdl, quant, ws, c, u)
     if time_budget_tail > 0:
         for c in runnable_all[-time_budget_tail:]:
             c.status, c.reason, c.built, c.autotune = "skipped", "time_budget_exceeded", False, None

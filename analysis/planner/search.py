@@ -58,6 +58,7 @@ class SearchOptions:
     balance_tolerance: float = 0.25  # |Ta - Te| <= tol * max(Ta, Te) counts as Ta ≈ Te
     na_multiples: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
     max_na: int = 512
+    max_gpus: int | None = None  # cap on attention + expert GPUs of one instance
     efficiency: Efficiency = DEFAULT_EFFICIENCY
     util: UtilCurve = DEFAULT_UTIL
 
@@ -273,6 +274,8 @@ def evaluate_plan(s: _Setup, na: int, m: int) -> Plan | None:
     lower, upper = iteration_bounds_ms(ta, te, tc, m, layers)
     expert_nodes = model.num_experts // s.x
     a_gpus, e_gpus = s.tpa * na, s.tpe * expert_nodes
+    if opt.max_gpus is not None and a_gpus + e_gpus > opt.max_gpus:
+        return None
     cost = a_gpus * s.agpu.price + e_gpus * s.egpu.price
     power = a_gpus * s.agpu.power_w + e_gpus * s.egpu.power_w
     tput = batch / (t_total / 1e3)
@@ -340,6 +343,37 @@ def _setups(
     return out
 
 
+def _climb_na(s: _Setup, m: int, start: Sequence[int], max_na: int) -> list[Plan]:
+    """Evaluate the balance-derived na values, then step na by 1 while tput/cost improves.
+
+    The balance formula ignores k2 and k4, which dominate in decode, so the best integer na
+    is usually near but not at it; throughput per cost is unimodal enough in na for a
+    local climb (the paper's Figure 15 shape).
+    """
+    tried: dict[int, Plan | None] = {}
+
+    def ev(na: int) -> Plan | None:
+        if na not in tried:
+            tried[na] = evaluate_plan(s, na, m)
+        return tried[na]
+
+    for na in start:
+        ev(na)
+    feasible = {na: p for na, p in tried.items() if p is not None}
+    if feasible:
+        cur = max(sorted(feasible), key=lambda n: feasible[n].tput_per_cost)
+        moved = True
+        while moved:
+            moved = False
+            for nb in (cur - 1, cur + 1):
+                if 1 <= nb <= max_na:
+                    p, here = ev(nb), tried[cur]
+                    if p is not None and here is not None and p.tput_per_cost > here.tput_per_cost:
+                        cur, moved = nb, True
+                        break
+    return [p for _, p in sorted(tried.items()) if p is not None]
+
+
 def _plan_row(p: Plan) -> dict[str, object]:
     row: dict[str, object] = {c: getattr(p, c) for c in ALTERNATIVE_COLUMNS[:-3]}
     met = {c.name: c.met for c in p.constraints}
@@ -392,16 +426,17 @@ def _search_pairs(
                 balance_na(s.afit.slope_ms, k3_node, model.num_experts, model.top_k, s.x)
                 if k3_node > 0 else math.inf
             )
-            for na in _na_candidates(na_bal, options):
-                for m in ms:
-                    p = evaluate_plan(s, na, m)
-                    if p is not None:
-                        plans.append((p, s))
+            for m in ms:
+                found = _climb_na(s, m, _na_candidates(na_bal, options), options.max_na)
+                plans.extend((p, s) for p in found)
     notes = _fit_notes(model, pairs, options, efits)
     if not plans:
         empty = pd.DataFrame(columns=list(ALTERNATIVE_COLUMNS))
-        notes.append("no plan fits memory and the SLO")
-        return PlanResult(None, empty, pd.DataFrame(columns=list(NA_SWEEP_COLUMNS)), None,
+        notes.append("no disaggregated plan fits memory and the SLO")
+        colo = _fallback_colocated(model, workload, pairs, options, efits, afits)
+        if colo is not None:
+            notes.append(f"co-located on {colo.gpus} {colo.gpu} meets the SLO")
+        return PlanResult(None, empty, pd.DataFrame(columns=list(NA_SWEEP_COLUMNS)), colo,
                           tuple(notes))
     plans.sort(key=lambda ps: _rank_key(ps[0]))
     best, best_setup = plans[0]
@@ -558,3 +593,30 @@ def _best_colocated(
     ]
     ok = [c for c in found if c is not None]
     return max(ok, key=lambda c: c.tput_per_cost) if ok else None
+
+
+def _fallback_colocated(
+    model: ModelSpec,
+    workload: Workload,
+    pairs: Sequence[tuple[GPUSpec, GPUSpec]],
+    options: SearchOptions,
+    efits: Mapping[str, Fit],
+    afits: Mapping[tuple[str, int], Fit],
+) -> ColocatedPlan | None:
+    """When no disaggregated plan exists: the best co-located deployment on ``max_gpus``
+    GPUs (or the fewest whole nodes, doubling up to 64 nodes, that meet memory and SLO)."""
+    found = []
+    for gpu in sorted({g for pair in pairs for g in pair}, key=lambda g: g.name):
+        counts = (
+            [options.max_gpus] if options.max_gpus
+            else [gpu.gpus_per_node * 2**k for k in range(7)]
+        )
+        for n in counts:
+            plan = colocated_plan(
+                model, workload, gpu, n, options=options, expert_fit=efits.get(gpu.name),
+                attention_fits=afits,
+            )
+            if plan is not None:
+                found.append(plan)
+                break
+    return max(found, key=lambda c: c.tput_per_cost) if found else None

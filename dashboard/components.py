@@ -1,0 +1,186 @@
+"""Small shared building blocks: labels with units, empty states, badges, key/value
+tables, grids and URL query helpers.
+
+User-supplied strings (notes, filenames, skip reasons ...) are only ever passed as Dash
+children or AG Grid cell values, which React renders as text: no component here turns
+text into HTML or markdown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+import dash_ag_grid as dag
+import pandas as pd
+from dash import dcc, html
+
+from analysis import columns as C
+
+# Column -> human label with its unit. Every axis and grid column goes through here.
+LABELS: dict[str, str] = {
+    C.SCORE_MS: "latency, score (ms)",
+    C.TOKENS_PER_S_PER_GPU: "throughput (tokens/s/GPU)",
+    C.ACTIVATED_TOKENS_PER_RANK: "activated tokens per rank (tokens)",
+    C.DISPATCH_KB: "dispatch (KiB)",
+    C.NUM_TOKENS: "num_tokens (tokens)",
+    C.LOCAL_BATCH: "local batch (tokens/rank)",
+    C.WORLD_SIZE: "world size (GPUs)",
+    C.MOE_EP_SIZE: "EP",
+    C.MOE_TP_SIZE: "TP",
+    C.CUDA_GRAPH: "CUDA graph",
+    C.PARALLEL_MODE: "parallel mode",
+    C.BACKEND: "backend",
+    C.COMM: "comm",
+    C.DISPATCH: "dispatch pattern",
+    C.STATUS: "status",
+    C.FAILURE_CATEGORY: "failure category",
+    C.SKIP_REASON: "reason",
+    C.RAW_SCORE_MS: "raw score (ms)",
+    C.ITER_MEDIAN_MS: "iter median (ms)",
+    C.ITER_STDEV_MS: "iter stdev (ms)",
+    C.ITER_P90_MS: "iter p90 (ms)",
+    C.OUTLIER_COUNT: "outliers",
+    C.CANDIDATE_INDEX: "#",
+    C.PHASE: "phase",
+    C.ATTN: "attention",
+}
+
+
+def label(col: str) -> str:
+    """Human label (with unit) of a column."""
+    return LABELS.get(col, col.replace("_", " "))
+
+
+def empty_state(message: str, hints: Sequence[str] = (), test_id: str = "empty") -> html.Div:
+    """A visible "nothing here" box: what is empty and what to relax."""
+    return html.Div(
+        [html.Strong(message), html.Ul([html.Li(h) for h in hints]) if hints else None],
+        className="empty-state",
+        **{"data-testid": test_id},
+    )
+
+
+def badge(text: str, kind: str = "synthetic") -> html.Span:
+    return html.Span(text, className=f"badge badge-{kind}")
+
+
+def kv_table(values: Mapping[str, Any], test_id: str | None = None) -> html.Table:
+    """Two-column table of plain-text values (None shown as an em dash)."""
+    rows = [html.Tr([html.Th(k), html.Td(fmt(v))]) for k, v in values.items()]
+    extra = {"data-testid": test_id} if test_id else {}
+    return html.Table(html.Tbody(rows), className="kv", **extra)
+
+
+def fmt(value: Any) -> str:
+    """Display text for one value: None/NaN -> "—", floats with 4 significant digits."""
+    if value is None:
+        return "—"
+    try:
+        if pd.isna(value):
+            return "—"
+    except (TypeError, ValueError):
+        pass
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.4g}"
+    return str(value)
+
+
+def options(values: Iterable[Any], labels: Mapping[Any, str] | None = None) -> list[dict[str, Any]]:
+    """Dropdown options from values (labels default to the value's text)."""
+    return [{"label": (labels or {}).get(v, fmt(v)), "value": v} for v in values]
+
+
+def grid(grid_id: str, frame: pd.DataFrame, columns: Sequence[str],
+         page_size: int = 50, height: str = "520px",
+         col_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dag.AgGrid:
+    """A sortable, filterable AG Grid over ``frame[columns]`` (cells render as text)."""
+    return dag.AgGrid(
+        id=grid_id,
+        rowData=records(frame, columns),
+        columnDefs=column_defs(frame, columns, col_overrides),
+        defaultColDef={"sortable": True, "filter": True, "resizable": True,
+                       "floatingFilter": True, "minWidth": 90},
+        dashGridOptions={"pagination": True, "paginationPageSize": page_size,
+                         "rowSelection": {"mode": "singleRow", "checkboxes": False,
+                                          "enableClickSelection": True},
+                         "enableCellTextSelection": True},
+        columnSize="autoSize",
+        style={"height": height},
+        className="ag-theme-alpine",
+    )
+
+
+def column_defs(frame: pd.DataFrame, columns: Sequence[str],
+                overrides: Mapping[str, Mapping[str, Any]] | None = None
+                ) -> list[dict[str, Any]]:
+    defs = []
+    for col in columns:
+        d: dict[str, Any] = {"field": col, "headerName": label(col), "headerTooltip": col}
+        if col in frame and pd.api.types.is_numeric_dtype(frame[col]) \
+                and not pd.api.types.is_bool_dtype(frame[col]):
+            d["filter"] = "agNumberColumnFilter"
+            if pd.api.types.is_float_dtype(frame[col]):
+                d["valueFormatter"] = {"function": "params.value == null ? '' : "
+                                                   "d3.format('.4~g')(params.value)"}
+        d.update((overrides or {}).get(col, {}))
+        defs.append(d)
+    return defs
+
+
+def records(frame: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """JSON-safe row dicts (NaN/NA -> None, numpy scalars -> Python)."""
+    cols = [c for c in columns if c in frame]
+    sub = frame[cols].astype(object)
+    sub = sub.where(pd.notna(sub), None)
+    return sub.to_dict("records")
+
+
+# ----------------------------------------------------------------- URL query helpers
+def first(query: Mapping[str, Any], key: str, default: str | None = None) -> str | None:
+    """One query value (parse_qs gives lists; the router passes plain strings)."""
+    value = query.get(key, default)
+    if isinstance(value, list):
+        value = value[0] if value else default
+    return None if value is None else str(value)
+
+
+def as_int(value: str | None, default: int | None = None) -> int | None:
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return default
+
+
+def as_flag(value: str | None) -> bool:
+    return str(value).lower() in ("1", "true", "yes", "on")
+
+
+def search_string(params: Mapping[str, Any]) -> str:
+    """``?a=1&b=x`` from the non-empty params (lists become repeated keys, bools 1)."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in params.items():
+        if value is None or value == "" or value == [] or value is False:
+            continue
+        if isinstance(value, list | tuple):
+            pairs.extend((key, str(v)) for v in value)
+        elif value is True:
+            pairs.append((key, "1"))
+        else:
+            pairs.append((key, str(value)))
+    return "?" + urlencode(pairs) if pairs else ""
+
+
+def download_button(button_id: str, text: str) -> html.Button:
+    return html.Button(text, id=button_id, className="button", n_clicks=0)
+
+
+def loading(children: Any, loading_id: str) -> dcc.Loading:
+    """``dcc.Loading`` that only shows its spinner after 300 ms (fast updates stay calm)."""
+    return dcc.Loading(children, id=loading_id, type="default", delay_show=300)

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from analysis import columns as C
+from analysis.agreement import agreement_report
+from analysis.tree import Thresholds
+from tests.factories import make_candidates
+
+
+def frame() -> pd.DataFrame:
+    # GB300 ws 8 decode. n=256 (192 tokens/rank): tree says TRTLLM, TRTLLM best -> agree.
+    # n=2048 (1536/rank): tree says MEGAMOE_CUTEDSL, but TRTLLM best (regret 25 %).
+    # n=4096: tree says MEGAMOE_CUTEDSL, never measured -> unmeasured.
+    return make_candidates([
+        {C.NUM_TOKENS: 256, C.BACKEND: "TRTLLM", C.SCORE_MS: 1.0},
+        {C.NUM_TOKENS: 256, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 1.3},
+        {C.NUM_TOKENS: 2048, C.BACKEND: "TRTLLM", C.SCORE_MS: 2.0},
+        {C.NUM_TOKENS: 2048, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 2.5},
+        {C.NUM_TOKENS: 4096, C.BACKEND: "TRTLLM", C.SCORE_MS: 3.0},
+        {C.NUM_TOKENS: 4096, C.BACKEND: "CUTEDSL", C.SCORE_MS: 3.5, C.MODEL: "other"},
+    ])
+
+
+def test_detail_and_summary() -> None:
+    detail, summary = agreement_report(frame())
+    d = detail.set_index([C.MODEL, C.NUM_TOKENS])
+    assert d.loc[("deepseek_v4_pro", 256), "agrees"]
+    assert d.loc[("deepseek_v4_pro", 256), "regret"] == 0
+    assert not d.loc[("deepseek_v4_pro", 2048), "agrees"]
+    assert d.loc[("deepseek_v4_pro", 2048), "regret"] == pytest.approx(0.25)
+    assert math.isnan(d.loc[("deepseek_v4_pro", 4096), "regret"])
+    s = summary.set_index(C.MODEL).loc["deepseek_v4_pro"]
+    assert (s["n_workloads"], s["n_agree"], s["n_pick_unmeasured"]) == (3, 1, 1)
+    assert s["agreement_pct"] == pytest.approx(100 / 3)
+    assert s["max_regret"] == pytest.approx(0.25) and s["phase"] == "decode"
+
+
+def test_forced_comm_must_match() -> None:
+    df = make_candidates([
+        {C.COMM: "ALLGATHER", C.SCORE_MS: 1.0},
+        {C.COMM: "DEEPEPLOWLATENCY", C.SCORE_MS: 1.1},
+    ], hardware="B300", world_size=16, backend="CUTEDSL", num_tokens=256)
+    detail, _ = agreement_report(df)
+    r = detail.iloc[0]
+    assert (r["tree_comm"], bool(r["tree_force_comm"])) == ("DEEPEPLOWLATENCY", True)
+    assert not r["agrees"] and r["regret"] == pytest.approx(0.1)
+
+
+def test_thresholds_change_the_verdict() -> None:
+    detail, _ = agreement_report(frame(), Thresholds(decode_megamoe_tokens_per_rank=4096))
+    assert detail.set_index(C.NUM_TOKENS).loc[2048, "agrees"].all()
+
+
+def test_overall_summary_and_empty() -> None:
+    _, overall = agreement_report(frame(), group_cols=())
+    assert overall["n_workloads"].iat[0] == 4
+    detail, summary = agreement_report(make_candidates([{C.STATUS: "failed"}]))
+    assert detail.empty and summary.empty
