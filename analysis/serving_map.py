@@ -30,6 +30,7 @@ Fields that cannot be derived are left None and explained in ``unmapped_reason``
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -151,13 +152,14 @@ def spec_tokens(spec: Mapping[str, Any] | None) -> int:
 
 
 def _eplb_slots(moe_cfg: Mapping[str, Any]) -> int | None:
+    """EPLB slots: ``load_balancer.num_slots``, or the number ending a placement-file path
+    (``.../moe_load_balancer_gen_ep8_slots384.yaml`` -> 384; -1 if the name has none)."""
     lb = moe_cfg.get("load_balancer")
     if isinstance(lb, Mapping):
-        return int(lb["num_slots"]) if lb.get("num_slots") is not None else None
-    if isinstance(lb, str):  # path of a placement YAML; "..._slots384.yaml"
-        tail = lb.rsplit("slots", 1)
-        digits = "".join(ch for ch in tail[-1] if ch.isdigit()) if len(tail) == 2 else ""
-        return int(digits) if digits else -1
+        return int(lb["num_slots"]) if lb.get("num_slots") is not None else -1
+    if isinstance(lb, str):
+        m = re.search(r"(\d+)\D*$", lb)
+        return int(m.group(1)) if m else -1
     return None
 
 

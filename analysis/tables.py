@@ -8,6 +8,7 @@ ISO-8601 strings.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
@@ -56,8 +57,9 @@ def to_json_text(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
 def to_csv_text(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     """CSV with a header row, no index, "\\n" line endings; missing and +-inf -> empty."""
     sub = _select(df, columns)
-    clean = sub.astype(object).where(sub.notna(), None)
-    clean = clean.map(_plain)
     buf = io.StringIO()
-    clean.to_csv(buf, index=False, lineterminator="\n")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([str(c) for c in sub.columns])
+    for row in sub.itertuples(index=False, name=None):
+        writer.writerow(["" if (v := _plain(x)) is None else v for x in row])
     return buf.getvalue()

@@ -49,6 +49,7 @@ class RunRef:
     run_id: int
     sweep_key: str
     n_candidates: int
+    created: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,16 +160,19 @@ class Store:
         existing = self._existing_upload(sha, meta)
         if existing is not None:
             return existing
-        try:
-            with self._write() as conn:
-                return self._insert_upload(conn, sha, sweeps, raw, meta, uploaded_by)
-        except sa.exc.DBAPIError as exc:
-            if dialects.is_unique_violation(exc):
-                # A concurrent upload of the same bytes won the race.
+        keys = [sweep_fingerprint(s) for s in sweeps]
+        for attempt in range(2):
+            try:
+                with self._write() as conn:
+                    return self._insert_upload(conn, sha, sweeps, keys, raw, meta, uploaded_by)
+            except sa.exc.DBAPIError as exc:
+                if not dialects.is_unique_violation(exc) or attempt:
+                    raise StoreError(f"ingest failed: {exc.orig}") from exc
+                # A concurrent upload of the same bytes or runs won the race: look again.
                 again = self._existing_upload(sha, meta)
                 if again is not None:
                     return again
-            raise StoreError(f"ingest failed: {exc.orig}") from exc
+        raise AssertionError("unreachable")
 
     def _existing_upload(self, sha: str, meta: UploadMeta) -> IngestResult | None:
         with self.engine.connect() as conn:
@@ -206,10 +210,29 @@ class Store:
         conn: sa.Connection,
         sha: str,
         sweeps: Sequence[Sweep],
+        keys: Sequence[str],
         raw: bytes,
         meta: UploadMeta,
         uploaded_by: str | None,
     ) -> IngestResult:
+        r = schema.runs
+        found = {
+            row[0]: row
+            for row in conn.execute(
+                sa.select(r.c.run_key, r.c.run_id, r.c.sweep_key, r.c.n_candidates, r.c.upload_id)
+                .where(r.c.run_key.in_(list(keys)))
+            ).all()
+        }
+        if len(found) == len(set(keys)):
+            # Every sweep is already stored (e.g. NVIDIA's CSVs after their data.js):
+            # same content in other bytes. Nothing is written.
+            refs = [found[k] for k in keys]
+            return IngestResult(
+                upload_id=int(refs[0][4]),
+                sha256=sha,
+                already_existed=True,
+                runs=tuple(RunRef(int(x[1]), str(x[2]), int(x[3]), created=False) for x in refs),
+            )
         now = dt.datetime.now(dt.UTC)
         upload_id = conn.execute(
             schema.uploads.insert()
@@ -227,21 +250,30 @@ class Store:
             .returning(schema.uploads.c.upload_id)
         ).scalar_one()
         refs = []
-        for sweep in sweeps:
-            run_id = self._insert_run(conn, int(upload_id), sha, sweep, now)
+        new: dict[str, RunRef] = {}
+        for sweep, key in zip(sweeps, keys, strict=True):
+            if key in found:
+                old = found[key]
+                refs.append(RunRef(int(old[1]), str(old[2]), int(old[3]), created=False))
+                continue
+            if key in new:  # the same sweep twice inside one upload
+                refs.append(dataclasses.replace(new[key], created=False))
+                continue
+            run_id = self._insert_run(conn, int(upload_id), key, sweep, now)
             frame = sweep.candidates.copy(deep=False)
             frame.insert(0, C.RUN_ID, run_id)
             dialects.bulk_insert_frame(conn, "candidates", frame)
-            refs.append(RunRef(run_id, sweep.key, len(sweep.candidates)))
+            new[key] = RunRef(run_id, sweep.key, len(sweep.candidates))
+            refs.append(new[key])
         return IngestResult(int(upload_id), sha, False, tuple(refs))
 
     def _insert_run(
-        self, conn: sa.Connection, upload_id: int, sha: str, sweep: Sweep, now: dt.datetime
+        self, conn: sa.Connection, upload_id: int, run_key: str, sweep: Sweep, now: dt.datetime
     ) -> int:
         status = sweep.candidates[C.STATUS]
         values: dict[str, Any] = {
             "upload_id": upload_id,
-            "run_key": f"{sha}#{sweep.key}",
+            "run_key": run_key,
             "sweep_key": sweep.key,
             "n_candidates": len(sweep.candidates),
             "n_success": int((status == "success").sum()),
@@ -511,6 +543,38 @@ class Store:
         if info is None or not info.active:
             return None
         return info
+
+
+# Run facts that identify what was measured; upload annotations (notes, CI URL,
+# filename) do not change the identity of a run.
+_IDENTITY_RUN_KEYS = (
+    C.SOURCE_FORMAT, C.MODEL, C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE, C.INTERMEDIATE_SIZE,
+    C.QUANT, C.HARDWARE, C.WORLD_SIZE, C.TRTLLM_VERSION, C.TRTLLM_COMMIT, "device_name",
+    "environment_json", "model_json",
+)
+
+
+def sweep_fingerprint(sweep: Sweep) -> str:
+    """Content identity of a sweep: SHA-256 over its identifying run facts and its
+    candidates with canonical dtypes, so the same measurements arriving in different
+    bytes (NVIDIA's data.js and its CSVs, a re-serialised report) map to one run."""
+    digest = hashlib.sha256()
+    facts = {k: _plain(sweep.run.get(k)) for k in _IDENTITY_RUN_KEYS}
+    digest.update(json.dumps(facts, sort_keys=True, default=str).encode())
+    frame = sweep.candidates
+    for name in C.CANDIDATE_COLUMNS:
+        col = frame[name]
+        if name in C.INT_COLUMNS:
+            col = pd.to_numeric(col, errors="coerce").astype("Float64")
+        elif name in C.FLOAT_COLUMNS:
+            col = pd.to_numeric(col, errors="coerce").astype("Float64")
+        elif name in C.BOOL_COLUMNS:
+            col = col.astype("boolean")
+        else:
+            col = col.astype("string")
+        digest.update(name.encode())
+        digest.update(pd.util.hash_pandas_object(col, index=False).to_numpy().tobytes())
+    return digest.hexdigest()
 
 
 def _plain(value: Any) -> Any:

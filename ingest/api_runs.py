@@ -90,6 +90,7 @@ def _result_body(result: IngestResult, request: Request) -> dict[str, Any]:
                 "run_id": r.run_id,
                 "sweep_key": r.sweep_key,
                 "n_candidates": r.n_candidates,
+                "created": r.created,
                 "url": f"{base}/{r.run_id}",
             }
             for r in result.runs

@@ -175,3 +175,22 @@ def test_tokens_hashed_verified_revoked(store: Store) -> None:
     assert store.verify_token(secret) is None
     assert [t.name for t in store.list_tokens()] == ["ci"]
     assert not store.list_tokens()[0].active
+
+
+def test_same_measurements_in_other_bytes_is_the_same_run(store: Store) -> None:
+    first = store.ingest([make_sweep(12, seed=5)], b"as data.js", META)
+    again = store.ingest([make_sweep(12, seed=5)], b"as csv", META)
+    assert again.already_existed and again.runs[0].run_id == first.runs[0].run_id
+    assert not again.runs[0].created
+    assert store.table_counts()["uploads"] == 1
+
+
+def test_partly_known_upload_stores_only_the_new_runs(store: Store) -> None:
+    first = store.ingest([make_sweep(12, seed=5, key="a")], b"one", META)
+    both = store.ingest(
+        [make_sweep(12, seed=5, key="a"), make_sweep(8, seed=6, key="b")], b"two", META
+    )
+    assert not both.already_existed
+    assert [r.created for r in both.runs] == [False, True]
+    assert both.runs[0].run_id == first.runs[0].run_id
+    assert store.table_counts()["runs"] == 2 and store.table_counts()["candidates"] == 20

@@ -1,0 +1,242 @@
+"""Pure figure builders: DataFrame (or analysis result) in, ``go.Figure`` out.
+
+No data access and no Dash here, so every builder is unit-tested as a plain function.
+Big numeric arrays are passed as numpy (plotly 7 sends them as typed arrays) and the
+candidate cloud uses ``Scattergl`` (WebGL): both measured in the stack notes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from analysis import columns as C
+from dashboard.components import label
+
+KEY = "_key"  # row position in the cell frame; travels in customdata for click-through
+
+# Axes the Pareto page offers and which direction is better on each.
+AXES: dict[str, str] = {
+    C.SCORE_MS: "min",
+    C.TOKENS_PER_S_PER_GPU: "max",
+    C.ACTIVATED_TOKENS_PER_RANK: "min",
+}
+BACKEND_COLORS: dict[str, str] = {
+    "TRTLLM": "#1f77b4", "CUTEDSL": "#ff7f0e", "CUTLASS": "#2ca02c",
+    "MEGAMOE_CUTEDSL": "#d62728", "MEGAMOE_DEEPGEMM": "#9467bd", "DEEPGEMM": "#8c564b",
+    "DENSEGEMM": "#e377c2", "CUTEDSL_FC12": "#bcbd22", "MARLIN": "#17becf",
+    "TRITON": "#7f7f7f",
+}
+FRONTIER_COLORS = {"decode": "#111111", "prefill": "#6a3d9a"}
+_FALLBACK = ("#17becf", "#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78")
+_RECIPE = (C.BACKEND, C.COMM, C.PARALLEL_MODE, C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.CUDA_GRAPH)
+MAX_CLOUD_TRACES = 300
+
+
+def _layout(fig: go.Figure, height: int = 520) -> go.Figure:
+    fig.update_layout(template="plotly_white", height=height,
+                      margin={"l": 70, "r": 20, "t": 40, "b": 60},
+                      legend={"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
+                      hoverlabel={"align": "left"})
+    return fig
+
+
+def message_figure(text: str, height: int = 320) -> go.Figure:
+    """An empty figure that says why it is empty (kept for Graph components that must
+    always hold a figure)."""
+    fig = go.Figure()
+    fig.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper",
+                       yref="paper", font={"size": 15})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, height)
+
+
+def backend_color(backend: str, index: int = 0) -> str:
+    return BACKEND_COLORS.get(backend, _FALLBACK[index % len(_FALLBACK)])
+
+
+def third_metric(x: str, y: str) -> str:
+    """The one metric of :data:`AXES` that is on neither axis (hover shows it)."""
+    rest = [m for m in AXES if m not in (x, y)]
+    return rest[0] if rest else C.NUM_TOKENS
+
+
+def _recipe_text(row: pd.Series | dict) -> str:
+    graph = "on" if bool(row[C.CUDA_GRAPH]) else "off"
+    return (f"{row[C.BACKEND]} · {row[C.COMM]} · {row[C.PARALLEL_MODE]} "
+            f"(EP {row[C.MOE_EP_SIZE]} / TP {row[C.MOE_TP_SIZE]}) · CUDA graph {graph}")
+
+
+def _hover(x: str, y: str, third: str, head: str) -> str:
+    unit = {C.SCORE_MS: " ms", C.TOKENS_PER_S_PER_GPU: " tokens/s/GPU",
+            C.ACTIVATED_TOKENS_PER_RANK: " tokens/rank", C.NUM_TOKENS: " tokens"}
+    return (f"{head}<br>{label(x)}: %{{x:.4~g}}{unit.get(x, '')}"
+            f"<br>{label(y)}: %{{y:.4~g}}{unit.get(y, '')}"
+            f"<br>{label(third)}: %{{customdata[1]:.4~g}}{unit.get(third, '')}"
+            "<extra></extra>")
+
+
+def pareto_figure(cloud: pd.DataFrame, frontier: pd.DataFrame, x: str, y: str, *,
+                  logx: bool = False, logy: bool = False, n_cloud_total: int | None = None,
+                  title: str | None = None) -> go.Figure:
+    """Candidate cloud (Scattergl, one trace per recipe, coloured by backend) with the
+    Pareto frontier on top (line + markers, one trace per phase).
+
+    ``cloud`` and ``frontier`` carry ``x``, ``y``, the third metric, the recipe columns,
+    ``phase`` and ``_key`` (the row's position in the cell frame, returned in
+    ``customdata[0]`` on click). ``n_cloud_total`` is the cloud size before downsampling
+    (shown in the title when larger than what is drawn).
+    """
+    third = third_metric(x, y)
+    fig = go.Figure()
+    shown_backends: set[str] = set()
+    if len(cloud):
+        recipe_cols = [c for c in _RECIPE if c in cloud]
+        groups = cloud.groupby(recipe_cols, observed=True, sort=True, dropna=False)
+        coarse = groups.ngroups > MAX_CLOUD_TRACES
+        if coarse:  # too many recipes for one trace each: one trace per backend
+            groups = cloud.groupby([C.BACKEND], observed=True, sort=True, dropna=False)
+        backends = sorted(str(b) for b in cloud[C.BACKEND].dropna().unique())
+        for keys, part in groups:
+            keys = keys if isinstance(keys, tuple) else (keys,)
+            backend = str(keys[0])
+            head = (f"<b>{backend}</b> (recipe on click)" if coarse
+                    else _recipe_text(dict(zip(recipe_cols, keys, strict=True))))
+            custom = np.column_stack([part[KEY].to_numpy(np.float32),
+                                      part[third].to_numpy(np.float32, na_value=np.nan)])
+            fig.add_trace(go.Scattergl(
+                x=part[x].to_numpy(np.float32), y=part[y].to_numpy(np.float32),
+                mode="markers", name=backend, legendgroup=backend,
+                showlegend=backend not in shown_backends,
+                marker={"size": 5, "opacity": 0.45,
+                        "color": backend_color(backend, backends.index(backend)
+                                               if backend in backends else 0)},
+                customdata=custom, hovertemplate=_hover(x, y, third, head),
+            ))
+            shown_backends.add(backend)
+    for phase, part in (frontier.groupby(C.PHASE, observed=True, sort=True)
+                        if len(frontier) else []):
+        part = part.sort_values(x, kind="mergesort")
+        custom = np.column_stack([part[KEY].to_numpy(np.float64),
+                                  part[third].to_numpy(np.float64, na_value=np.nan)])
+        text = [_recipe_text(r) for r in part[list(_RECIPE)].to_dict("records")]
+        fig.add_trace(go.Scatter(
+            x=part[x].to_numpy(np.float64), y=part[y].to_numpy(np.float64),
+            mode="lines+markers", name=f"Pareto frontier ({phase})",
+            line={"color": FRONTIER_COLORS.get(str(phase), "#111111"), "width": 2},
+            marker={"size": 9, "symbol": "diamond",
+                    "color": FRONTIER_COLORS.get(str(phase), "#111111"),
+                    "line": {"width": 1, "color": "white"}},
+            customdata=custom, text=text,
+            hovertemplate=_hover(x, y, third, "<b>frontier</b> %{text}"),
+        ))
+    drawn = len(cloud)
+    if title is None:
+        title = f"{drawn:,} candidates"
+        if n_cloud_total is not None and n_cloud_total > drawn:
+            title = f"{drawn:,} of {n_cloud_total:,} candidates drawn (downsampled)"
+        title += f" · {len(frontier)} on the frontier"
+    fig.update_layout(title={"text": title, "font": {"size": 14}},
+                      legend_title_text="backend", clickmode="event")
+    fig.update_xaxes(title_text=label(x), type="log" if logx else "linear")
+    fig.update_yaxes(title_text=label(y), type="log" if logy else "linear")
+    return _layout(fig, 560)
+
+
+def downsample(df: pd.DataFrame, x: str, y: str, max_points: int, *, logx: bool = False,
+               logy: bool = False, grid: tuple[int, int] = (900, 600),
+               seed: int = 0) -> pd.DataFrame:
+    """At most ``max_points`` rows of ``df`` that look like ``df`` when plotted.
+
+    First one row per cell of a ``grid`` over the (log-)axes (points drawn on the same
+    pixel add nothing), then a seeded uniform sample if that is still too many. Rows
+    with non-finite x or y are dropped. Deterministic; ``df`` is not modified.
+    """
+    xs = df[x].to_numpy(np.float64, na_value=np.nan)
+    ys = df[y].to_numpy(np.float64, na_value=np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if logx:
+            xs = np.where(xs > 0, np.log10(xs), np.nan)
+        if logy:
+            ys = np.where(ys > 0, np.log10(ys), np.nan)
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    if ok.sum() <= max_points:
+        return df.loc[ok]
+    idx = np.flatnonzero(ok)
+    xs, ys = xs[ok], ys[ok]
+
+    def bins(v: np.ndarray, n: int) -> np.ndarray:
+        lo, hi = float(v.min()), float(v.max())
+        span = hi - lo if hi > lo else 1.0
+        return np.minimum(((v - lo) / span * n).astype(np.int64), n - 1)
+
+    cell = bins(xs, grid[0]) * (grid[1] + 1) + bins(ys, grid[1])
+    _, first = np.unique(cell, return_index=True)
+    idx = idx[np.sort(first)]
+    if len(idx) > max_points:
+        rng = np.random.default_rng(seed)
+        idx = np.sort(rng.choice(idx, size=max_points, replace=False))
+    return df.iloc[idx]
+
+
+def path_figure(steps: Sequence[dict]) -> go.Figure:
+    """The thresholds the tree compared against: one bar pair (observed vs threshold)
+    per step that had a threshold, log axis. ``steps`` are dicts with ``step``,
+    ``threshold_name``, ``threshold_value``, ``observed`` and ``answer``."""
+    rows = [s for s in steps if s.get("threshold_value") is not None
+            and s.get("observed") is not None]
+    if not rows:
+        return message_figure("no threshold decided this recommendation", 200)
+    names = [f"{s['step']}: {s['threshold_name']}" for s in rows]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(y=names, x=[s["threshold_value"] for s in rows], orientation="h",
+                         name="threshold", marker_color="#bbbbbb",
+                         hovertemplate="threshold %{x:.4~g}<extra></extra>"))
+    fig.add_trace(go.Bar(y=names, x=[s["observed"] for s in rows], orientation="h",
+                         name="observed", marker_color="#1f77b4",
+                         text=[s["answer"] for s in rows], textposition="auto",
+                         hovertemplate="observed %{x:.4~g}<br>%{text}<extra></extra>"))
+    fig.update_layout(barmode="group", title={"text": "threshold vs observed value",
+                                              "font": {"size": 14}})
+    fig.update_xaxes(type="log", title_text="value (tokens per rank, KiB or GPUs — see row)")
+    return _layout(fig, 140 + 70 * len(rows))
+
+
+def evidence_figure(evidence: pd.DataFrame, axis: str, published: float | None,
+                    derived: float | None, bracket: tuple[float, float] | None,
+                    title: str) -> go.Figure:
+    """Winner along the axis for one threshold check: one point per comparison (y =
+    margin %, colour = winning option), the published threshold (dashed), the derived
+    crossover (solid) and the bracket it lies in (shaded)."""
+    if evidence.empty:
+        return message_figure("no comparison points for this threshold in the data", 300)
+    fig = go.Figure()
+    for i, (winner, part) in enumerate(evidence.groupby("winner", sort=True)):
+        fig.add_trace(go.Scatter(
+            x=part["axis_value"].to_numpy(float), y=part["margin_pct"].to_numpy(float),
+            mode="markers", name=f"{winner} wins", marker={"size": 8,
+                                                         "color": _FALLBACK[i % 5] if i > 1
+                                                         else ("#1f77b4", "#d62728")[i]},
+            hovertemplate=f"{winner}<br>{label(axis)}: %{{x:.4~g}}<br>"
+                          "margin: %{y:.3~g} %<extra></extra>"))
+    if bracket and all(b is not None and math.isfinite(b) for b in bracket):
+        fig.add_vrect(x0=bracket[0], x1=bracket[1], fillcolor="#ffd92f", opacity=0.3,
+                      line_width=0, annotation_text="crossover bracket",
+                      annotation_position="top left")
+    if published is not None and math.isfinite(published):
+        fig.add_vline(x=published, line_dash="dash", line_color="#444",
+                      annotation_text=f"published {published:.4g}")
+    if derived is not None and math.isfinite(derived):
+        fig.add_vline(x=derived, line_color="#d62728",
+                      annotation_text=f"derived {derived:.4g}",
+                      annotation_position="bottom right")
+    fig.update_layout(title={"text": title, "font": {"size": 14}})
+    positive = (evidence["axis_value"] > 0).all()
+    fig.update_xaxes(title_text=label(axis), type="log" if positive else "linear")
+    fig.update_yaxes(title_text="winner's margin (%)")
+    return _layout(fig, 380)

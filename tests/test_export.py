@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from analysis.export import Provenance, config_dict, env_line, recommended_config_yaml
+from analysis.tables import to_csv_text, to_json_records, to_json_text
+from analysis.tree import Deployment, recommend
+
+
+def dep(**kw: object) -> Deployment:
+    base = dict(hardware="B300", num_experts=384, top_k=6, hidden_size=7168, quant="NVFP4",
+                world_size=16, attention_dp=True, cuda_graph=True, num_tokens=250,
+                model="deepseek_v4_pro")
+    base.update(kw)
+    return Deployment(**base)  # type: ignore[arg-type]
+
+
+PROV = Provenance(run_ids=(3, 7), trtllm_version="1.3.0rc26", date="2026-09-13")
+
+
+def test_yaml_round_trips_with_header() -> None:
+    rec = recommend(dep())
+    text = recommended_config_yaml(rec, PROV)
+    parsed = yaml.safe_load(text)
+    assert parsed == {"tensor_parallel_size": 16, "moe_expert_parallel_size": 16,
+                      "moe_tensor_parallel_size": 1, "enable_attention_dp": True,
+                      "moe_config": {"backend": "CUTEDSL"},
+                      "cuda_graph_config": {"enable_padding": True, "max_batch_size": 16}}
+    header = [ln for ln in text.splitlines() if ln.startswith("#")]
+    assert any("run ids: 3, 7" in h for h in header)
+    assert any("1.3.0rc26" in h for h in header) and any("2026-09-13" in h for h in header)
+    assert any("TRTLLM_FORCE_COMM_METHOD=DEEPEPLOWLATENCY" in h for h in header)
+    assert env_line(rec) == "TRTLLM_FORCE_COMM_METHOD=DEEPEPLOWLATENCY"
+
+
+def test_prefill_has_null_graph_and_no_env() -> None:
+    rec = recommend(dep(hardware="GB300", world_size=8, cuda_graph=False, num_tokens=8192))
+    parsed = yaml.safe_load(recommended_config_yaml(rec, Provenance()))
+    assert parsed["cuda_graph_config"] is None
+    assert parsed["moe_config"]["backend"] == "TRTLLM"
+    assert env_line(rec) is None
+
+
+def test_attention_tp_batch_is_per_rank_tokens() -> None:
+    rec = recommend(dep(hardware="GB300", world_size=8, attention_dp=False, num_tokens=32))
+    assert config_dict(rec)["cuda_graph_config"] == {"enable_padding": True,
+                                                     "max_batch_size": 32}
+    assert config_dict(rec)["enable_attention_dp"] is False
+
+
+def test_header_cannot_break_yaml() -> None:
+    text = recommended_config_yaml(recommend(dep()), Provenance(produced_by="a\nb: c"))
+    assert "b: c" not in yaml.safe_load(text)
+
+
+FRAME = pd.DataFrame({"b": [1.5, np.nan, np.inf], "a": pd.array([1, None, 3], dtype="Int64"),
+                      "s": ["x", None, "z,y"], "t": pd.to_datetime(["2026-01-01", None,
+                                                                    "2026-01-03"])})
+
+
+def test_json_records_null_and_order() -> None:
+    recs = to_json_records(FRAME)
+    assert list(recs[0]) == ["b", "a", "s", "t"]
+    assert recs[1] == {"b": None, "a": None, "s": None, "t": None}
+    assert recs[2]["b"] is None and recs[0]["t"] == "2026-01-01T00:00:00"
+    assert isinstance(recs[0]["a"], int)
+    assert json.loads(to_json_text(FRAME, ["s", "a"]))[2] == {"s": "z,y", "a": 3}
+    with pytest.raises(KeyError):
+        to_json_records(FRAME, ["nope"])
+
+
+def test_csv_text() -> None:
+    text = to_csv_text(FRAME, ["a", "b", "s"])
+    assert text.splitlines() == ["a,b,s", "1,1.5,x", ",,", '3,,"z,y"']
+    back = pd.read_csv(__import__("io").StringIO(to_csv_text(FRAME)))
+    assert list(back.columns) == ["b", "a", "s", "t"]
