@@ -80,16 +80,37 @@ def relative_spread(df: pd.DataFrame) -> np.ndarray:
     return np.where(spread >= 0, spread, np.nan)
 
 
-def _ordered(df: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
-    """Rankable rows sorted by (group, score, ORDER_COLS); returns (rows, group ids)."""
+def _ordered(df: pd.DataFrame, keys: list[str], n: int) -> tuple[pd.DataFrame, np.ndarray,
+                                                                  np.ndarray, np.ndarray]:
+    """Top-``n`` rankable rows per group, sorted by (group, score, ORDER_COLS).
+
+    Returns (rows, group ids, rank, group sizes). Sorts by (group, score) first and
+    applies the ORDER_COLS tie-break only inside runs of equal (group, score).
+    """
     missing = [c for c in (*keys, C.SCORE_MS, C.STATUS) if c not in df]
     if missing:
         raise KeyError(f"columns not in frame: {missing}")
-    sub = df.loc[rankable_mask(df)]
-    g = group_codes(sub, keys)
-    tie = [sort_codes(sub[c]) for c in reversed(ORDER_COLS) if c in sub]
-    order = np.lexsort((*tie, as_float(sub[C.SCORE_MS]), g))
-    return sub.iloc[order], g[order]
+    pos = np.flatnonzero(rankable_mask(df))
+    g = group_codes(df[keys].iloc[pos], keys)
+    score = as_float(df[C.SCORE_MS])[pos]
+    order = np.lexsort((score, g))
+    gs, ss = g[order], score[order]
+    same = np.r_[False, (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])]
+    if same.any():
+        run = np.cumsum(~same)
+        tied_runs = np.unique(run[same])
+        in_tied = np.isin(run, tied_runs)
+        idx = np.flatnonzero(in_tied)
+        tie_rows = df.iloc[pos[order[idx]]]
+        tie = [sort_codes(tie_rows[c]) for c in reversed(ORDER_COLS) if c in tie_rows]
+        order[idx] = order[idx][np.lexsort((*tie, run[idx]))]
+        gs = g[order]
+    starts = np.r_[True, gs[1:] != gs[:-1]] if len(gs) else np.zeros(0, bool)
+    first_idx = np.maximum.accumulate(np.where(starts, np.arange(len(gs)), 0))
+    rank = np.arange(len(gs)) - first_idx + 1
+    sizes = np.bincount(gs)[gs] if len(gs) else np.zeros(0, np.int64)
+    keep = rank <= n
+    return df.iloc[pos[order[keep]]], gs[keep], rank[keep], sizes[keep]
 
 
 def top_by_workload(df: pd.DataFrame, grouping: str | Sequence[str] = "dashboard",
@@ -99,15 +120,8 @@ def top_by_workload(df: pd.DataFrame, grouping: str | Sequence[str] = "dashboard
     Returns the input rows (all columns) plus ``rank`` (1 = lowest score_ms) and
     ``n_candidates`` (rankable rows in the group), sorted by group keys then rank.
     """
-    rows, g = _ordered(df, _keys(grouping))
-    starts = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
-    first_idx = np.maximum.accumulate(np.where(starts, np.arange(len(g)), 0))
-    rank = np.arange(len(g)) - first_idx + 1
-    sizes = np.bincount(g)[g] if len(g) else np.zeros(0, np.int64)
-    keep = rank <= n
-    out = rows.iloc[np.flatnonzero(keep)].assign(**{RANK: rank[keep],
-                                                    N_CANDIDATES: sizes[keep]})
-    return out.reset_index(drop=True)
+    rows, _, rank, sizes = _ordered(df, _keys(grouping), n)
+    return rows.assign(**{RANK: rank, N_CANDIDATES: sizes}).reset_index(drop=True)
 
 
 def best_by_workload(df: pd.DataFrame, grouping: str | Sequence[str] = "bench_moe",
@@ -129,7 +143,7 @@ def best_by_workload(df: pd.DataFrame, grouping: str | Sequence[str] = "bench_mo
     second = top.iloc[nxt].reset_index(drop=True)
     out = first[keys + [N_CANDIDATES]].copy()
     for c in SIDE_COLS:
-        out["best_" + c] = first[c] if c in first else None
+        out["best_" + c] = first.get(c)
         out["runner_up_" + c] = second[c].where(pd.Series(has)) if c in second else None
     spread_first = relative_spread(first)
     spread_second = np.where(has, relative_spread(second), np.nan)

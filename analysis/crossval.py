@@ -113,22 +113,30 @@ def ledger(
     config wins the tie (a tie is no evidence against the deployment).
     """
     ok = _ok_candidates(candidates)
-    groups = {
-        key: g for key, g in ok.groupby(list(_SHAPE_KEY), sort=False, dropna=False)
-    }
+    groups = {key: g for key, g in ok.groupby(list(_SHAPE_KEY), sort=False, dropna=False)}
     rows = []
     for w in workloads.to_dict("records"):
         rows.append(_ledger_row(w, ok, groups, token_tolerance))
     out = pd.DataFrame(rows, columns=list(cc.LEDGER_COLUMNS))
     return out.astype(
         {
-            c.WORLD_SIZE: "Int64", c.NUM_TOKENS: "Int64", c.MOE_EP_SIZE: "Int64",
-            c.MOE_TP_SIZE: "Int64", cc.CONC: "Int64", cc.N_CANDIDATES: "Int64",
-            cc.MEASURED_NUM_TOKENS: "Int64", cc.BEST_MOE_EP_SIZE: "Int64",
-            cc.BEST_MOE_TP_SIZE: "Int64", cc.DEPLOYED_RANK: "Int64",
-            c.CUDA_GRAPH: "boolean", c.ATTENTION_DP: "boolean", cc.COMM_FORCED: "boolean",
-            cc.NEAREST_TOKENS_USED: "boolean", cc.BEST_SCORE_MS: "Float64",
-            cc.DEPLOYED_SCORE_MS: "Float64", cc.DEPLOYED_GAP_PCT: "Float64",
+            c.WORLD_SIZE: "Int64",
+            c.NUM_TOKENS: "Int64",
+            c.MOE_EP_SIZE: "Int64",
+            c.MOE_TP_SIZE: "Int64",
+            cc.CONC: "Int64",
+            cc.N_CANDIDATES: "Int64",
+            cc.MEASURED_NUM_TOKENS: "Int64",
+            cc.BEST_MOE_EP_SIZE: "Int64",
+            cc.BEST_MOE_TP_SIZE: "Int64",
+            cc.DEPLOYED_RANK: "Int64",
+            c.CUDA_GRAPH: "boolean",
+            c.ATTENTION_DP: "boolean",
+            cc.COMM_FORCED: "boolean",
+            cc.NEAREST_TOKENS_USED: "boolean",
+            cc.BEST_SCORE_MS: "Float64",
+            cc.DEPLOYED_SCORE_MS: "Float64",
+            cc.DEPLOYED_GAP_PCT: "Float64",
         }  # fmt: skip
     )
 
@@ -160,8 +168,7 @@ def _ledger_row(
         row[cc.STATUS] = cc.NO_DATA
         vals = sorted(set(group[c.NUM_TOKENS].astype(int)))
         row[cc.REASON] = (
-            f"num_tokens {target} not measured and none within x{tolerance:g} "
-            f"(measured: {vals})"
+            f"num_tokens {target} not measured and none within x{tolerance:g} (measured: {vals})"
         )
         return row
     cands = group[group[c.NUM_TOKENS] == measured].to_dict("records")

@@ -23,7 +23,7 @@ group (under TP the ranks replicate the same tokens, they do not serve more), so
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,7 +54,9 @@ def parse_parallel_mode(mode: str | None, world_size: int) -> tuple[bool | None,
 
 def as_float(series: pd.Series) -> np.ndarray:
     """Column as a float64 array; missing or non-numeric values become NaN."""
-    return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    out: np.ndarray = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float,
+                                                                  na_value=np.nan)
+    return out
 
 
 def as_bool(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -165,19 +167,29 @@ def ensure_derived(df: pd.DataFrame) -> pd.DataFrame:
     return df if all(c in df for c in needed) else add_derived(df)
 
 
+def _text_match(series: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.ndarray:
+    """Apply a string predicate; on categoricals only to the categories (fast)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = test(pd.Series(series.cat.categories).astype("string")).fillna(False)
+        codes = series.cat.codes.to_numpy()
+        hit = np.append(cats.to_numpy(dtype=bool), False)  # code -1 (missing) -> False
+        out: np.ndarray = hit[codes]
+        return out
+    res: np.ndarray = test(series.astype("string")).fillna(False).to_numpy(dtype=bool)
+    return res
+
+
 def rankable_mask(df: pd.DataFrame) -> np.ndarray:
     """Rows bench_moe would rank as a best: status "success", finite score_ms > 0, and
     autotune not failed (failure_category "autotune_failed" or autotune_status
     starting with "failed"; missing values count as not failed)."""
-    ok = (df[C.STATUS].astype("string") == "success").fillna(False).to_numpy(dtype=bool)
+    ok = _text_match(df[C.STATUS], lambda s: s == "success")
     score = as_float(df[C.SCORE_MS])
     ok &= np.isfinite(score) & (score > 0)
     if C.FAILURE_CATEGORY in df:
-        fc = df[C.FAILURE_CATEGORY].astype("string") == "autotune_failed"
-        ok &= ~fc.fillna(False).to_numpy(dtype=bool)
+        ok &= ~_text_match(df[C.FAILURE_CATEGORY], lambda s: s == "autotune_failed")
     if C.AUTOTUNE_STATUS in df:
-        at = df[C.AUTOTUNE_STATUS].astype("string").str.startswith("failed")
-        ok &= ~at.fillna(False).to_numpy(dtype=bool)
+        ok &= ~_text_match(df[C.AUTOTUNE_STATUS], lambda s: s.str.startswith("failed"))
     return ok
 
 
@@ -186,14 +198,15 @@ def group_codes(df: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
     own group); all zeros when ``cols`` is empty. Independent of row order."""
     if not cols:
         return np.zeros(len(df), dtype=np.int64)
-    return df.groupby(list(cols), sort=True, dropna=False, observed=True).ngroup().to_numpy(
-        dtype=np.int64)
+    grouped = df.groupby(list(cols), sort=True, dropna=False, observed=True)
+    out: np.ndarray = grouped.ngroup().to_numpy(dtype=np.int64)
+    return out
 
 
 def sort_codes(series: pd.Series) -> np.ndarray:
     """Order-preserving int codes of a column (sorted unique values; missing last), used
     as a deterministic tie-break key that does not depend on row order."""
     codes, _ = pd.factorize(series, sort=True, use_na_sentinel=True)
-    codes = codes.astype(np.int64)
+    codes = np.asarray(codes, dtype=np.int64)
     codes[codes < 0] = np.iinfo(np.int64).max
     return codes

@@ -80,4 +80,5 @@ def recommended_config_yaml(rec: Recommendation, provenance: Provenance) -> str:
     ]
     header += [f"note: {n}" for n in rec.notes]
     text = "".join(f"# {_one_line(h)}\n" for h in header)
-    return text + yaml.safe_dump(config_dict(rec), sort_keys=False, default_flow_style=False)
+    body = str(yaml.safe_dump(config_dict(rec), sort_keys=False, default_flow_style=False))
+    return text + body

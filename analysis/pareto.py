@@ -42,13 +42,15 @@ def pareto_frontier(df: pd.DataFrame, x: str, y: str, minimize_x: bool = True,
     xs = as_float(df[x])
     ys = as_float(df[y])
     ok = rankable_mask(df) & np.isfinite(xs) & np.isfinite(ys)
-    sub = df.loc[ok]
-    if sub.empty:
+    if not ok.any():
         return df.iloc[0:0].reset_index(drop=True)
+    # Work on the few needed columns; the full rows are taken only for the winners.
+    rows_ok = np.flatnonzero(ok)
+    sub = df[list(dict.fromkeys(group_cols))].iloc[rows_ok] if group_cols else df.iloc[:0]
     # Canonical orientation: smaller ox is better, larger oy is better.
     ox = xs[ok] if minimize_x else -xs[ok]
     oy = ys[ok] if maximize_y else -ys[ok]
-    g = group_codes(sub, group_cols)
+    g = group_codes(sub, group_cols) if group_cols else np.zeros(len(rows_ok), np.int64)
     order = np.lexsort((-oy, ox, g))
     g_s, ox_s, oy_s = g[order], ox[order], oy[order]
     # Best y seen strictly before each point in its group (-inf at a group's start).
@@ -61,14 +63,14 @@ def pareto_frontier(df: pd.DataFrame, x: str, y: str, minimize_x: bool = True,
     prev[starts] = -np.inf
     keep = oy_s > prev
     chosen = order[keep]
-    chosen = _resolve_duplicates(sub, g_s, ox_s, oy_s, order, keep, chosen)
-    out = sub.iloc[np.sort(chosen)]
+    chosen = _resolve_duplicates(df, rows_ok, g_s, ox_s, oy_s, order, keep, chosen)
+    out = df.iloc[rows_ok[np.sort(chosen)]]
     sort_cols = [*group_cols, x]
     return out.sort_values(sort_cols, kind="mergesort", na_position="last").reset_index(
         drop=True)
 
 
-def _resolve_duplicates(sub: pd.DataFrame, g_s: np.ndarray, ox_s: np.ndarray,
+def _resolve_duplicates(df: pd.DataFrame, rows_ok: np.ndarray, g_s: np.ndarray, ox_s: np.ndarray,
                         oy_s: np.ndarray, order: np.ndarray, keep: np.ndarray,
                         chosen: np.ndarray) -> np.ndarray:
     """Replace each kept point that has exact duplicates by the duplicate that comes
@@ -84,7 +86,7 @@ def _resolve_duplicates(sub: pd.DataFrame, g_s: np.ndarray, ox_s: np.ndarray,
         return chosen
     in_dup = np.isin(run_id, dup_runs)
     rows = order[in_dup]
-    cand = sub.iloc[rows]
+    cand = df.iloc[rows_ok[rows]]
     keys = [sort_codes(cand[c]) for c in reversed(TIE_BREAK_COLS) if c in cand]
     pick_order = np.lexsort((*keys, run_id[in_dup]))
     runs_sorted = run_id[in_dup][pick_order]

@@ -96,7 +96,9 @@ def bench_model(model_prefix: str, hf_model: str) -> tuple[str | None, str | Non
     return None, f"unknown model-prefix {model_prefix!r}", None
 
 
-def bench_quant(model_prefix: str, precision: str, recipe_hint: str) -> tuple[str | None, str | None]:
+def bench_quant(
+    model_prefix: str, precision: str, recipe_hint: str
+) -> tuple[str | None, str | None]:
     """(bench_moe --quant, unmapped reason). ``recipe_hint``: config path + recipe model path."""
     prec = precision.lower()
     if prec == "fp4":
@@ -180,9 +182,7 @@ def map_point(point: Mapping[str, Any], recipe: Mapping[str, Any] | None) -> lis
     return [_map_phase(point, recipe, phase) for phase in ("prefill", "decode")]
 
 
-def map_workloads(
-    points: pd.DataFrame, recipes: Mapping[str, Mapping[str, Any]]
-) -> pd.DataFrame:
+def map_workloads(points: pd.DataFrame, recipes: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Workloads frame for every point (two rows each, prefill first). Inputs not mutated.
 
     Points of non-TensorRT-LLM frameworks appear with ``mappable`` False and the reason.

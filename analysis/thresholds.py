@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -241,7 +242,8 @@ def _within_domain(df: pd.DataFrame, inside: bool) -> np.ndarray:
     dom = df[C.HARDWARE].map(lambda h: getattr(hardware_info(str(h)), "nvlink_domain",
                                                np.nan)).astype(float).to_numpy()
     ws = as_float(df[C.WORLD_SIZE])
-    return (ws <= dom) if inside else (ws > dom)
+    out: np.ndarray = (ws <= dom) if inside else (ws > dom)
+    return out
 
 
 def verdict(row: Mapping[str, object], published: float, widen: float = 2.0) -> str:
@@ -331,4 +333,5 @@ def thresholds_from_check(check: GuideCheck, base: Thresholds | None = None) -> 
     th = base or Thresholds()
     ok = check.table[(check.table["status"] == "crossover")
                      & (check.table["orientation"] == "a_below")]
-    return replace(th, **{r["field"]: float(r["derived"]) for r in ok.to_dict("records")})
+    values: dict[str, Any] = {r["field"]: float(r["derived"]) for r in ok.to_dict("records")}
+    return replace(th, **values)

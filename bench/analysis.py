@@ -152,7 +152,7 @@ def main() -> None:
             "pareto_throughput_latency": lambda df=df: throughput_latency_frontier(df),
             "best_bench_moe": lambda df=df: best_by_workload(df, "bench_moe"),
             "best_dashboard": lambda df=df: best_by_workload(df, "dashboard"),
-            "crossover_trtllm_vs_megamoe": lambda df=df: find_crossovers(
+            "crossover_trtllm_vs_megamoe": lambda df=df, tpr=tpr: find_crossovers(
                 df, {C.BACKEND: "TRTLLM"}, {C.BACKEND: "MEGAMOE_CUTEDSL"}, tpr,
                 group_cols=[C.HARDWARE, C.QUANT, C.PHASE]),
             "derive_guide_thresholds": lambda df=df: derive_guide_thresholds(df),

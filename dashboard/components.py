@@ -18,6 +18,7 @@ import pandas as pd
 from dash import dcc, html
 
 from analysis import columns as C
+from analysis.tables import to_json_records
 
 # Column -> human label with its unit. Every axis and grid column goes through here.
 LABELS: dict[str, str] = {
@@ -108,6 +109,7 @@ def grid(grid_id: str, frame: pd.DataFrame, columns: Sequence[str],
         defaultColDef={"sortable": True, "filter": True, "resizable": True,
                        "floatingFilter": True, "minWidth": 90},
         dashGridOptions={"pagination": True, "paginationPageSize": page_size,
+                        "paginationPageSizeSelector": [20, 25, 50, 100],
                          "rowSelection": {"mode": "singleRow", "checkboxes": False,
                                           "enableClickSelection": True},
                          "enableCellTextSelection": True},
@@ -136,10 +138,7 @@ def column_defs(frame: pd.DataFrame, columns: Sequence[str],
 
 def records(frame: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
     """JSON-safe row dicts (NaN/NA -> None, numpy scalars -> Python)."""
-    cols = [c for c in columns if c in frame]
-    sub = frame[cols].astype(object)
-    sub = sub.where(pd.notna(sub), None)
-    return sub.to_dict("records")
+    return to_json_records(frame, [c for c in columns if c in frame])
 
 
 # ----------------------------------------------------------------- URL query helpers

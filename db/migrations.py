@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-from db import schema
+from db import schema, schema_crossval
 
 # Arbitrary constant naming moedash's advisory lock on PostgreSQL.
 _PG_LOCK_KEY = 0x6D6F6564  # "moed"
@@ -39,9 +39,19 @@ def _v2_indexes(conn: sa.Connection) -> None:
     )
 
 
+def _v3_crossval(conn: sa.Connection) -> None:
+    schema.metadata.create_all(conn, tables=list(schema_crossval.CROSSVAL_TABLES))
+    # Filters of /crossval/workloads and the ledger's model/hardware restriction.
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS serving_workloads_facets "
+        "ON serving_workloads (model, hardware, phase)"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _v1_initial),
     Migration(2, "run facet index", _v2_indexes),
+    Migration(3, "cross-validation: serving imports, workloads, outcomes", _v3_crossval),
 )
 
 

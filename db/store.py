@@ -34,6 +34,7 @@ import zstandard
 
 from analysis import columns as C
 from db import dialects, migrations, schema, tokens
+from db.crossval_store import CrossvalStoreMixin
 from db.errors import Conflict, NotFound, StoreError
 from db.records import RUN_EXTRA_KEYS, Sweep, UploadMeta
 from db.tokens import TokenInfo
@@ -111,7 +112,7 @@ def open_store(url: str, *, upgrade: bool = True) -> Store:
     return store
 
 
-class Store:
+class Store(CrossvalStoreMixin):
     """Runs, candidates, raw uploads and API tokens in one SQL database."""
 
     def __init__(self, engine: sa.Engine) -> None:

@@ -41,7 +41,7 @@ from ingest import legacy
 from ingest.comm import resolve_comm
 from ingest.errors import InputError, UnsupportedFormat
 from ingest.failures import categorize
-from ingest.lenient_json import LenientDocument, dumps, load_document
+from ingest.lenient_json import LenientDocument, dumps, gc_paused, load_document
 from ingest.hardware import infer_hardware, normalize_hardware_label
 from ingest.parallel import ParallelModeError, attn_family, normalize_mode, resolve_layout
 
@@ -83,6 +83,11 @@ _BLOCK_KEYS: dict[str, frozenset[str]] = {
 }  # fmt: skip
 _STATUSES = frozenset(("success", "skipped", "failed"))
 _EMPTY: dict[str, Any] = {}
+_DEFAULT_BLOCKS: tuple[tuple[str, Any], ...] = (
+    ("kernel_breakdown", {"moe_forward_kernels": [], "other_kernels": []}),
+    ("phase_times_ms", {"agg": {}, "per_rank": {}}),
+    ("overlap", {"overlap_ms": None, "overlap_ratio": None}),
+)
 _MAX_NUM_TOKENS = 1 << 40
 
 
@@ -136,7 +141,9 @@ def parse_bench_moe_document(doc: LenientDocument, meta: UploadMeta) -> list[Swe
     run = _run_fields(top, env, model, world_size, meta, meta_fields, warnings, doc)
     run[C.SOURCE_FORMAT] = "bench_moe_legacy" if early else "bench_moe"
     rows = _Rows(world_size, meta.dispatch, warnings, doc.may_have_nonfinite("results"))
-    flattened = [rows.flatten(i, row) for i, row in enumerate(results)]
+    with gc_paused():
+        flattened = [rows.flatten(i, row) for i, row in enumerate(results)]
+        candidates = candidate_frame(flattened)
     run["dispatch"] = meta_fields["dispatch"] or (
         next(iter(rows.dispatch_labels)) if len(rows.dispatch_labels) == 1 else None
     )
@@ -145,7 +152,7 @@ def parse_bench_moe_document(doc: LenientDocument, meta: UploadMeta) -> list[Swe
         warnings.add(f"{key}: unknown top-level key kept in extra_json")
     run["extra_json"] = dumps(unknown_top) if unknown_top else None
     run["warnings_json"] = warnings.to_json()
-    return [Sweep(key="", run=run, candidates=candidate_frame(flattened))]
+    return [Sweep(key="", run=run, candidates=candidates)]
 
 
 def _top_block(top: dict[str, Any], key: str, *, required: bool) -> dict[str, Any]:
@@ -391,9 +398,9 @@ class _Rows:
         per_rank_json = None
         if per_rank or spr:
             per_rank_json = self._dumps({"per_rank": per_rank or {}, "status_per_rank": spr or {}})
-        for key in ("kernel_breakdown", "phase_times_ms", "overlap"):
+        for key, default in _DEFAULT_BLOCKS:
             block = row.get(key)
-            if block and _non_default(block):
+            if block and block != default and _non_default(block):
                 extra[key] = block
         category = categorize(status, skip_reason, autotune)
         return (
@@ -715,7 +722,8 @@ def candidate_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
     """A candidate frame from row tuples in ``CANDIDATE_COLUMNS`` order.
 
     Integer columns are nullable ``Int64``, float columns ``float64`` (null → NaN),
-    boolean columns nullable ``boolean``, text columns ``object`` holding str/None.
+    boolean columns nullable ``boolean``, text columns pandas' ``str`` dtype (missing =
+    NaN, as pandas 3 does for text).
     """
     names = C.CANDIDATE_COLUMNS
     transposed = list(zip(*rows, strict=True)) if rows else [() for _ in names]
@@ -728,5 +736,5 @@ def candidate_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
         elif name in C.BOOL_COLUMNS:
             data[name] = pd.array(list(values), dtype="boolean")
         else:
-            data[name] = pd.array(list(values), dtype=object)
+            data[name] = pd.array(list(values), dtype="str")
     return pd.DataFrame(data, columns=list(names))

@@ -218,6 +218,82 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default_serving_dir(settings: Settings) -> Path:
+    if settings.shared_data:
+        return Path(settings.shared_data)
+    return Path("..") / "shared" / "data"
+
+
+def cmd_import_serving(args: argparse.Namespace) -> int:
+    from ingest.api_crossval import import_serving_directory
+
+    settings = _settings(args)
+    data_dir = Path(args.dir) if args.dir else _default_serving_dir(settings)
+    master = data_dir / "inferencex" / "configs" / "nvidia-master.yaml"
+    if not master.is_file():
+        print(f"error: {data_dir}: no {master.relative_to(data_dir)} (wrong DIR?)", file=sys.stderr)
+        return 1
+    store = open_store(settings.database_url)
+    try:
+        result = import_serving_directory(store, data_dir, str(data_dir.resolve()))
+    except (ValueError, StoreError) as exc:
+        print(f"error: {data_dir}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    s = result.stored
+    state = "already imported (nothing written)" if s.already_existed else "imported"
+    print(f"{data_dir}: {state} as import {s.import_id}")
+    _print_table(
+        ("what", "count"),
+        [
+            ("entries", str(s.n_entries)),
+            ("points", str(s.n_points)),
+            ("recipes resolved", str(len(result.parsed.recipes))),
+            ("recipes unresolved", str(len(result.parsed.unresolved))),
+            ("workloads", str(s.n_workloads)),
+            ("  mappable", str(s.n_mappable)),
+            ("  unmappable", str(s.n_unmappable)),
+            ("  new", str(s.n_new_workloads)),
+            ("  existing", str(s.n_existing_workloads)),
+            ("  updated", str(s.n_updated_workloads)),
+        ],
+    )
+    return 0
+
+
+def cmd_outcomes(args: argparse.Namespace) -> int:
+    import json
+
+    from db.crossval_store import OutcomeConflict
+
+    path = Path(args.file)
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"error: {path}: {exc}", file=sys.stderr)
+        return 1
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        print(f"error: {path}: expected a JSON list of outcome objects", file=sys.stderr)
+        return 1
+    store = open_store(_settings(args).database_url)
+    try:
+        result = store.add_outcomes(records, replace=args.replace)
+    except OutcomeConflict as exc:
+        print(f"error: {path}: {exc} (nothing stored)", file=sys.stderr)
+        return 1
+    except (ValueError, NotFound, StoreError) as exc:
+        print(f"error: {path}: {exc} (nothing stored)", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    print(
+        f"{path}: {result.count('created')} created, {result.count('already existed')} "
+        f"already existed, {result.count('replaced')} replaced"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="moedash", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -267,6 +343,21 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("name")
     db_arg(t)
     p.set_defaults(func=cmd_token)
+
+    p = sub.add_parser(
+        "import-serving", help="import InferenceX masters + srt-slurm recipes as workloads"
+    )
+    p.add_argument(
+        "dir", nargs="?", help="data root (default: $MOEDASH_SHARED_DATA or ../shared/data)"
+    )
+    db_arg(p)
+    p.set_defaults(func=cmd_import_serving)
+
+    p = sub.add_parser("outcomes", help="store end-to-end outcomes from a JSON list")
+    p.add_argument("file", help="JSON list of {workload_id, tps_per_user_deployed, ...}")
+    p.add_argument("--replace", action="store_true", help="overwrite differing stored outcomes")
+    db_arg(p)
+    p.set_defaults(func=cmd_outcomes)
     return parser
 
 

@@ -738,6 +738,7 @@ class _Cand:
     reason: str | None = None
     pruned: bool = False
     built: bool = True  # actual_config populated
+    mapping_only: bool = False  # build failed after the Mapping existed
     autotune: str | None = "success"
     rank_status: str = "success"
     comm_cls: str | None = None
@@ -804,14 +805,14 @@ def _classify(hw: _Hw, mdl: dict, quant: Any, ws: int, c: _Cand, u_fail: float) 
         c.comm_cls = _COMM_CLASS[c.comm]
     mnnvl = hw.arch == "blackwell" and ws <= hw.nvl_domain
     if c.comm_cls in ("NVLinkOneSided", "NVLinkTwoSided") and not mnnvl:
-        c.status, c.built, c.autotune = "failed", True, "not_run"
+        c.status, c.mapping_only, c.autotune = "failed", True, "not_run"
         c.reason = (f"build error: RuntimeError: {c.comm_cls} requires MNNVL fabric memory "
                     f"across all {ep} EP ranks; this topology has {hw.nvl_domain} GPUs per "
                     f"NVLink domain")
         c.rank_status = "failed"
         return
     if c.backend in _FUSED and ep > hw.nvl_domain:
-        c.status, c.built, c.autotune = "failed", True, "not_run"
+        c.status, c.mapping_only, c.autotune = "failed", True, "not_run"
         c.reason = (f"build error: RuntimeError: {c.backend} symmetric-memory heap needs all "
                     f"{ep} EP ranks in one NVLink domain (domain size {hw.nvl_domain})")
         c.rank_status = "failed"
@@ -829,7 +830,7 @@ def _classify(hw: _Hw, mdl: dict, quant: Any, ws: int, c: _Cand, u_fail: float) 
         c.reason = f"watchdog_timeout: exceeded 900s; suspected NCCL/CUDA hang ({_label(c)})"
         return
     if u_fail > 0.997:
-        c.status, c.built, c.autotune, c.rank_status = "failed", True, "not_run", "failed"
+        c.status, c.mapping_only, c.autotune, c.rank_status = "failed", True, "not_run", "failed"
         c.reason = (f"build error: RuntimeError: [TensorRT-LLM][ERROR] no valid tactic for "
                     f"{c.backend} grouped GEMM with hidden_size={mdl['hidden_size']}, "
                     f"intermediate_size={mdl['intermediate_size'] // tp}")
@@ -1000,7 +1001,11 @@ def _generate_report(model: str, hardware: str, quant: str, world_size: int,
                      "moe_tp_size": None, "enable_attention_dp": None,
                      "comm_method": c.comm, "cuda_graph": c.cg,
                      "use_low_precision_moe_combine": c.lpmc}
-        if c.built:
+        if c.built and c.mapping_only:
+            num_chunks = None
+            actual = _null_actual()
+            actual.update(moe_ep_size=ep, moe_tp_size=tp, enable_attention_dp=adp)
+        elif c.built:
             num_chunks = 1 if (adp and c.comm_cls not in ("NONE", None)) else None
             actual = {"backend": c.backend, "comm_method": c.comm_cls,
                       "comm_fallback_reason": None,
@@ -1040,8 +1045,7 @@ def _generate_report(model: str, hardware: str, quant: str, world_size: int,
             "latency_ms": lat,
             "phase_times_ms": {"agg": {}, "per_rank": {}},
             "overlap": {"overlap_ms": None, "overlap_ratio": None},
-            "bottleneck": ("launch_overhead_bound" if c.status == "success" and not c.cg
-                           and c.base_us < 150.0 else None),
+            "bottleneck": None,  # needs kernel/phase data, which summary runs lack
             "kernel_breakdown": {"moe_forward_kernels": [], "other_kernels": []},
             "raw_data": {"forward_times_ms": {"per_rank": per_rank_raw},
                          "kernel_times_ms": {"moe_forward_kernels": [], "other_kernels": []}},
@@ -1067,32 +1071,94 @@ def _generate_report(model: str, hardware: str, quant: str, world_size: int,
 # JSON writing
 # --------------------------------------------------------------------------------------
 
-# A line holding one float token (array element or "key": value) whose orjson spelling
-# may differ from Python's repr: exponent forms and 0.0000ddd (Python switches to
-# exponent notation below 1e-4). Line-anchored so string contents can never match.
-_FIX_RE = re.compile(
-    rb'(?m)^( *(?:"(?:[^"\\\n]|\\.)*": )?)(-?\d+(?:\.\d+)?[eE][-+]?\d+|-?0\.0000\d*)(,?)$')
-_FIX_GATE = re.compile(rb"\d[eE]|0\.0000")
+# orjson and Python's repr agree on every finite float except (a) single-digit negative
+# exponents ("1.5e-7" vs "1.5e-07") and (b) magnitudes below 1e-4, which orjson writes in
+# fixed notation ("0.00001") and Python in exponent notation ("1e-05"). Hits of these two
+# literal patterns are few; each is confirmed by a line-anchored regex (a line holding one
+# number token, as an array element or a "key": value) so string contents never match,
+# then re-rendered with repr().
+_HIT_RES = (re.compile(rb"e-\d(?!\d)"), re.compile(rb"0\.0000"))
+_LINE_RE = re.compile(
+    rb'( *(?:"(?:[^"\\\n]|\\.)*": )?)(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(,?)')
 
 
 def _fix_floats(buf: bytes) -> bytes:
-    if not _FIX_GATE.search(buf):
+    starts = set()
+    for rx in _HIT_RES:
+        for m in rx.finditer(buf):
+            starts.add(buf.rfind(b"\n", 0, m.start()) + 1)
+    if not starts:
         return buf
-    return _FIX_RE.sub(lambda m: m.group(1) + repr(float(m.group(2))).encode() + m.group(3),
-                       buf)
+    out = []
+    pos = 0
+    for ls in sorted(starts):
+        le = buf.find(b"\n", ls)
+        if le < 0:
+            le = len(buf)
+        m = _LINE_RE.fullmatch(buf, ls, le)
+        if m is None:
+            continue
+        tok = m.group(2)
+        if b"." not in tok and b"e" not in tok and b"E" not in tok:
+            continue  # an int
+        fixed = repr(float(tok)).encode()
+        if fixed != tok:
+            out.append(buf[pos:m.start(2)])
+            out.append(fixed)
+            pos = m.end(2)
+    out.append(buf[pos:])
+    return b"".join(out)
+
+
+_NONE_T = type(None)
+_SCALARS = (str, int, bool, _NONE_T)
+
+
+def _plain_finite(obj: Any) -> bool:
+    """True when ``obj`` holds only dict/list/str/int/bool/None/finite-float values and
+    str dict keys: then orjson writes what json.dumps would (modulo _fix_floats).
+
+    Containers of numbers are checked with one C-level ``sum`` (a finite sum implies
+    finite elements); other types make orjson raise, which also means "use json"."""
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if type(o) is dict:
+            for key in o:
+                if type(key) is not str:
+                    return False
+            vals: Any = o.values()
+        else:
+            vals = o
+        if vals and type(next(iter(vals))) is float:
+            try:
+                total = sum(vals)
+            except TypeError:
+                pass
+            else:
+                if total - total == 0.0:
+                    continue
+        for v in vals:
+            t = type(v)
+            if t is float:
+                if v - v != 0.0:
+                    return False
+            elif t is dict or t is list:
+                stack.append(v)
+            elif t not in _SCALARS:
+                return False
+    return True
 
 
 def _fast_block(value: Any) -> bytes | None:
     """orjson rendering of ``value`` identical to json.dumps(indent=2), or None."""
-    if orjson is None:
+    if orjson is None or not _plain_finite(value):
         return None
     try:
         buf = orjson.dumps(value, option=orjson.OPT_INDENT_2)
     except (TypeError, orjson.JSONEncodeError):
         return None
-    if re.search(rb"[\x7f-\xff]|\\u00", buf):  # non-ASCII / rare escapes: let json do it
-        return None
-    if orjson.loads(buf) != value:  # inf/nan became null, tuples, int/float subclasses...
+    if not buf.isascii() or b"\x7f" in buf:  # json escapes these, orjson does not
         return None
     return _fix_floats(buf)
 
@@ -1105,6 +1171,11 @@ def dump_report(report: dict, compact: bool = False) -> bytes:
     ``results``/``rankings`` arrays and falls back to :mod:`json` for anything orjson
     cannot reproduce byte for byte (NaN/Infinity, non-ASCII, non-str keys, ...).
     """
+    with _gc_paused():
+        return _dump_report(report, compact)
+
+
+def _dump_report(report: Any, compact: bool) -> bytes:
     if compact:
         return json.dumps(report, allow_nan=True).encode()
     if not isinstance(report, dict) or not report:
@@ -1181,7 +1252,7 @@ def demo_reports() -> list[tuple[dict, DemoMeta]]:
             meta = DemoMeta(
                 hardware=hardware,
                 trtllm_commit=rep["environment"]["trtllm_commit"],
-                run_date=f"2026-09-{day:02d}" if day <= 30 else "2026-09-30",
+                run_date=f"2026-09-{day:02d}",
                 filename=f"{model}_{quant.lower()}_{hardware.lower()}_ws{ws}.json",
             )
             out.append((rep, meta))

@@ -286,7 +286,9 @@ def _no_config_reason(point: ServingPoint) -> str:
             "CUDA-graph settings are not in the shared data"
         )
     if point.settings:
-        return "no CONFIG_FILE: legacy env settings (" + ", ".join(k for k, _ in point.settings) + ")"
+        return (
+            "no CONFIG_FILE: legacy env settings (" + ", ".join(k for k, _ in point.settings) + ")"
+        )
     return "no CONFIG_FILE in prefill.additional-settings"
 
 

@@ -25,11 +25,22 @@ def workload(wid: str = "w1", phase: str = "decode", **kw: Any) -> dict[str, Any
     row: dict[str, Any] = dict.fromkeys(cc.WORKLOAD_COLUMNS)
     row.update(
         {
-            cc.WORKLOAD_ID: wid, cc.POINT_ID: wid.split(":")[0], cc.PHASE: phase,
-            c.MODEL: "deepseek_r1", c.QUANT: "FP8_BLOCK_SCALES", c.HARDWARE: "H200",
-            c.WORLD_SIZE: 8, c.NUM_TOKENS: 192, c.CUDA_GRAPH: phase == "decode",
-            c.ATTENTION_DP: True, c.BACKEND: "CUTLASS", c.MOE_EP_SIZE: 8, c.MOE_TP_SIZE: 1,
-            c.COMM: "AUTO", cc.COMM_FORCED: False, cc.MAPPABLE: True,
+            cc.WORKLOAD_ID: wid,
+            cc.POINT_ID: wid.split(":")[0],
+            cc.PHASE: phase,
+            c.MODEL: "deepseek_r1",
+            c.QUANT: "FP8_BLOCK_SCALES",
+            c.HARDWARE: "H200",
+            c.WORLD_SIZE: 8,
+            c.NUM_TOKENS: 192,
+            c.CUDA_GRAPH: phase == "decode",
+            c.ATTENTION_DP: True,
+            c.BACKEND: "CUTLASS",
+            c.MOE_EP_SIZE: 8,
+            c.MOE_TP_SIZE: 1,
+            c.COMM: "AUTO",
+            cc.COMM_FORCED: False,
+            cc.MAPPABLE: True,
         }  # fmt: skip
     )
     row.update(kw)
@@ -106,11 +117,18 @@ def test_tie_goes_to_the_deployed_config_and_order_does_not_matter() -> None:
 
 
 def test_nearest_tokens_used_and_flagged() -> None:
-    cands = [cand("CUTLASS", 1.0, **{c.NUM_TOKENS: 256}), cand("TRTLLM", 0.9, **{c.NUM_TOKENS: 128})]
+    cands = [
+        cand("CUTLASS", 1.0, **{c.NUM_TOKENS: 256}),
+        cand("TRTLLM", 0.9, **{c.NUM_TOKENS: 128}),
+    ]
     # 192 is exactly between 128 and 256 on a log axis? no: log2(192/128)=0.585,
     # log2(256/192)=0.415 -> 256 is nearer.
     r = run([workload()], cands).iloc[0]
-    assert (r[cc.MEASURED_NUM_TOKENS], r[cc.NEAREST_TOKENS_USED], r[cc.STATUS]) == (256, True, "Match")
+    assert (r[cc.MEASURED_NUM_TOKENS], r[cc.NEAREST_TOKENS_USED], r[cc.STATUS]) == (
+        256,
+        True,
+        "Match",
+    )
     far = [cand("CUTLASS", 1.0, **{c.NUM_TOKENS: 512})]  # 512/192 = 2.67 > 2
     r = run([workload()], far).iloc[0]
     assert r[cc.STATUS] == "no data" and "none within x2" in r[cc.REASON]
@@ -238,8 +256,12 @@ def test_summary_in_the_guide_format() -> None:
     lg = pd.concat(frames, ignore_index=True)
     outcomes = [
         {"workload_id": "d2:decode", "tps_per_user_deployed": 100, "tps_per_user_candidate": 110},
-        {"workload_id": "d3:decode", "tps_per_user_deployed": 100, "tps_per_user_candidate": 90,
-         "tps_per_user_candidate_perfect_routing": 95},
+        {
+            "workload_id": "d3:decode",
+            "tps_per_user_deployed": 100,
+            "tps_per_user_candidate": 90,
+            "tps_per_user_candidate_perfect_routing": 95,
+        },
         {"workload_id": "d1:decode", "tps_per_user_deployed": 100, "tps_per_user_candidate": 50},
     ]  # fmt: skip  (d1 is a Match: its outcome is ignored; d4 is not evaluated)
     s = summary(lg, outcomes)
@@ -257,3 +279,26 @@ def test_summary_in_the_guide_format() -> None:
     g = s[s[cc.S_HARDWARE] == "GB200"].iloc[0]
     assert g[cc.S_MATCH] == "0/1 (0%, prefill 0/0, decode 0/1)"
     assert g[cc.S_IMPROVEMENT] == "0/1" and g[cc.N_NOT_EVALUATED] == 1
+
+
+def test_candidates_missing_columns_raise() -> None:
+    with pytest.raises(ValueError, match="candidates: missing columns"):
+        ledger(pd.DataFrame([workload()]), pd.DataFrame([{c.MODEL: "deepseek_r1"}]))
+
+
+def test_cross_validation_modules_stay_pure() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "analysis"
+    banned = ("db", "ingest", "dashboard", "sqlalchemy", "fastapi", "dash")
+    for name in ("crossval.py", "crossval_columns.py", "serving_map.py"):
+        tree = ast.parse((root / name).read_text())
+        for node in ast.walk(tree):
+            mods = []
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                mods = [node.module]
+            for m in mods:
+                assert m.split(".")[0] not in banned, f"{name} imports {m}"

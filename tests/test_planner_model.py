@@ -40,10 +40,15 @@ TOY_GPU = GPUSpec("toy", 10, 1000, 100, 1.0, 100, 80, 100)
 
 
 @given(
-    ba=st.integers(1, 512), m=st.integers(1, 8), na=st.integers(1, 64),
-    e=st.sampled_from([8, 16, 32, 256]), k=st.integers(1, 8),
+    ba=st.integers(1, 512),
+    m=st.integers(1, 8),
+    na=st.integers(1, 64),
+    e=st.sampled_from([8, 16, 32, 256]),
+    k=st.integers(1, 8),
 )
-def test_batch_relation_ba_m_na_equals_be_m_e_over_k(ba: int, m: int, na: int, e: int, k: int) -> None:
+def test_batch_relation_ba_m_na_equals_be_m_e_over_k(
+    ba: int, m: int, na: int, e: int, k: int
+) -> None:
     batch = ba * m * na
     ba2, be = micro_batch_sizes(batch, m, na, e, k)
     assert ba2 == pytest.approx(ba)
@@ -180,11 +185,21 @@ def sweep_frame(noise: float = 0.0, seed: int = 0) -> pd.DataFrame:
             score = per_gpu_experts * (K3 * be + K4) * (1 + noise * rng.standard_normal())
             rows.append(
                 {
-                    C.MODEL: "deepseek_v4_pro", C.NUM_EXPERTS: 384, C.TOP_K: 6,
-                    C.HIDDEN_SIZE: 7168, C.INTERMEDIATE_SIZE: 3072, C.QUANT: "NVFP4",
-                    C.HARDWARE: "GB300", C.WORLD_SIZE: ep * tp, C.NUM_TOKENS: tokens,
-                    C.MOE_EP_SIZE: ep, C.MOE_TP_SIZE: tp, C.ATTENTION_DP: True,
-                    C.CUDA_GRAPH: True, C.DISPATCH: "balanced", C.STATUS: "success",
+                    C.MODEL: "deepseek_v4_pro",
+                    C.NUM_EXPERTS: 384,
+                    C.TOP_K: 6,
+                    C.HIDDEN_SIZE: 7168,
+                    C.INTERMEDIATE_SIZE: 3072,
+                    C.QUANT: "NVFP4",
+                    C.HARDWARE: "GB300",
+                    C.WORLD_SIZE: ep * tp,
+                    C.NUM_TOKENS: tokens,
+                    C.MOE_EP_SIZE: ep,
+                    C.MOE_TP_SIZE: tp,
+                    C.ATTENTION_DP: True,
+                    C.CUDA_GRAPH: True,
+                    C.DISPATCH: "balanced",
+                    C.STATUS: "success",
                     C.SCORE_MS: score,
                 }
             )
@@ -227,6 +242,17 @@ def test_fit_ignores_rows_that_are_not_this_shape_gpu_decode_or_success() -> Non
     fit = fit_expert_time(pd.concat([base, *variants], ignore_index=True), SHAPE, GPUS["GB300"])
     assert fit.n_points == 15
     assert fit.slope_ms == pytest.approx(K3, rel=1e-9)
+
+
+def test_fit_can_keep_only_one_attention_mode() -> None:
+    base = sweep_frame()
+    tp_rows = base.assign(**{C.ATTENTION_DP: pd.array([False] * len(base), dtype="boolean")})
+    tp_rows[C.SCORE_MS] = tp_rows[C.SCORE_MS] * 3
+    both = pd.concat([base, tp_rows], ignore_index=True)
+    dp_only = fit_expert_time(both, SHAPE, GPUS["GB300"], attention_dp=True)
+    pooled = fit_expert_time(both, SHAPE, GPUS["GB300"])
+    assert dp_only.n_points == 15 and dp_only.slope_ms == pytest.approx(K3, rel=1e-9)
+    assert pooled.n_points == 30 and pooled.slope_ms == pytest.approx(2 * K3, rel=1e-9)
 
 
 def test_fit_falls_back_to_roofline_with_too_few_points() -> None:

@@ -32,9 +32,12 @@ TOY_OPTIONS = SearchOptions(tp_choices=(1,), experts_per_node=(1,))
 
 def toy_search(slo_ms: float = 6.25, **opt: object) -> object:
     return search_plans(
-        TOY, Workload(seq_len=1, slo_tbt_ms=slo_ms), BIG,
+        TOY,
+        Workload(seq_len=1, slo_tbt_ms=slo_ms),
+        BIG,
         options=dataclasses.replace(TOY_OPTIONS, **opt),
-        expert_fits={"big": user_fit(K, 0.0)}, attention_fits={("big", 1): user_fit(K, 0.0)},
+        expert_fits={"big": user_fit(K, 0.0)},
+        attention_fits={("big", 1): user_fit(K, 0.0)},
     )
 
 
@@ -98,8 +101,12 @@ def test_memory_constraint_rules_out_small_attention_nodes() -> None:
 
 def test_kv_capacity_caps_the_batch_when_the_slo_is_loose() -> None:
     r = search_plans(
-        TOY, Workload(seq_len=1e6, slo_tbt_ms=1e6), BIG, options=TOY_OPTIONS,
-        expert_fits={"big": user_fit(K, 0.0)}, attention_fits={("big", 1): user_fit(K, 0.0)},
+        TOY,
+        Workload(seq_len=1e6, slo_tbt_ms=1e6),
+        BIG,
+        options=TOY_OPTIONS,
+        expert_fits={"big": user_fit(K, 0.0)},
+        attention_fits={("big", 1): user_fit(K, 0.0)},
     )
     b = r.best
     kv_per_seq = 1e6 * TOY.kv_bytes_per_token_layer * TOY.kv_layers
@@ -174,7 +181,7 @@ def test_timeline_of_one_layer_follows_the_dependencies() -> None:
     tl = timeline(plan)
     assert set(tl["lane"]) == {"attention", "M2N", "expert", "N2M"}
     assert len(tl) == 4 * plan.m
-    for mb, g in tl.groupby("micro_batch"):
+    for _mb, g in tl.groupby("micro_batch"):
         order = g.set_index("lane")
         assert order.loc["M2N", "start_ms"] >= order.loc["attention", "end_ms"]
         assert order.loc["expert", "start_ms"] >= order.loc["M2N", "end_ms"]

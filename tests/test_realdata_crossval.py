@@ -33,7 +33,9 @@ from ingest.serving_configs import (
 pytestmark = pytest.mark.realdata
 
 DATA = Path(
-    os.environ.get("MOEDASH_SHARED_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data")
+    os.environ.get(
+        "MOEDASH_SHARED_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+    )
 )
 TRT = ("dynamo-trt", "trt")
 CURRENT = "inferencex/configs/nvidia-master.yaml"
@@ -215,9 +217,11 @@ def test_ledger_runs_on_real_workloads(workloads: pd.DataFrame) -> None:
     # Candidates equal to the deployed config at the mapped shape must give Match for
     # every mappable TRT-LLM workload; with no candidates every one is "no data".
     ok = workloads[workloads[cc.FRAMEWORK].isin(TRT) & workloads[cc.MAPPABLE].astype(bool)]
-    cands = ok[[c.MODEL, c.QUANT, c.HARDWARE, c.WORLD_SIZE, c.NUM_TOKENS, c.CUDA_GRAPH,
-                c.ATTENTION_DP, c.PARALLEL_MODE, c.BACKEND, c.MOE_EP_SIZE, c.MOE_TP_SIZE,
-                c.COMM]].drop_duplicates().assign(**{c.STATUS: "success", c.SCORE_MS: 1.0})  # fmt: skip
+    keep = [
+        c.MODEL, c.QUANT, c.HARDWARE, c.WORLD_SIZE, c.NUM_TOKENS, c.CUDA_GRAPH,
+        c.ATTENTION_DP, c.PARALLEL_MODE, c.BACKEND, c.MOE_EP_SIZE, c.MOE_TP_SIZE, c.COMM,
+    ]  # fmt: skip
+    cands = ok[keep].drop_duplicates().assign(**{c.STATUS: "success", c.SCORE_MS: 1.0})
     lg = ledger(ok, cands)
     assert (lg[cc.STATUS] == "Match").all()
     assert (ledger(ok, cands.iloc[0:0])[cc.STATUS] == "no data").all()

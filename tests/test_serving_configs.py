@@ -140,7 +140,9 @@ def test_ix_overlay_wins_over_srt_slurm_clone(roots: RecipeRoots) -> None:
 def test_resolution_sources(roots: RecipeRoots) -> None:
     kimi = resolve_recipe("recipes/trtllm/kimi-k25-nvfp4/b200-fp4/disagg-1p1d-tep8.yaml", roots)
     assert isinstance(kimi, ResolvedRecipe) and kimi.root == IX
-    assert kimi.path.endswith("trtllm/kimi-k2.5/disagg/trtllm_dynamo/b200-fp4/disagg-1p1d-tep8.yaml")
+    assert kimi.path.endswith(
+        "trtllm/kimi-k2.5/disagg/trtllm_dynamo/b200-fp4/disagg-1p1d-tep8.yaml"
+    )
     main = resolve_recipe("recipes/trtllm/b300-fp8/ctx1_gen1_dtp8.yaml", roots)
     assert isinstance(main, ResolvedRecipe) and main.root == SS_MAIN
     old = resolve_recipe("recipes/vllm/old/only-old.yaml", roots)

@@ -125,6 +125,7 @@ def _paper_models() -> dict[str, ModelSpec]:
     dbrx_attn = _gqa_attention_params(6144, 6, 40) + 2 * 100352 * 6144
     scaled_exp = _swiglu_expert_params(8192, 8192, 48)
     scaled_attn = 317e9 - 32 * scaled_exp
+    # fmt: off
     return {
         "mixtral_8x22b": ModelSpec(
             "mixtral_8x22b", 8, 2, 6144, 16384, 56, 6.0, 2 * mixtral_attn, 2 * mixtral_exp,
@@ -139,20 +140,39 @@ def _paper_models() -> dict[str, ModelSpec]:
             source="paper (E,K,h,h',L, 317B total); g=8 ESTIMATE; Pa = 317B - 32 experts; BF16",
         ),
     }
+    # fmt: on
 
 
 def _bench_models() -> dict[str, ModelSpec]:
-    def mk(
-        name: str, e: int, k: int, h: int, hff: int, layers: int, dense: int,
-        g: float, nonrouted_params: float, expert_bytes: float, source: str,
+    def mk(  # fmt: skip
+        name: str,
+        e: int,
+        k: int,
+        h: int,
+        hff: int,
+        layers: int,
+        dense: int,
+        g: float,
+        nonrouted_params: float,
+        expert_bytes: float,
+        source: str,
     ) -> ModelSpec:
         return ModelSpec(
-            name, e, k, h, hff, layers, g,
+            name,
+            e,
+            k,
+            h,
+            hff,
+            layers,
+            g,
             attention_param_bytes=nonrouted_params * 1.0,  # FP8 attention/shared weights
             expert_param_bytes=_swiglu_expert_params(h, hff, layers) * expert_bytes,
-            dense_layers=dense, attention_weight_bytes_per_param=1.0, source=source,
+            dense_layers=dense,
+            attention_weight_bytes_per_param=1.0,
+            source=source,
         )
 
+    # fmt: off
     return {
         "deepseek_r1": mk(
             "deepseek_r1", 256, 8, 7168, 2048, 58, 3, _mla_g(7168), 17.1e9, 1.0,
@@ -185,6 +205,7 @@ def _bench_models() -> dict[str, ModelSpec]:
             "attention, g=64) and 15B non-routed are ESTIMATES; NVFP4 experts",
         ),
     }
+    # fmt: on
 
 
 MODELS: dict[str, ModelSpec] = {**_paper_models(), **_bench_models()}
@@ -217,6 +238,8 @@ class GPUSpec:
 _PAPER = "MegaScale-Infer GPU table; price derived from its per-dollar figures"
 _EST = "datasheet figures; price is an editable ESTIMATE in L20=1 units"
 
+# A data table: one GPU per line reads better than the formatter's one value per line.
+# fmt: off
 GPUS: dict[str, GPUSpec] = {
     g.name: g
     for g in (
@@ -236,6 +259,8 @@ GPUS: dict[str, GPUSpec] = {
         ),
     )
 }
+
+# fmt: on
 
 PAPER_GPUS: tuple[str, ...] = ("H20", "L40S", "A800", "H800", "L20")
 

@@ -18,6 +18,7 @@ length: ``Ta = k1*ba + k2``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,7 +96,9 @@ def attention_time_roofline(
     k1 = 1e3 * (kv_per_token / bw + model.attention_flops_per_token_layer / flops)
     k2 = 1e3 * (model.attention_param_bytes / model.num_layers) / bw
     return Fit(
-        k1, k2 + efficiency.layer_overhead_ms, "roofline",
+        k1,
+        k2 + efficiency.layer_overhead_ms,
+        "roofline",
         note=f"roofline on {gpu.name}, tpa={tpa}, s={seq_len:g}",
     )
 
@@ -124,12 +127,14 @@ def expert_points(
     quant: str | None = None,
     cuda_graph: bool | None = True,
     dispatch: str | None = "balanced",
+    attention_dp: bool | None = None,
 ) -> pd.DataFrame:
     """The (be, t) points a bench_moe candidate frame gives for ``model`` on ``hardware``.
 
     Rows kept: status success, the same E/K/h/h' and hardware label, finite positive
     score_ms, and when the column exists and the filter is not None the same quant,
-    cuda_graph (True = decode) and dispatch pattern (skewed routing is not Te).
+    cuda_graph (True = decode), dispatch pattern (skewed routing is not Te) and attention
+    mode (``attention_dp=True`` keeps DEP-style rows, whose dispatch resembles M2N).
 
     Tokens per expert. ``num_tokens`` is the token count entering the MoE module: the
     global total under attention DP, and each rank's (identical, replicated) batch under
@@ -157,6 +162,8 @@ def expert_points(
         mask &= df[C.CUDA_GRAPH] == cuda_graph
     if dispatch is not None and C.DISPATCH in df:
         mask &= df[C.DISPATCH] == dispatch
+    if attention_dp is not None and C.ATTENTION_DP in df:
+        mask &= df[C.ATTENTION_DP] == attention_dp
     sub = df.loc[mask.fillna(False).astype(bool)]
     score = pd.to_numeric(sub[C.SCORE_MS], errors="coerce").astype("float64")
     ep = pd.to_numeric(sub[C.MOE_EP_SIZE], errors="coerce").astype("float64")
@@ -181,6 +188,7 @@ def fit_expert_time(
     quant: str | None = None,
     cuda_graph: bool | None = True,
     dispatch: str | None = "balanced",
+    attention_dp: bool | None = None,
     min_points: int = 3,
     efficiency: Efficiency = DEFAULT_EFFICIENCY,
 ) -> Fit:
@@ -194,7 +202,13 @@ def fit_expert_time(
     """
     label = hardware or gpu.name
     pts = expert_points(
-        candidates, model, label, quant=quant, cuda_graph=cuda_graph, dispatch=dispatch
+        candidates,
+        model,
+        label,
+        quant=quant,
+        cuda_graph=cuda_graph,
+        dispatch=dispatch,
+        attention_dp=attention_dp,
     )
     n = len(pts)
     if n < min_points or pts["be"].nunique() < 2:
@@ -212,8 +226,13 @@ def fit_expert_time(
     if k4 < 0:
         note += "; negative intercept"
     return Fit(
-        float(k3), float(k4), "fit", n_points=n, r2=r2,
-        residual_std_ms=float(np.std(resid)), residual_max_ms=float(np.max(np.abs(resid))),
+        float(k3),
+        float(k4),
+        "fit",
+        n_points=n,
+        r2=r2,
+        residual_std_ms=float(np.std(resid)),
+        residual_max_ms=float(np.max(np.abs(resid))),
         note=note,
     )
 
@@ -358,3 +377,17 @@ def max_attention_batch(
     if free <= 0 or per_seq <= 0:
         return 0
     return int(math.floor(free / per_seq * (1 - 1e-12)))
+
+
+def largest_feasible(test: Callable[[int], bool], hi: int) -> int:
+    """Largest b in [1, hi] with test(b) true, assuming test is monotone; 0 if none."""
+    if hi < 1 or not test(1):
+        return 0
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if test(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.planner.search import Plan
+from analysis.planner.plans import Plan
 
 LANES: tuple[str, ...] = ("attention", "M2N", "expert", "N2M")
 TIMELINE_COLUMNS: tuple[str, ...] = ("lane", "micro_batch", "layer", "start_ms", "end_ms")
@@ -23,8 +23,12 @@ def timeline(plan: Plan, layers: int = 1) -> pd.DataFrame:
         raise ValueError("layers must be >= 1")
     free = dict.fromkeys(LANES, 0.0)
     ready = [0.0] * plan.m
-    durations = {"attention": plan.ta_ms, "M2N": plan.tc_ms, "expert": plan.te_ms,
-                 "N2M": plan.tc_ms}
+    durations = {
+        "attention": plan.ta_ms,
+        "M2N": plan.tc_ms,
+        "expert": plan.te_ms,
+        "N2M": plan.tc_ms,
+    }
     rows = []
     for layer in range(1, layers + 1):
         for i in range(plan.m):

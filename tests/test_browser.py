@@ -1,0 +1,219 @@
+"""Real-browser tests: a `moedash serve` subprocess driven by headless Chromium.
+
+The database is built in this process first (DuckDB allows one process per file), the
+upload token is created then, and only afterwards is the server started.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from db.records import UploadMeta
+from db.store import open_store
+from tests.conftest import REPO
+from tests.dash_factories import seed_store
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+SHOTS = REPO / "artifacts" / "screenshots"
+# Console noise that is not ours: software WebGL performance hints.
+_IGNORED = ("GL Driver Message", "GPU stall", "WebGL")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _demo_upload(model: str, hardware: str, ws: int, tokens: list[int],
+                 seed: int) -> tuple[bytes, UploadMeta]:
+    from ingest.demo import dump_report, generate_report
+
+    report = generate_report(model, hardware, "NVFP4", ws, tokens, seed=seed,
+                             with_raw_samples=False)
+    meta = UploadMeta(hardware=hardware, trtllm_version="v1.3.0rc26-synthetic",
+                      synthetic=True, filename=f"{model}_{hardware}_ws{ws}.json")
+    return dump_report(report), meta
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    from ingest.detect import parse_upload
+
+    db = tmp_path_factory.mktemp("browser") / "moedash.duckdb"
+    url = f"duckdb:///{db}"
+    store = open_store(url)
+    ids = seed_store(store)
+    raw, meta = _demo_upload("deepseek_v4_pro", "GB300", 8, [16, 64, 256, 1024, 4096, 16384], 1)
+    store.ingest(parse_upload(raw, meta, meta.filename), raw, meta)
+    _, secret = store.create_token("browser-test", ["upload"])
+    store.close()
+    port = _free_port()
+    env = {**os.environ, "MOEDASH_DEMO_ON_EMPTY": "false"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ingest.cli", "serve", "--db", url, "--port", str(port),
+         "--no-demo"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/api/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out = proc.stdout.read().decode() if proc.stdout else ""
+                raise RuntimeError(f"server did not start:\n{out}")
+            time.sleep(0.3)
+        yield {"base": base, "token": secret, "ids": ids}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium is not installed (make browser-deps)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1440, "height": 1000},
+                                  accept_downloads=True)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error"
+          and not any(s in m.text for s in _IGNORED) else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.errors = errors
+    yield pg
+    context.close()
+
+
+def _settle(pg: Any) -> None:
+    pg.wait_for_load_state("networkidle")
+    pg.wait_for_function("() => !document.querySelector('._dash-loading')")
+    pg.wait_for_timeout(400)
+
+
+def test_every_page_loads_without_console_errors(server: dict[str, Any], page: Any) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    known = server["ids"]["known"]
+    urls = {
+        "overview": "/",
+        "pareto": "/pareto?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&ws=8",
+        "best": "/best?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4",
+        "run": f"/run?id={known}",
+        "recommend": "/recommend?hardware=GB300&model=deepseek_v4_pro&quant=NVFP4&ws=8"
+                     "&tokens=1024",
+    }
+    expect = {"overview": "[data-testid=coverage]", "pareto": "[data-testid=pareto-count]",
+              "best": "[data-testid=best-count]", "run": "[data-testid=run-count]",
+              "recommend": "[data-testid=rec-path]"}
+    for name, url in urls.items():
+        page.goto(server["base"] + url)
+        page.wait_for_selector(expect[name], timeout=20_000)
+        _settle(page)
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    assert page.errors == []
+
+
+def test_hostile_strings_render_as_text(server: dict[str, Any], page: Any) -> None:
+    page.goto(server["base"] + f"/run?id={server['ids']['known']}")
+    page.wait_for_selector("[data-testid=run-meta]")
+    _settle(page)
+    assert page.locator("script:has-text('alert')").count() == 0
+    assert "<script>alert('x')</script>" in page.inner_text("[data-testid=run-meta]")
+    assert page.errors == []
+
+
+def test_filter_change_updates_pareto_and_permalink_restores(server: dict[str, Any],
+                                                             page: Any) -> None:
+    base = server["base"]
+    page.goto(base + "/pareto?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&ws=8")
+    count = page.locator("[data-testid=pareto-count]")
+    count.wait_for()
+    _settle(page)
+    before = count.inner_text()
+    title_before = page.inner_text(".pareto-graph .gtitle")
+    page.get_by_label("prefill (CUDA graph off)").check()
+    page.wait_for_function(
+        "(b) => document.querySelector('[data-testid=pareto-count]')?.innerText !== b",
+        arg=before, timeout=20_000)
+    _settle(page)
+    after = count.inner_text()
+    assert after != before
+    assert page.inner_text(".pareto-graph .gtitle") != title_before
+    assert "phase=prefill" in page.url
+    permalink = page.url
+    other = page.context.new_page()
+    other.goto(permalink)
+    other.wait_for_selector("[data-testid=pareto-count]")
+    _settle(other)
+    assert other.inner_text("[data-testid=pareto-count]") == after
+    assert other.get_by_label("prefill (CUDA graph off)").is_checked()
+    assert page.errors == []
+
+
+def test_recommend_export_downloads_the_yaml(server: dict[str, Any], page: Any) -> None:
+    page.goto(server["base"] + "/recommend?hardware=GB300&model=deepseek_v4_pro&quant=NVFP4"
+                               "&ws=8&attn=DP&phase=decode&tokens=1024")
+    page.wait_for_selector("#rec-yaml")
+    _settle(page)
+    with page.expect_download() as info:
+        page.click("#rec-yaml-btn")
+    body = Path(info.value.path()).read_text()
+    assert body.startswith("# moedash recommended MoE configuration")
+    cfg = yaml.safe_load(body)
+    # 1024 * 6 / 8 = 768 activated tokens per rank > 512 -> the fused backend
+    assert cfg["moe_config"] == {"backend": "MEGAMOE_CUTEDSL"}
+    assert cfg["moe_expert_parallel_size"] == 8
+    assert page.inner_text("#rec-yaml").strip() == body.strip()
+    assert page.errors == []
+
+
+def test_api_upload_appears_on_overview_without_restart(server: dict[str, Any],
+                                                        page: Any) -> None:
+    raw, _ = _demo_upload("glm_5", "GB300", 16, [64, 1024], 7)
+    resp = httpx.post(server["base"] + "/api/v1/runs", content=raw,
+                      params={"hardware": "GB300", "filename": "fresh-upload.json"},
+                      headers={"Authorization": f"Bearer {server['token']}",
+                               "Content-Type": "application/json"}, timeout=60)
+    assert resp.status_code == 201, resp.text
+    deadline = time.monotonic() + 10
+    while True:  # the dashboard re-reads the store version at most once per second
+        page.goto(server["base"] + "/")
+        page.wait_for_selector("[data-testid=recent]")
+        if "fresh-upload.json" in page.inner_text("[data-testid=recent]"):
+            break
+        assert time.monotonic() < deadline, "upload did not appear on the overview"
+        time.sleep(0.5)
+    assert "glm_5" in page.inner_text("[data-testid=coverage]")
+    page.screenshot(path=str(SHOTS / "overview_after_upload.png"), full_page=True)
+    assert page.errors == []
