@@ -18,7 +18,7 @@ from dash import Input, Output, dcc, html
 
 from dashboard import components as ui
 from dashboard.data import DashData
-from dashboard.pages import best, overview, pareto, recommend, run
+from dashboard.pages import best, overview, pareto, planner, recommend, run
 from db.store import Store
 from ingest.settings import Settings
 
@@ -28,9 +28,10 @@ PAGES: dict[str, tuple[ModuleType, str]] = {
     "/pareto": (pareto, "Pareto"),
     "/best": (best, "Best by workload"),
     "/recommend": (recommend, "Recommendations"),
+    "/planner": (planner, "Planner"),
     "/run": (run, "Run"),
 }
-_NAV = ("/", "/pareto", "/best", "/recommend")
+_NAV = ("/", "/pareto", "/best", "/recommend", "/planner")
 
 
 def parse_search(search: str | None) -> dict[str, Any]:
@@ -82,7 +83,8 @@ def create_dash(store: Store, settings: Settings | None = None,
         return render_page(data, pathname, search)
 
     registrars: list[Callable[[dash.Dash, DashData], None]] = [
-        overview.register, pareto.register, best.register, run.register, recommend.register]
+        overview.register, pareto.register, best.register, run.register, recommend.register,
+        planner.register]
     for register in registrars:
         register(app, data)
     app.server.config["MOEDASH_DATA"] = data  # lets tests and benches reach the cache

@@ -183,9 +183,9 @@ class CrossvalStoreMixin:
             try:
                 with self._write() as conn:
                     return _insert_import(conn, rows, content_hash, source, counts)
-            except sa.exc.DBAPIError as exc:
+            except _db_errors(self.engine) as exc:
                 if not dialects.is_unique_violation(exc) or attempt:
-                    raise StoreError(f"import_serving failed: {exc.orig}") from exc
+                    raise StoreError(f"import_serving failed: {_orig(exc)}") from exc
                 # A concurrent import of the same configs or workloads won: look again.
         raise AssertionError("unreachable")
 
@@ -267,9 +267,9 @@ class CrossvalStoreMixin:
             try:
                 with self._write() as conn:
                     return _write_outcomes(conn, recs, replace)
-            except sa.exc.DBAPIError as exc:
+            except _db_errors(self.engine) as exc:
                 if not dialects.is_unique_violation(exc) or attempt:
-                    raise StoreError(f"add_outcomes failed: {exc.orig}") from exc
+                    raise StoreError(f"add_outcomes failed: {_orig(exc)}") from exc
                 # A concurrent post of the same workload won: compare against it.
         raise AssertionError("unreachable")
 
@@ -295,6 +295,18 @@ class CrossvalStoreMixin:
 
 
 # --------------------------------------------------------------------------- helpers
+def _db_errors(engine: sa.Engine) -> tuple[type[Exception], ...]:
+    """Errors a failed write raises: SQLAlchemy's wrapper, and the driver's own error
+    class, which the bulk load (DuckDB register / PostgreSQL COPY on the raw driver
+    connection) raises unwrapped."""
+    driver_error: type[Exception] = engine.dialect.loaded_dbapi.Error
+    return (sa.exc.DBAPIError, driver_error)
+
+
+def _orig(exc: Exception) -> object:
+    return getattr(exc, "orig", exc)
+
+
 def _n_entries(points_df: pd.DataFrame) -> int:
     if points_df.empty:
         return 0

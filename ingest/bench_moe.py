@@ -303,7 +303,8 @@ class _Rows:
             raise _err(i, "workload.num_tokens", "an integer", num_tokens)
         if not 0 < num_tokens <= _MAX_NUM_TOKENS:
             raise InputError(
-                f"results[{i}].workload.num_tokens", f"must be a positive integer, got {num_tokens}"
+                f"results[{i}].workload.num_tokens",
+                f"must be a positive integer ≤ 2**40, got {_shown(num_tokens)}",
             )
         prnt = wl.get("per_rank_num_tokens")
         prnt_json = None
@@ -311,7 +312,14 @@ class _Rows:
             if type(prnt) is not list or not all(
                 type(x) is int and 0 <= x <= _MAX_NUM_TOKENS for x in prnt
             ):
-                raise _err(i, "workload.per_rank_num_tokens", "an array of integers ≥ 0", prnt)
+                bad = prnt if type(prnt) is not list else next(
+                    (x for x in prnt if not (type(x) is int and 0 <= x <= _MAX_NUM_TOKENS)), None
+                )
+                raise InputError(
+                    f"results[{i}].workload.per_rank_num_tokens",
+                    f"expected an array of integers ≥ 0, got {json_type(prnt)}"
+                    + (f" containing {_shown(bad)}" if type(prnt) is list else ""),
+                )
             if len(prnt) != self.world_size:
                 self.warnings.add(
                     "results[*].workload.per_rank_num_tokens: length differs from world_size"
@@ -330,7 +338,9 @@ class _Rows:
         if status == "success" and (mode is None or ep is None or tp is None):
             raise InputError(
                 f"results[{i}].requested_config.parallel_mode",
-                f"cannot resolve {mode_raw!r} at world_size={self.world_size}",
+                f"unknown parallel mode {_shown(mode_raw)} on a success row"
+                if mode is None
+                else f"cannot resolve {mode} at world_size={self.world_size} on a success row",
             )
 
         req_backend = self._text(i, req, "backend", "requested_config")
@@ -477,7 +487,7 @@ class _Rows:
         if type(value) is not int:
             raise _err(i, f"{where}.{key}", "an integer or null", value)
         if not -(1 << 62) < value < 1 << 62:
-            raise InputError(f"results[{i}].{where}.{key}", f"{value} is out of range")
+            raise InputError(f"results[{i}].{where}.{key}", f"{_shown(value)} is out of range")
         return value
 
     def _opt_bool(self, i: int, block: dict[str, Any], key: str, where: str) -> bool | None:
@@ -587,6 +597,12 @@ def dispatch_label(
     return comm if expert in ("balanced", "") else f"{comm};expert={expert}"
 
 
+def _shown(value: Any) -> str:
+    """A short printable form of a value for an error message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _upper(value: Any) -> str | None:
     return value.strip().upper() if isinstance(value, str) else None
 
@@ -644,7 +660,7 @@ def expect_int(value: Any, field: str, minimum: int | None = None) -> int | None
     if type(value) is not int:
         raise InputError(field, f"expected an integer, got {json_type(value)}")
     if not -(1 << 62) < value < 1 << 62:
-        raise InputError(field, f"{value} is out of range")
+        raise InputError(field, f"{_shown(value)} is out of range")
     if minimum is not None and value < minimum:
         raise InputError(field, f"must be ≥ {minimum}, got {value}")
     return value

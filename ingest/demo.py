@@ -36,6 +36,7 @@ rank (``ceil(nt/ws)`` with attention DP, ``nt`` with attention TP).
   Weight bytes ``active*3*h*i/tp*bytes_per_weight`` over HBM bandwidth times a backend
   efficiency; CUTEDSL's efficiency falls as the number of groups (``E_loc``) grows
   (many small-M groups at ws <= 8 favour TRTLLM, few groups at larger ws favour CUTEDSL).
+  Activations (input, BF16 intermediate written and read back, output) add HBM traffic.
   ``t_gemm = max(t_flop, t_mem) + 0.25*min(...) + active*per_group_cost``.
 * **Dispatch/combine** (attention DP, EP > 1). Each rank sends ``L*k*(ep-1)/ep``
   assignments of ``h * bytes_per_elem`` (NVFP4 0.5625, FP8/MXFP8 ~1.03, BF16 2; DeepEP
@@ -103,6 +104,8 @@ __all__ = [
     "HARDWARE",
     "compute_score",
     "compute_rankings",
+    "parallel_layout",
+    "model_latency_us",
     "BACKEND_QUANTS",
 ]
 
@@ -325,7 +328,8 @@ def _gemm_us(hw: _Hw, mdl: dict, quant: Any, backend: str, ep: int, tp: int, nt:
     if backend == "CUTEDSL":  # generic grouped GEMM: many small groups hurt
         hbm_eff *= min(1.05, max(0.72, 1.10 - 0.10 * e_loc / 32.0))
     t_flop = 2.0 * 3.0 * a * h * n_width / (hw.tflops[prec] * 1e6 * emax * m / (m + m_half))
-    t_mem = active * 3.0 * h * n_width * w_bytes / (hw.hbm_gbps * 1e3 * hbm_eff)
+    act_bytes = a * (h * _QUANT[quant][1] + 2.0 * n_width * 2.0 * 2.0 + h * 2.0)
+    t_mem = (active * 3.0 * h * n_width * w_bytes + act_bytes) / (hw.hbm_gbps * 1e3 * hbm_eff)
     return max(t_flop, t_mem) + 0.25 * min(t_flop, t_mem) + active * group_us + 2.0
 
 
@@ -438,10 +442,7 @@ def _stats_arrays(x: np.ndarray) -> dict[str, np.ndarray]:
     mean = _seq_sum(x) / n
     d = x - mean[..., None]
     stdev = np.sqrt(_seq_sum(d * d) / n)
-    if n % 2:
-        median = srt[..., n // 2]
-    else:
-        median = (srt[..., n // 2 - 1] + srt[..., n // 2]) / 2.0
+    median = srt[..., n // 2] if n % 2 else (srt[..., n // 2 - 1] + srt[..., n // 2]) / 2.0
     p90 = srt[..., round(0.9 * (n - 1))]
     return {"mean": mean, "median": median, "stdev": stdev, "min": srt[..., 0],
             "max": srt[..., -1], "p90": p90}
@@ -1221,13 +1222,14 @@ _POW2 = tuple(2**j for j in range(16))  # 1 .. 32768
 _DEMO_PLAN: tuple[tuple[str, str, str, tuple[int, ...], tuple[int, ...]], ...] = (
     ("deepseek_v4_pro", "GB300", "NVFP4", (4, 8, 16, 32), _POW2),
     ("kimi_k2", "GB300", "NVFP4", (8, 16, 32), _POW2[2:]),
-    ("glm_5", "GB300", "NVFP4", (8, 16), _POW2[2:]),
+    ("glm_5", "GB300", "NVFP4", (8, 16, 32), _POW2[2:]),
     ("qwen3_8", "GB300", "NVFP4", (16, 32), _POW2[4:]),
-    ("kimi_k3", "GB300", "NVFP4", (32,), _POW2[4:]),
+    ("kimi_k3", "GB300", "NVFP4", (16, 32), _POW2[4:]),
     ("deepseek_v4_pro", "GB300", "W4A8_MXFP4_MXFP8", (8, 16), _POW2[::2]),
     ("deepseek_v4_pro", "B300", "NVFP4", (4, 8, 16, 32), _POW2),
     ("kimi_k2", "B300", "NVFP4", (8, 16), _POW2[2:]),
     ("glm_5", "B300", "NVFP4", (16,), _POW2[2:]),
+    ("qwen3_8", "B300", "NVFP4", (8, 16), _POW2[4:]),
     ("deepseek_v4_pro", "B300", "W4A8_MXFP4_MXFP8", (16,), _POW2[::2]),
     ("deepseek_v4_pro", "H200", "FP8_BLOCK_SCALES", (8, 16), _POW2),
     ("kimi_k2", "H200", "FP8_BLOCK_SCALES", (8, 16), _POW2[2:]),

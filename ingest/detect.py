@@ -17,6 +17,7 @@ from ingest.errors import InputError, UnsupportedFormat
 from ingest.lenient_json import load_document
 from ingest.nvidia_dashboard import (
     CSV_COLUMNS,
+    check_csv_header,
     dashboard_csv_identity,
     is_dashboard_payload,
     parse_dashboard_csv,
@@ -56,6 +57,7 @@ def parse_upload(raw: bytes, meta: UploadMeta, filename: str | None = None) -> l
         columns = {c.strip() for c in first_line.decode("utf-8", "replace").split(",")}
         if len(columns & set(CSV_COLUMNS)) >= 3:
             if not name:
+                check_csv_header(first_line.decode("utf-8", "replace"))
                 raise InputError(
                     "filename",
                     "a dashboard CSV needs its path (<model>/<precision>/<hardware>.csv) "

@@ -53,6 +53,7 @@ _NAME_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 # Suffixes people add to a system label that do not change the system key.
 _LABEL_SUFFIXES = re.compile(r"[ _-]+(NVL\d+|HGX|SXM\d*|PCIE|NVL|DGX)$")
+_LABEL_CHARS = re.compile(r"^[A-Z0-9 _.+-]+$")
 _LABEL_OK = re.compile(r"^[A-Z0-9][A-Z0-9_.+-]*$")
 MAX_LABEL_LENGTH = 64
 
@@ -98,6 +99,12 @@ def normalize_hardware_label(label: str, field: str = "hardware") -> str:
     if any(ord(c) < 32 or ord(c) == 127 for c in label):
         raise InputError(field, "contains control characters", 422)
     text = " ".join(label.upper().split())
+    if not _LABEL_CHARS.match(text):
+        raise InputError(
+            field,
+            f"'{label}' is not a system label (use e.g. GB300, B300, H200; letters, digits, _.+-)",
+            422,
+        )
     if text.startswith("NVIDIA "):
         text = text[len("NVIDIA ") :]
     inferred = infer_hardware(text)

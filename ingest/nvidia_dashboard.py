@@ -126,10 +126,7 @@ def parse_dashboard_csv(
         raise InputError("", "empty CSV file") from None
     except csv.Error as exc:
         raise InputError("", f"invalid CSV: {exc}") from None
-    header = [h.strip() for h in header]
-    for column in CSV_COLUMNS:
-        if column not in header:
-            raise InputError(column, f"missing column {column!r} in the CSV header")
+    header = check_csv_header(",".join(header))
     unknown = [h for h in header if h not in CSV_COLUMNS]
     rows: list[dict[str, Any]] = []
     try:
@@ -159,6 +156,15 @@ def parse_dashboard_csv(
             warnings.append(f"unknown CSV columns kept in extra_json: {', '.join(unknown)}")
             sweep.run["warnings_json"] = orjson.dumps(warnings).decode()
     return sweeps
+
+
+def check_csv_header(line: str) -> list[str]:
+    """The header's column names; InputError naming the first missing column."""
+    header = [h.strip() for h in next(csv.reader([line.strip()]), [])]
+    for column in CSV_COLUMNS:
+        if column not in header:
+            raise InputError(column, f"missing column {column!r} in the CSV header")
+    return header
 
 
 def _csv_value(name: str, value: str, index: int, line: int) -> Any:
@@ -367,6 +373,7 @@ def is_dashboard_payload(value: Any) -> bool:
 
 __all__ = [
     "CSV_COLUMNS",
+    "check_csv_header",
     "DEFAULT_TRTLLM_VERSION",
     "MODEL_SHAPES",
     "dashboard_csv_identity",

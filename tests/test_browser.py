@@ -65,9 +65,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     store.close()
     port = _free_port()
     env = {**os.environ, "MOEDASH_DEMO_ON_EMPTY": "false"}
+    log_path = db.parent / "server.log"
+    log = log_path.open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "ingest.cli", "serve", "--db", url, "--port", str(port),
-         "--no-demo"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+         "--no-demo"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -78,8 +80,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                raise RuntimeError(f"server did not start:\n{out}")
+                raise RuntimeError(f"server did not start:\n{log_path.read_text()}")
             time.sleep(0.3)
         yield {"base": base, "token": secret, "ids": ids}
     finally:
@@ -88,6 +89,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +123,12 @@ def _settle(pg: Any) -> None:
     pg.wait_for_load_state("networkidle")
     pg.wait_for_function("() => !document.querySelector('._dash-loading')")
     pg.wait_for_timeout(400)
+
+
+def _trace_names(pg: Any) -> list[str]:
+    """Names of the traces plotly actually drew in the Pareto graph."""
+    return list(pg.evaluate(
+        "() => document.querySelector('.pareto-graph .js-plotly-plot').data.map(t => t.name)"))
 
 
 def test_every_page_loads_without_console_errors(server: dict[str, Any], page: Any) -> None:
@@ -161,7 +170,7 @@ def test_filter_change_updates_pareto_and_permalink_restores(server: dict[str, A
     count.wait_for()
     _settle(page)
     before = count.inner_text()
-    title_before = page.inner_text(".pareto-graph .gtitle")
+    assert _trace_names(page)[-1] == "Pareto frontier (decode)"
     page.get_by_label("prefill (CUDA graph off)").check()
     page.wait_for_function(
         "(b) => document.querySelector('[data-testid=pareto-count]')?.innerText !== b",
@@ -169,7 +178,7 @@ def test_filter_change_updates_pareto_and_permalink_restores(server: dict[str, A
     _settle(page)
     after = count.inner_text()
     assert after != before
-    assert page.inner_text(".pareto-graph .gtitle") != title_before
+    assert _trace_names(page)[-1] == "Pareto frontier (prefill)"
     assert "phase=prefill" in page.url
     permalink = page.url
     other = page.context.new_page()

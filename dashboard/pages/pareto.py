@@ -115,30 +115,61 @@ def filter_mask(frame: pd.DataFrame, q: ParetoQuery) -> np.ndarray:
 _FRONTIER_COLS = tuple(dict.fromkeys((*TIE_BREAK_COLS, *RECIPE_COLS, C.STATUS, C.SCORE_MS,
                                       C.FAILURE_CATEGORY, C.AUTOTUNE_STATUS, C.PHASE,
                                       C.NUM_TOKENS, *AXES)))
+# Every column a filter can select on: a frontier of rows picked by any filter is a
+# subset of the union of the frontiers of these atomic groups.
+_ATOMIC = (C.WORLD_SIZE, C.PHASE, C.ATTN, C.DISPATCH, C.PARALLEL_MODE, C.BACKEND, C.COMM)
 
 
-def pareto_view(frame: pd.DataFrame, q: ParetoQuery,
-                max_points: int = CLOUD_MAX_POINTS) -> ParetoView:
-    """Filtered cloud (downsampled to ``max_points``) and the full frontier, computed by
-    ``analysis.pareto.pareto_frontier`` per phase over every matching rankable row."""
+def _plottable(frame: pd.DataFrame, q: ParetoQuery) -> np.ndarray:
+    """Rankable rows with finite x and y (and > 0 on log axes)."""
+    mask = frame[RANKABLE].to_numpy().copy()
+    for axis, log in ((q.x, q.logx), (q.y, q.logy)):
+        v = frame[axis].to_numpy(np.float64, na_value=np.nan)
+        mask &= np.isfinite(v) & ((v > 0) if log else True)
+    return mask
+
+
+def _rows(frame: pd.DataFrame, idx: np.ndarray) -> pd.DataFrame:
+    cols = [c for c in _FRONTIER_COLS if c in frame]
+    sub = frame[cols].iloc[idx]
+    sub.insert(0, KEY, idx)
+    return sub
+
+
+def atomic_frontiers(frame: pd.DataFrame, q: ParetoQuery) -> pd.DataFrame:
+    """Frontier rows of every atomic filter group (``_ATOMIC``) for q's axes: one
+    ``pareto_frontier`` call over the whole cell, reused by every filter change."""
+    sub = _rows(frame, np.flatnonzero(_plottable(frame, q)))
+    group = [c for c in _ATOMIC if c in sub]
+    return pareto_frontier(sub, q.x, q.y, minimize_x=AXES[q.x] == "min",
+                           maximize_y=AXES[q.y] == "max", group_cols=group)
+
+
+def pareto_view(frame: pd.DataFrame, q: ParetoQuery, max_points: int = CLOUD_MAX_POINTS,
+                atomic: pd.DataFrame | None = None) -> ParetoView:
+    """Filtered cloud (downsampled to ``max_points``) and the full frontier per phase.
+
+    The frontier is ``analysis.pareto.pareto_frontier`` over every matching rankable
+    row; it is computed from ``atomic`` (``atomic_frontiers`` of the same frame and
+    axes, computed here when not given), which holds every row that can be on it.
+    """
     mask = filter_mask(frame, q)
     n_matching = int(mask.sum())
-    mask &= frame[RANKABLE].to_numpy()
-    for axis in (q.x, q.y):
-        v = frame[axis].to_numpy(np.float64, na_value=np.nan)
-        mask &= np.isfinite(v) & ((v > 0) if (axis == q.x and q.logx) or
-                                  (axis == q.y and q.logy) else True)
-    idx = np.flatnonzero(mask)
-    cols = [c for c in _FRONTIER_COLS if c in frame]
-    sub = frame.iloc[idx][cols]
-    sub.insert(0, KEY, idx)
-    frontier = pareto_frontier(sub, q.x, q.y, minimize_x=AXES[q.x] == "min",
+    idx = np.flatnonzero(mask & _plottable(frame, q))
+    atomic = atomic_frontiers(frame, q) if atomic is None else atomic
+    pool = atomic[filter_mask(atomic, q)]
+    frontier = pareto_frontier(pool, q.x, q.y, minimize_x=AXES[q.x] == "min",
                                maximize_y=AXES[q.y] == "max", group_cols=[C.PHASE])
-    cloud = downsample(sub, q.x, q.y, max_points, logx=q.logx, logy=q.logy)
-    hints = []
-    if n_matching == 0 or len(sub) == 0:
-        hints = _relax_hints(q)
-    return ParetoView(cloud, frontier, n_matching, len(sub), hints)
+    if len(idx) > 4 * max_points:
+        # Thin uniformly first so the grid pass below stays cheap on huge cells.
+        idx = np.sort(np.random.default_rng(0).choice(idx, 4 * max_points, replace=False))
+    xy = pd.DataFrame({"x": frame[q.x].to_numpy(np.float64)[idx],
+                       "y": frame[q.y].to_numpy(np.float64)[idx]})
+    keep = downsample(xy, "x", "y", max_points, logx=q.logx, logy=q.logy).index.to_numpy()
+    cloud = _rows(frame, idx[keep])
+    n_cloud = int((mask & _plottable(frame, q)).sum())
+    hints = _relax_hints(q) if n_cloud == 0 else []
+    return ParetoView(cloud, frontier, n_matching, n_cloud, hints)
 
 
 def _relax_hints(q: ParetoQuery) -> list[str]:
@@ -307,7 +338,10 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
     """Filters -> (figure, status/empty-state children)."""
     if q.cell is None:
         return go.Figure(), ui.empty_state("Pick a model · hardware · precision.")
-    view = pareto_view(data.cell_frame(q.cell), q)
+    frame = data.cell_frame(q.cell)
+    atomic = data.cached(("atomic", q.cell, q.x, q.y, q.logx, q.logy),
+                         lambda: atomic_frontiers(frame, q))
+    view = pareto_view(frame, q, atomic=atomic)
     if view.n_cloud == 0:
         return (pareto_figure(view.cloud, view.frontier, q.x, q.y, logx=q.logx, logy=q.logy),
                 ui.empty_state(f"No runs for this filter in {q.cell.label} "

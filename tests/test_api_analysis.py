@@ -1,0 +1,123 @@
+"""Analysis endpoints through the real app on synthetic sweeps (DuckDB and PostgreSQL)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from db.records import UploadMeta
+from db.store import Store
+from ingest.app import create_app
+from ingest.demo import dump_report, generate_report
+from ingest.detect import parse_upload
+from ingest.settings import Settings
+
+TOKENS = [1, 8, 64, 512, 4096]
+
+
+@pytest.fixture
+def client(db_url: str, store: Store) -> Iterator[TestClient]:
+    for ws in (4, 8):
+        raw = dump_report(generate_report("deepseek_v4_pro", "GB300", "NVFP4", ws, TOKENS))
+        meta = UploadMeta(trtllm_version="v1.3.0rc26-synthetic", synthetic=True)
+        store.ingest(parse_upload(raw, meta, f"ws{ws}.json"), raw, meta)
+    settings = Settings(database_url=db_url, enable_dashboard=False)
+    with TestClient(create_app(settings, store=store)) as c:
+        yield c
+
+
+def test_pareto_points_are_non_dominated_and_carry_recipes(client: TestClient) -> None:
+    body = client.get("/api/v1/pareto", params={"model": "deepseek_v4_pro", "phase": "decode",
+                                                "world_size": 8}).json()
+    items = body["items"]
+    assert items and body["provenance"]["n_candidates"] > len(items)
+    assert body["provenance"]["synthetic"] is True
+    for p in items:
+        assert p["backend"] and p["parallel_mode"] and p["cuda_graph"] is True
+        for q in items:
+            dominated = (q["score_ms"] <= p["score_ms"] and
+                         q["tokens_per_s_per_gpu"] >= p["tokens_per_s_per_gpu"] and
+                         (q["score_ms"], q["tokens_per_s_per_gpu"]) !=
+                         (p["score_ms"], p["tokens_per_s_per_gpu"]))
+            assert not dominated
+
+
+def test_best_both_groupings_and_csv(client: TestClient) -> None:
+    dash = client.get("/api/v1/best", params={"grouping": "dashboard"}).json()["items"]
+    assert dash and {"best_backend", "runner_up_backend", "margin_pct", "is_tie",
+                     "activated_tokens_per_rank", "dispatch_kb"} <= set(dash[0])
+    for row in dash:
+        if row["runner_up_score_ms"] is not None:
+            assert row["best_score_ms"] <= row["runner_up_score_ms"]
+    bench = client.get("/api/v1/best", params={"grouping": "bench_moe"}).json()["items"]
+    assert {"run_id", "num_tokens", "parallel_mode"} <= set(bench[0])
+    text = client.get("/api/v1/best", params={"format": "csv"}).text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == len(dash)
+
+
+def test_recommendation_tree_and_measured(client: TestClient) -> None:
+    params = {"hardware": "GB300", "quant": "NVFP4", "world_size": 8, "attention": "dp",
+              "phase": "decode", "num_tokens": 100, "model": "deepseek_v4_pro"}
+    body = client.get("/api/v1/recommendation", params=params).json()
+    assert body["tree"]["backend"] == "TRTLLM"  # ws <= 8, 100*6/8 = 75 <= 512, graph on
+    assert [s["step"] for s in body["tree"]["path"]][:2] == ["STEP1", "STEP2"]
+    measured = body["measured"]
+    assert measured["measured_num_tokens"] == 64 and measured["exact"] is False
+    assert measured["provenance"]["run_ids"]
+    big = client.get("/api/v1/recommendation", params={**params, "num_tokens": 4096}).json()
+    assert big["tree"]["backend"] == "MEGAMOE_CUTEDSL"  # 4096*6/8 = 3072 > 512
+
+
+def test_export_yaml_env_and_measured(client: TestClient) -> None:
+    params = {"hardware": "B300", "quant": "NVFP4", "world_size": 16, "attention": "dp",
+              "phase": "decode", "num_tokens": 64, "model": "deepseek_v4_pro"}
+    text = client.get("/api/v1/export", params=params).text
+    cfg = yaml.safe_load(text)
+    assert text.startswith("# moedash")
+    assert cfg["moe_config"]["backend"] == "CUTEDSL" and cfg["enable_attention_dp"] is True
+    env = client.get("/api/v1/export", params={**params, "format": "env"}).text.strip()
+    assert env == "TRTLLM_FORCE_COMM_METHOD=DEEPEPLOWLATENCY"  # cross-domain, small dispatch
+    gb = {**params, "hardware": "GB300", "world_size": 8}
+    measured = client.get("/api/v1/export", params={**gb, "source": "measured"})
+    assert measured.status_code == 200
+    assert "run ids:" in measured.text
+    none = client.get("/api/v1/export", params={**gb, "model": "glm_5", "source": "measured"})
+    assert none.status_code in (404, 422)
+
+
+def test_thresholds_and_agreement(client: TestClient) -> None:
+    table = client.get("/api/v1/thresholds").json()["items"]
+    assert len(table) == 5 and {"published", "derived", "verdict"} <= set(table[0])
+    ev = client.get("/api/v1/thresholds", params={"evidence": True}).json()["items"]
+    assert ev
+    summary = client.get("/api/v1/agreement").json()["items"]
+    assert summary and 0 <= summary[0]["agreement_pct"] <= 100
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "name"),
+    [
+        ("/api/v1/pareto", {"x": "bogus"}, "x"),
+        ("/api/v1/pareto", {"phase": "both"}, "phase"),
+        ("/api/v1/best", {"grouping": "x"}, "grouping"),
+        ("/api/v1/best", {"world_size": 0}, "world_size"),
+        ("/api/v1/recommendation", {"hardware": "GB300", "quant": "NVFP4", "world_size": 8}, "num_tokens"),
+        ("/api/v1/recommendation", {"hardware": "GB300", "quant": "NVFP4", "world_size": 8,
+                                    "num_tokens": 8, "model": "nope"}, "model"),
+        ("/api/v1/export", {"hardware": "GB300", "quant": "NVFP4", "world_size": 8,
+                            "num_tokens": 8, "model": "deepseek_v4_pro", "format": "xml"}, "format"),
+        ("/api/v1/agreement", {"attention": "both"}, "attention"),
+    ],
+)
+def test_bad_parameters_are_422_naming_them(
+    client: TestClient, path: str, params: dict[str, object], name: str
+) -> None:
+    resp = client.get(path, params=params)
+    assert resp.status_code == 422, resp.text
+    assert name in resp.json()["detail"][0]["loc"]
