@@ -87,7 +87,8 @@ def api_run(path: Path, tmp: Path, n: int, i: int, pg: str | None) -> dict[str, 
     store = open_store(db)
     secret = store.create_token(f"bench{i}-{time.time_ns()}", ["upload"])[1]
     store.close()
-    with running_server(db, env={"MOEDASH_ENABLE_DASHBOARD": "false"}) as base:
+    env = {"MOEDASH_ENABLE_DASHBOARD": "false", "MOEDASH_MAX_UPLOAD_BYTES": str(4 << 30)}
+    with running_server(db, env=env) as base:
         return child("api", path, f"{base}|{secret}", n)
 
 
@@ -96,6 +97,11 @@ def main() -> None:
     ap.add_argument("--candidates", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--pg", help="also measure the CLI path on this PostgreSQL URL")
+    ap.add_argument(
+        "--no-raw-samples",
+        action="store_true",
+        help="rows without raw per-iteration samples (~2 KB instead of ~9 KB a row)",
+    )
     args = ap.parse_args()
 
     from ingest.demo import big_report, dump_report
@@ -104,7 +110,9 @@ def main() -> None:
         tmp = Path(d)
         path = tmp / "big.json"
         t0 = time.perf_counter()
-        raw = dump_report(big_report(args.candidates, seed=1))
+        raw = dump_report(
+            big_report(args.candidates, seed=1, with_raw_samples=not args.no_raw_samples)
+        )
         path.write_bytes(raw)
         gen_s = time.perf_counter() - t0
         size_mb = len(raw) / 1e6
@@ -154,7 +162,13 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "ingest.json").write_text(
         json.dumps(
-            {"candidates": args.candidates, "file_mb": size_mb, "repeat": args.repeat, "rows": table},
+            {
+                "candidates": args.candidates,
+                "raw_samples": not args.no_raw_samples,
+                "file_mb": size_mb,
+                "repeat": args.repeat,
+                "rows": table,
+            },
             indent=2,
         )
     )

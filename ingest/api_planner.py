@@ -53,6 +53,7 @@ from ingest.auth import get_store, require_read
 from ingest.jsonio import FastJSONResponse, frame_records
 
 router = APIRouter(prefix="/planner", tags=["planner"])
+StoreDep = Annotated[Store, Depends(get_store)]
 
 HETERO_MAX_GPUS = 4
 MAX_GPUS = 10
@@ -403,10 +404,16 @@ def search(req: PlanRequest, res: Resolved, efits: Mapping[str, Fit]) -> PlanRes
         (a.gpu.upper(), a.tpa): user_fit(a.slope_ms, a.intercept_ms, "given in the request")
         for a in req.attention_fits
     }
-    kw = {"options": res.options, "expert_fits": efits, "attention_fits": afits}
     if req.mode == "heterogeneous":
-        return search_heterogeneous(res.model, res.workload, list(res.gpus), **kw)
-    results = [search_plans(res.model, res.workload, g, **kw) for g in res.gpus]
+        return search_heterogeneous(
+            res.model, res.workload, list(res.gpus), options=res.options,
+            expert_fits=efits, attention_fits=afits,
+        )
+    results = [
+        search_plans(res.model, res.workload, g, options=res.options, expert_fits=efits,
+                     attention_fits=afits)
+        for g in res.gpus
+    ]
     if len(results) == 1:
         return results[0]
     with_plan = [r for r in results if r.best is not None]
@@ -542,7 +549,7 @@ def catalog(store: Store | None) -> dict[str, Any]:
 @router.get(
     "/catalog", summary="Planner models and GPUs", dependencies=[Depends(require_read)]
 )
-def get_catalog(store: Store = Depends(get_store)) -> Response:
+def get_catalog(store: StoreDep) -> Response:
     return FastJSONResponse(catalog(store))
 
 
@@ -572,7 +579,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 )
 async def post_plan(
     req: PlanRequest,
-    store: Store = Depends(get_store),
+    store: StoreDep,
     download: bool = False,
 ) -> Response:
     return await _plan_response(req, store, download, "body")
@@ -585,7 +592,7 @@ async def post_plan(
     responses=_RESPONSES,
 )
 async def get_plan(
-    store: Store = Depends(get_store),
+    store: StoreDep,
     model: Annotated[str, Query(max_length=64, pattern=_NAME)] = "mixtral_8x22b",
     seq_len: Annotated[float, Query(gt=0, le=10_000_000)] = 2048,
     slo_tbt_ms: Annotated[float, Query(gt=0, le=1_000_000)] = 150.0,

@@ -1261,10 +1261,12 @@ def demo_reports() -> list[tuple[dict, DemoMeta]]:
     return out
 
 
-def big_report(n_candidates: int, seed: int = 0) -> dict:
+def big_report(n_candidates: int, seed: int = 0, with_raw_samples: bool = True) -> dict:
     """One large report (deepseek_v4_pro, GB300, NVFP4, world size 8) with about
     ``n_candidates`` rows: all backends/modes/comms/graph settings over as many
-    ``num_tokens`` values (1, 2, ... not only powers of two) as needed."""
+    ``num_tokens`` values (1, 2, ... not only powers of two) as needed.
+    ``with_raw_samples=False`` drops raw per-iteration samples (as ``--analysis none``
+    still keeps them, this is lighter than any real report: ~9 KB vs ~2 KB a row)."""
     probe = generate_report("deepseek_v4_pro", "GB300", "NVFP4", 8, [64], seed=seed,
                             with_raw_samples=False)
     per_nt = len(probe["results"])
@@ -1285,4 +1287,5 @@ def big_report(n_candidates: int, seed: int = 0) -> dict:
         nts = sorted(nts)
     else:
         nts = list(range(1, n_nt + 1))
-    return generate_report("deepseek_v4_pro", "GB300", "NVFP4", 8, nts, seed=seed)
+    return generate_report("deepseek_v4_pro", "GB300", "NVFP4", 8, nts, seed=seed,
+                           with_raw_samples=with_raw_samples)

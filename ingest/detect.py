@@ -4,7 +4,8 @@ Formats: a bench_moe JSON report (current or early-package; pre-merge schema_ver
 is recognised and refused by :mod:`ingest.legacy`), NVIDIA's dashboard ``data.js`` (or
 its object as plain JSON), and a dashboard CSV (its model/precision/hardware come from
 the file path). Anything else raises :class:`UnsupportedFormat`: status 415 for bytes
-that are neither JSON, JavaScript nor CSV text, 422 for JSON that is not a known report.
+that are neither JSON, JavaScript nor CSV text, 422 for JSON that is not a known report;
+an empty body is a plain InputError with status 400 (nothing to recognise).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ingest.nvidia_dashboard import (
 
 _SUPPORTED = "a bench_moe JSON report, the dashboard data.js, or a dashboard CSV"
 _MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"PK\x03\x04", "a ZIP/xlsx file (the .analysis.xlsx workbook is a lossy view; upload the JSON report)"),
+    (b"PK\x03\x04", "a ZIP/xlsx file (the .analysis.xlsx workbook is lossy; upload the JSON)"),
     (b"\x1f\x8b", "a gzip file (decompress it first)"),
     (b"\x28\xb5\x2f\xfd", "a zstd file (decompress it first)"),
     (b"%PDF", "a PDF file"),
@@ -43,7 +44,7 @@ def parse_upload(raw: bytes, meta: UploadMeta, filename: str | None = None) -> l
     name = filename or meta.filename
     head = raw[:4096]
     if not raw.strip():
-        raise UnsupportedFormat(f"empty upload; expected {_SUPPORTED}", status=415)
+        raise InputError("", f"empty upload; expected {_SUPPORTED}", 400)
     for magic, what in _MAGIC:
         if head.startswith(magic):
             raise UnsupportedFormat(f"this is {what}; expected {_SUPPORTED}", status=415)

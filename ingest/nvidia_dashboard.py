@@ -40,9 +40,9 @@ from ingest.bench_moe import (
 )
 from ingest.comm import resolve_comm
 from ingest.errors import InputError
+from ingest.failures import categorize
 from ingest.hardware import normalize_hardware_label
 from ingest.lenient_json import decode_text, dumps, load_document
-from ingest.failures import categorize
 from ingest.parallel import ParallelModeError, attn_family, normalize_mode, resolve_parallel_mode
 
 CSV_COLUMNS: tuple[str, ...] = (
@@ -147,9 +147,7 @@ def parse_dashboard_csv(
     if not rows:
         raise InputError("rows", "no data rows")
     file_key = f"{model}/{precision}/{hardware}.csv"
-    sweeps = _sweeps(
-        file_key, (model, precision, hardware), rows, meta, "rows", {}, meta.synthetic
-    )
+    sweeps = _sweeps(file_key, (model, precision, hardware), rows, meta, "rows", {}, meta.synthetic)
     if unknown:
         for sweep in sweeps:
             warnings = orjson.loads(sweep.run["warnings_json"])
@@ -200,7 +198,9 @@ def _index_identities(index: Any) -> dict[str, tuple[str, str, str]]:
         for name in ("file", "model", "precision", "hardware"):
             value = entry.get(name)
             if not isinstance(value, str):
-                raise InputError(f"MOE_DATA.index[{n}].{name}", f"expected a string, got {json_type(value)}")
+                raise InputError(
+                    f"MOE_DATA.index[{n}].{name}", f"expected a string, got {json_type(value)}"
+                )
             parts.append(value)
         out[parts[0]] = (parts[1], parts[2], parts[3])
     return out
@@ -270,7 +270,8 @@ def _sweeps(
             "routing_method": None,
             "ci_url": meta_fields["ci_url"],
             "notes": meta_fields["notes"],
-            "dispatch": meta_fields["dispatch"] or (next(iter(labels)) if len(labels) == 1 else None),
+            "dispatch": meta_fields["dispatch"]
+            or (next(iter(labels)) if len(labels) == 1 else None),
             "model_json": None,
             "environment_json": None,
             "search_json": None,
@@ -303,14 +304,17 @@ def _row(i: int, row: dict[str, Any], ws: int, path: str, warnings: Warnings) ->
     if attn is not None and family != "?" and attn != family:
         warnings.add(f"attn {attn!r} disagrees with parallel_mode {mode}; using the mode")
     dp_hint = _ATTN_DP.get(attn or "")
+    d_ep: int | None
+    d_tp: int | None
+    d_dp: bool | None
     try:
         d_ep, d_tp, d_dp = resolve_parallel_mode(mode, ws, ep, tp, dp_hint)
     except ParallelModeError as exc:
         d_ep, d_tp, d_dp = None, None, dp_hint
         warnings.add(f"parallel_mode {mode}: {exc}")
-    if (ep is not None and ep != d_ep) or (tp is not None and tp != d_tp):
-        if d_ep is not None:
-            warnings.add(f"moe_ep_size/moe_tp_size disagree with parallel_mode {mode}; kept as given")
+    disagrees = (ep is not None and ep != d_ep) or (tp is not None and tp != d_tp)
+    if d_ep is not None and disagrees:
+        warnings.add(f"moe_ep_size/moe_tp_size disagree with parallel_mode {mode}; kept as given")
     ep = ep if ep is not None else d_ep
     tp = tp if tp is not None else d_tp
     backend = check_text(row.get("backend"), f"{path}.backend", 64)
@@ -322,14 +326,18 @@ def _row(i: int, row: dict[str, Any], ws: int, path: str, warnings: Warnings) ->
     dispatch = check_text(row.get("dispatch"), f"{path}.dispatch", 64)
     status = check_text(row.get("status"), f"{path}.status", 16)
     if status not in ("success", "skipped", "failed"):
-        raise InputError(f"{path}.status", f"expected one of success, skipped, failed; got {status!r}")
+        raise InputError(
+            f"{path}.status", f"expected one of success, skipped, failed; got {status!r}"
+        )
     score = row.get("score_ms")
     if score is not None:
         if isinstance(score, bool) or not isinstance(score, (int, float)):
             raise InputError(f"{path}.score_ms", f"expected a number, got {json_type(score)}")
         score = float(score)
     if status == "success" and (score is None or not (math.isfinite(score) and score >= 0)):
-        raise InputError(f"{path}.score_ms", f"must be a finite number ≥ 0 on a success row, got {score}")
+        raise InputError(
+            f"{path}.score_ms", f"must be a finite number ≥ 0 on a success row, got {score}"
+        )
     extra = {k: v for k, v in row.items() if k not in CSV_COLUMNS}
     return (
         i, num_tokens, None, mode, d_dp, family if family != "?" else (attn or "?"),
@@ -356,18 +364,22 @@ def _int(
 
 
 def _cuda_graph(value: Any, path: str) -> bool | None:
-    if value is None or isinstance(value, bool):
+    if value is None:
+        return None
+    if isinstance(value, bool):
         return value
-    if value in ("on", "off"):
-        return value == "on"
+    if value == "on" or value == "off":
+        return bool(value == "on")
     shown = repr(value)[:40] if isinstance(value, str) else json_type(value)
-    raise InputError(f"{path}.cuda_graph", f"expected \"on\" or \"off\", got {shown}")
+    raise InputError(f"{path}.cuda_graph", f'expected "on" or "off", got {shown}')
 
 
 def is_dashboard_payload(value: Any) -> bool:
     """True for a decoded MOE_DATA object (``files`` + ``index``/``labels``)."""
-    return isinstance(value, dict) and isinstance(value.get("files"), dict) and (
-        "index" in value or "labels" in value
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("files"), dict)
+        and ("index" in value or "labels" in value)
     )
 
 

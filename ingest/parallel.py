@@ -43,7 +43,7 @@ def normalize_mode(mode: str) -> str:
 
 
 def attn_family(mode: str) -> str:
-    """"D" (attention DP), "T" (attention TP) or "?" (CUSTOM / unknown)."""
+    """ "D" (attention DP), "T" (attention TP) or "?" (CUSTOM / unknown)."""
     name = mode.strip().upper()
     if name in _PRESETS or _HYBRID.match(name):
         return name[0]

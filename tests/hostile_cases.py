@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - one case per line reads best
 """Malformed and hostile uploads, reusable by parser tests and HTTP tests.
 
 ``HOSTILE_CASES``: (id, body bytes, expected HTTP status, expected substring of the
@@ -85,11 +86,22 @@ def minimal_report() -> dict[str, Any]:
     second["latency_ms"]["score"] = None
     return {
         "benchmark": "bench_moe",
-        "environment": {"world_size": 4, "device_name": "NVIDIA B200", "sm": 100,
-                        "trtllm_commit": "0abc123"},  # fmt: skip
-        "model": {"name": "tiny", "num_experts": 8, "top_k": 2, "hidden_size": 64,
-                  "intermediate_size": 32, "quant_algo": None, "routing_method": "RENORMALIZE",
-                  "swiglu_limit": float("inf")},  # fmt: skip
+        "environment": {
+            "world_size": 4,
+            "device_name": "NVIDIA B200",
+            "sm": 100,
+            "trtllm_commit": "0abc123",
+        },  # fmt: skip
+        "model": {
+            "name": "tiny",
+            "num_experts": 8,
+            "top_k": 2,
+            "hidden_size": 64,
+            "intermediate_size": 32,
+            "quant_algo": None,
+            "routing_method": "RENORMALIZE",
+            "swiglu_limit": float("inf"),
+        },  # fmt: skip
         "search": {"mode": "none"},
         "base_config": dict(row["requested_config"]),
         "results": [row, second],
@@ -134,8 +146,8 @@ _VALID = encode(minimal_report())
 
 HOSTILE_CASES: list[tuple[str, bytes, int, str]] = [
     ("truncated_json", _VALID[: len(_VALID) // 2], 422, ""),
-    ("empty_body", b"", 415, ""),
-    ("whitespace_only", b"   \n\t ", 415, ""),
+    ("empty_body", b"", 400, ""),
+    ("whitespace_only", b"   \n\t ", 400, ""),
     ("top_level_array", b"[1, 2, 3]", 422, ""),
     ("top_level_string", b'"bench_moe"', 415, ""),
     ("not_json_text", b"hello, this is not a report\n", 415, ""),
@@ -179,7 +191,6 @@ HOSTILE_CASES: list[tuple[str, bytes, int, str]] = [
     ("backend_control_chars", _mutated(_set("results/0/requested_config/backend", "TRT\x1b[31mLLM")), 422, "results[0].requested_config.backend"),
     ("model_name_too_long", _mutated(_set("model/name", "m" * 10_000)), 422, "model.name"),
     ("model_experts_string", _mutated(_set("model/num_experts", "384")), 422, "model.num_experts"),
-    ("unknown_device_no_hardware", _mutated(_set("environment/device_name", "NVIDIA Graphics Device")), 422, "hardware"),
     ("schema_v2_legacy", _mutated(_set("schema_version", 2)), 422, ""),
     ("legacy_latency_us", _mutated(_set("results/0/latency_us", {"score": 100.0})), 422, ""),
     ("lone_surrogate", _VALID.replace(b'"tiny"', b'"\\ud800"'), 422, ""),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -382,10 +383,10 @@ def test_cli_import_serving_and_outcomes(
         store.close()
     rec = {"workload_id": wid, "tps_per_user_deployed": 10, "tps_per_user_candidate": 12}
     path = tmp_path / "outcomes.json"
-    path.write_text(pd.Series([rec]).to_json(orient="values"))
+    path.write_text(json.dumps([rec]))
     assert main(["outcomes", str(path), "--db", db_url]) == 0
     assert "1 created" in capsys.readouterr().out
-    path.write_text(pd.Series([{**rec, "tps_per_user_candidate": 13}]).to_json(orient="values"))
+    path.write_text(json.dumps([{**rec, "tps_per_user_candidate": 13}]))
     assert main(["outcomes", str(path), "--db", db_url]) == 1
     assert "replace" in capsys.readouterr().err
     assert main(["outcomes", str(path), "--db", db_url, "--replace"]) == 0

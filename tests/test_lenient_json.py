@@ -23,7 +23,12 @@ def test_bare_tokens() -> None:
 def test_tokens_inside_strings_stay_text() -> None:
     raw = b'{"s": "Infinity", "t": "x: Infinity, NaN", "u": "\\"NaN\\": -Infinity", "v": Infinity}'
     value = loads(raw)
-    assert value == {"s": "Infinity", "t": "x: Infinity, NaN", "u": '"NaN": -Infinity', "v": math.inf}
+    assert value == {
+        "s": "Infinity",
+        "t": "x: Infinity, NaN",
+        "u": '"NaN": -Infinity',
+        "v": math.inf,
+    }
 
 
 def test_strict_json_is_unchanged() -> None:
@@ -32,7 +37,7 @@ def test_strict_json_is_unchanged() -> None:
 
 
 def test_utf8_bom_ignored_and_str_input() -> None:
-    assert loads(b"\xef\xbb\xbf{\"a\": 1}") == {"a": 1}
+    assert loads(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}
     assert loads('{"é": Infinity}') == {"é": math.inf}
 
 
@@ -85,8 +90,9 @@ json_values = st.recursive(
     | st.integers(-(2**63), 2**63 - 1)
     | st.floats(allow_nan=False)
     | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

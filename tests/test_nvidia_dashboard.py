@@ -39,14 +39,22 @@ def test_csv_identity() -> None:
 
 def test_csv_sweeps_per_world_size() -> None:
     sweeps = parse_path(CSV_PATH, UploadMeta())
-    assert [s.key for s in sweeps] == ["tiny_moe/NVFP4/B300.csv#ws=4", "tiny_moe/NVFP4/B300.csv#ws=8"]
+    assert [s.key for s in sweeps] == [
+        "tiny_moe/NVFP4/B300.csv#ws=4",
+        "tiny_moe/NVFP4/B300.csv#ws=8",
+    ]
     for sweep in sweeps:
         check_sweep_contract(sweep.run, sweep.candidates)
     ws4, ws8 = sweeps
     assert len(ws4.candidates) == 3 and len(ws8.candidates) == 2
     run = ws4.run
     assert run[C.SOURCE_FORMAT] == "nvidia_dashboard"
-    assert (run[C.MODEL], run[C.QUANT], run[C.HARDWARE], run[C.WORLD_SIZE]) == ("tiny_moe", "NVFP4", "B300", 4)
+    assert (run[C.MODEL], run[C.QUANT], run[C.HARDWARE], run[C.WORLD_SIZE]) == (
+        "tiny_moe",
+        "NVFP4",
+        "B300",
+        4,
+    )
     assert run[C.NUM_EXPERTS] is None  # shape unknown for a model not in the guide table
     assert any("shape unknown" in w for w in loads(run["warnings_json"]))
     assert run[C.TRTLLM_VERSION] == DEFAULT_TRTLLM_VERSION
@@ -82,9 +90,8 @@ def test_datajs_matches_csv() -> None:
     for js, cs in zip(sweeps[:2], from_csv, strict=True):
         pd.testing.assert_frame_equal(js.candidates, cs.candidates)
     glm = sweeps[2]
-    assert (glm.run[C.NUM_EXPERTS], glm.run[C.TOP_K], glm.run[C.HIDDEN_SIZE], glm.run[C.INTERMEDIATE_SIZE]) == (
-        256, 8, 6144, 2048,
-    )  # fmt: skip
+    shape = [glm.run[k] for k in (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE, C.INTERMEDIATE_SIZE)]
+    assert shape == [256, 8, 6144, 2048]
     assert glm.run[C.HARDWARE] == "GB300" and glm.run[C.TRTLLM_VERSION] == "v9"
     assert loads(glm.candidates.loc[0, C.EXTRA_JSON]) == {"new_col": "kept"}
     assert "labels" in loads(glm.run["extra_json"])
@@ -111,15 +118,47 @@ def test_csv_upload_needs_a_path() -> None:
     [
         ("world_size,num_tokens\n4,1\n", "dispatch", "missing column"),
         (HEADER + "\n", "rows", "no data rows"),
-        (HEADER + "\nx,1,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,0.1,,success\n", "rows[0].world_size", "integer"),
-        (HEADER + "\n4,1,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,fast,,success\n", "rows[0].score_ms", "number"),
-        (HEADER + "\n4,1,balanced,maybe,1,DEP,D,4,1,TRTLLM,NONE,0.1,,success\n", "rows[0].cuda_graph", "on"),
-        (HEADER + "\n4,1,balanced,on,1,QEP,D,4,1,TRTLLM,NONE,0.1,,success\n", "rows[0].parallel_mode", "QEP"),
-        (HEADER + "\n4,1,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,-0.1,,success\n", "rows[0].score_ms", "finite"),
-        (HEADER + "\n4,1,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,0.1,,great\n", "rows[0].status", "success"),
-        (HEADER + "\n4,0,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,0.1,,success\n", "rows[0].num_tokens", "≥ 1"),
+        (
+            HEADER + "\nx,1,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,0.1,,success\n",
+            "rows[0].world_size",
+            "integer",
+        ),
+        (
+            HEADER + "\n4,1,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,fast,,success\n",
+            "rows[0].score_ms",
+            "number",
+        ),
+        (
+            HEADER + "\n4,1,balanced,maybe,1,DEP,D,4,1,TRTLLM,NONE,0.1,,success\n",
+            "rows[0].cuda_graph",
+            "on",
+        ),
+        (
+            HEADER + "\n4,1,balanced,on,1,QEP,D,4,1,TRTLLM,NONE,0.1,,success\n",
+            "rows[0].parallel_mode",
+            "QEP",
+        ),
+        (
+            HEADER + "\n4,1,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,-0.1,,success\n",
+            "rows[0].score_ms",
+            "finite",
+        ),
+        (
+            HEADER + "\n4,1,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,0.1,,great\n",
+            "rows[0].status",
+            "success",
+        ),
+        (
+            HEADER + "\n4,0,balanced,on,1,DEP,D,4,1,TRTLLM,NONE,0.1,,success\n",
+            "rows[0].num_tokens",
+            "≥ 1",
+        ),
         (HEADER + "\n4,1,balanced,on,1,DEP,D,4,1\n", "rows[0]", "fields"),
-        (HEADER + "\n4,1,bal\x00anced,on,1,DEP,D,4,1,TRTLLM,NONE,0.1,,success\n", "rows[0].dispatch", "control"),
+        (
+            HEADER + "\n4,1,bal\x00anced,on,1,DEP,D,4,1,TRTLLM,NONE,0.1,,success\n",
+            "rows[0].dispatch",
+            "control",
+        ),
     ],
 )
 def test_bad_csv(body: str, field: str, fragment: str) -> None:
@@ -133,13 +172,13 @@ def test_bad_csv(body: str, field: str, fragment: str) -> None:
     ("body", "field"),
     [
         (b"window.MOE_DATA = [];", "MOE_DATA"),
-        (b"window.MOE_DATA = {\"files\": []};", "MOE_DATA.files"),
-        (b"window.MOE_DATA = {\"files\": {\"a/b/C.csv\": {}}};", "MOE_DATA.files['a/b/C.csv']"),
-        (b"window.MOE_DATA = {\"files\": {\"a/b/C.csv\": [1]}};", "MOE_DATA.files['a/b/C.csv'][0]"),
-        (b"window.MOE_DATA = {\"files\": {\"nope\": []}};", "MOE_DATA.files['nope']"),
-        (b"window.MOE_DATA = {\"files\": {}};", "MOE_DATA.files"),
-        (b"window.MOE_DATA = {\"files\": {}, \"index\": [{\"file\": 1}]};", "MOE_DATA.index[0].file"),
-        (b"// header\nwindow.MOE_DATA = {\"files\": ", ""),
+        (b'window.MOE_DATA = {"files": []};', "MOE_DATA.files"),
+        (b'window.MOE_DATA = {"files": {"a/b/C.csv": {}}};', "MOE_DATA.files['a/b/C.csv']"),
+        (b'window.MOE_DATA = {"files": {"a/b/C.csv": [1]}};', "MOE_DATA.files['a/b/C.csv'][0]"),
+        (b'window.MOE_DATA = {"files": {"nope": []}};', "MOE_DATA.files['nope']"),
+        (b'window.MOE_DATA = {"files": {}};', "MOE_DATA.files"),
+        (b'window.MOE_DATA = {"files": {}, "index": [{"file": 1}]};', "MOE_DATA.index[0].file"),
+        (b'// header\nwindow.MOE_DATA = {"files": ', ""),
     ],
 )
 def test_bad_datajs(body: bytes, field: str) -> None:

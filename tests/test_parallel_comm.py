@@ -43,7 +43,9 @@ def test_resolve_parallel_mode(mode: str, world_size: int, expected: tuple[int, 
     ("hybrid", "world_size", "ep", "tp", "dp"),
     [("DTP2EP2", 4, 2, 2, True), ("TTP4EP2", 8, 2, 4, False), ("DTP8EP4", 32, 4, 8, True)],
 )
-def test_hybrid_equals_equivalent_custom(hybrid: str, world_size: int, ep: int, tp: int, dp: bool) -> None:
+def test_hybrid_equals_equivalent_custom(
+    hybrid: str, world_size: int, ep: int, tp: int, dp: bool
+) -> None:
     assert resolve_parallel_mode(hybrid, world_size) == resolve_parallel_mode(
         "CUSTOM", world_size, ep, tp, dp
     )
@@ -54,7 +56,9 @@ def test_world_size_mismatch() -> None:
         resolve_parallel_mode("DTP2EP2", 8)
 
 
-@pytest.mark.parametrize("name", ["TP2EP2", "DEP2", "DTP2", "XTP2EP2", "DTP2EP", "HYBRID", "", "DTP0EP4"])
+@pytest.mark.parametrize(
+    "name", ["TP2EP2", "DEP2", "DTP2", "XTP2EP2", "DTP2EP", "HYBRID", "", "DTP0EP4"]
+)
 def test_invalid_names(name: str) -> None:
     with pytest.raises(ParallelModeError, match="Unknown parallel_mode"):
         normalize_mode(name)

@@ -15,7 +15,12 @@ from analysis import crossval_columns as cc
 from analysis.serving_map import map_workloads
 from db.store import open_store
 from ingest.cli import main
-from ingest.serving_configs import import_directory, points_frame, recipe_configs
+from ingest.serving_configs import (
+    ImportResult,
+    import_directory,
+    points_frame,
+    recipe_configs,
+)
 from tests.conftest import shared_data_dir
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
@@ -30,9 +35,13 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="module")
-def expected(data_dir: Path) -> pd.DataFrame:
-    r = import_directory(data_dir)
-    return map_workloads(points_frame(r), recipe_configs(r))
+def parsed(data_dir: Path) -> ImportResult:
+    return import_directory(data_dir)
+
+
+@pytest.fixture(scope="module")
+def expected(parsed: ImportResult) -> pd.DataFrame:
+    return map_workloads(points_frame(parsed), recipe_configs(parsed))
 
 
 def test_import_serving_matches_direct_mapping(
@@ -77,5 +86,43 @@ def test_second_import_from_default_dir_adds_nothing(
     try:
         assert store.crossval_counts()["serving_workloads"] == 8650
         assert len(store.serving_imports()) == 1
+    finally:
+        store.close()
+
+
+def test_upload_of_the_real_tree_equals_the_directory_import(
+    tmp_path: Path, data_dir: Path, parsed: ImportResult, expected: pd.DataFrame
+) -> None:
+    """POST /serving-configs with every YAML of the real tree (~1,800 parts) rebuilds the
+    same directory: same content hash, same workloads."""
+    from fastapi.testclient import TestClient
+
+    from ingest.app import create_app
+    from ingest.settings import Settings
+
+    url = f"duckdb:///{tmp_path / 'upload.duckdb'}"
+    roots = ("inferencex", "inferencex-1e53c97e", "srt-slurm")
+    paths = sorted(
+        p for r in roots for p in (data_dir / r).rglob("*") if p.suffix in (".yaml", ".yml")
+    )
+    files = [
+        ("files", (str(p.relative_to(data_dir)), p.read_bytes(), "application/yaml")) for p in paths
+    ]
+    store = open_store(url)
+    try:
+        secret = store.create_token("ci", ["upload"])[1]
+        settings = Settings(database_url=url, enable_dashboard=False)
+        with TestClient(create_app(settings, store=store)) as client:
+            resp = client.post(
+                "/api/v1/serving-configs",
+                files=files,
+                headers={"Authorization": f"Bearer {secret}"},
+            )
+        assert resp.status_code == 201, resp.text[:500]
+        body = resp.json()
+        assert body["content_hash"] == parsed.content_hash
+        assert (body["n_workloads"], body["n_mappable"]) == (8650, 1070)
+        assert (body["n_recipes_resolved"], body["n_recipes_unresolved"]) == (1123, 18)
+        pd.testing.assert_frame_equal(store.serving_workloads(), expected)
     finally:
         store.close()

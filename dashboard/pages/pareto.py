@@ -114,7 +114,8 @@ def filter_mask(frame: pd.DataFrame, q: ParetoQuery) -> np.ndarray:
 
 _FRONTIER_COLS = tuple(dict.fromkeys((*TIE_BREAK_COLS, *RECIPE_COLS, C.STATUS, C.SCORE_MS,
                                       C.FAILURE_CATEGORY, C.AUTOTUNE_STATUS, C.PHASE,
-                                      C.NUM_TOKENS, *AXES)))
+                                      C.NUM_TOKENS, C.WORLD_SIZE, C.ATTN, C.DISPATCH,
+                                      *AXES)))
 # Every column a filter can select on: a frontier of rows picked by any filter is a
 # subset of the union of the frontiers of these atomic groups.
 _ATOMIC = (C.WORLD_SIZE, C.PHASE, C.ATTN, C.DISPATCH, C.PARALLEL_MODE, C.BACKEND, C.COMM)

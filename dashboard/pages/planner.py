@@ -207,11 +207,20 @@ def compute(data: DashData, form: Form) -> dict[str, Any] | str:
 
 
 # ------------------------------------------------------------------ rendering
-def _table(rows: list[dict[str, Any]], test_id: str, row_class: Any = None) -> html.Table:
+def fmt(value: Any) -> str:
+    """``ui.fmt`` with thousands separators for big numbers (tokens/s reads 88,973)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) \
+            and math.isfinite(value) and abs(value) >= 1e4:
+        return f"{value:,.0f}"
+    return ui.fmt(value)
+
+
+def _table(rows: list[dict[str, Any]], test_id: str, row_class: Any = None,
+           hide: tuple[str, ...] = ()) -> html.Table:
     if not rows:
         return html.Table(className="small", **{"data-testid": test_id})
-    cols = list(rows[0])
-    body = [html.Tr([html.Td(ui.fmt(r[c]), className=row_class(r, c) if row_class else None)
+    cols = [c for c in rows[0] if c not in hide]
+    body = [html.Tr([html.Td(fmt(r[c]), className=row_class(r, c) if row_class else None)
                      for c in cols]) for r in rows]
     return html.Table([html.Thead(html.Tr([html.Th(c) for c in cols])), html.Tbody(body)],
                       className="small", **{"data-testid": test_id})
@@ -229,12 +238,12 @@ def best_facts(best: dict[str, Any], slo: float) -> dict[str, Any]:
         "Ta / Te / Tc (ms)": f"{best['ta_ms']:.3f} / {best['te_ms']:.3f} / "
                              f"{best['tc_ms']:.3f}",
         "TBT (ms)": f"{best['tbt_ms']:.1f} (SLO {ui.fmt(float(slo))})",
-        "throughput (tokens/s)": best["throughput"],
+        "throughput (tokens/s)": fmt(best["throughput"]),
         "GPUs (attention + expert)": f"{best['gpus']} ({best['attention_gpus']} + "
                                      f"{best['expert_gpus']})",
-        "cost (units)": best["cost"],
-        "tokens/s per GPU": best["tput_per_gpu"],
-        "tokens/s per cost unit": best["tput_per_cost"],
+        "cost (units)": fmt(best["cost"]),
+        "tokens/s per GPU": fmt(best["tput_per_gpu"]),
+        "tokens/s per cost unit": fmt(best["tput_per_cost"]),
         "tokens/s per W": best["tput_per_watt"],
         "attention memory (GB used / usable)": f"{best['attention_mem_gb']:.1f} / "
                                                f"{best['attention_cap_gb']:.1f}",
@@ -300,7 +309,7 @@ def render(payload: dict[str, Any], form: Form) -> html.Div:
                                                         "planner-best")], className="half"),
             html.Div([html.H3("Pipeline constraints"),
                       _table(PF.constraint_rows(best["constraints"]), "planner-constraints",
-                             _constraint_class),
+                             _constraint_class, hide=("met",)),
                       html.P("Violations do not rule a plan out; they slow every "
                              "micro-batch step to max(Ta, Te, Tc, (Ta+Te+2Tc)/m).",
                              className="status"),
