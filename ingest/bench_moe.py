@@ -286,9 +286,11 @@ class _Rows:
         lat = self._block(i, row, "latency_ms", extra)
 
         status = row.get("status")
+        if type(status) is not str:
+            if status is None and "status" not in row:
+                raise InputError(f"results[{i}].status", "missing")
+            raise _err(i, "status", "a string", status)
         if status not in _STATUSES:
-            if type(status) is not str:
-                raise _err(i, "status", "a string", status)
             raise InputError(
                 f"results[{i}].status",
                 f"expected one of success, skipped, failed; got {status[:40]!r}",
@@ -476,10 +478,12 @@ class _Rows:
 
     def _text(self, i: int, block: dict[str, Any], key: str, where: str) -> str | None:
         value = block.get(key)
-        if value is None or value in self._texts:
-            return value
+        if value is None:
+            return None
         if type(value) is not str:
             raise _err(i, f"{where}.{key}", "a string or null", value)
+        if value in self._texts:
+            return value
         check_text(value, f"results[{i}].{where}.{key}", 256)
         if len(self._texts) < 10_000:
             self._texts.add(value)

@@ -448,3 +448,41 @@ def test_parse_does_not_depend_on_row_order() -> None:
     doc["results"].reverse()
     (b,) = parse_bench_moe(encode(doc), UploadMeta())
     assert list(a.candidates[C.STATUS]) == list(reversed(list(b.candidates[C.STATUS])))
+
+
+def _leaf_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    paths = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            paths += _leaf_paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node[:2]):
+            paths += _leaf_paths(value, (*prefix, index))
+    return paths
+
+
+@pytest.mark.parametrize("junk", [[], {}, [[1]], {"a": {}}, "x", -1, 1.5, True, None, 2**80])
+def test_any_value_anywhere_is_accepted_or_refused_cleanly(junk: Any) -> None:
+    """Replacing any single value of a valid report never crashes the parser: it either
+    parses or raises InputError (never TypeError/KeyError/AttributeError...)."""
+    template = minimal_report()
+    for path in _leaf_paths(template):
+        doc = minimal_report()
+        node: Any = doc
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = junk
+        try:
+            parse_upload(encode(doc), UploadMeta())
+        except InputError:
+            pass
+
+
+def test_nonfinite_inside_results_survive_in_json_columns() -> None:
+    doc = minimal_report()
+    doc["results"][0]["latency_ms"]["per_rank"] = {"rank0": {"max": float("inf")}}
+    doc["results"][0]["future"] = float("nan")
+    (sweep,) = parse_bench_moe(encode(doc), UploadMeta())
+    per_rank = sweep.candidates.loc[0, C.PER_RANK_JSON]
+    assert '"max":Infinity' in per_rank and loads(per_rank)["per_rank"]["rank0"]["max"] == math.inf
+    assert math.isnan(loads(sweep.candidates.loc[0, C.EXTRA_JSON])["future"])

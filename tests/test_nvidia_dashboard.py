@@ -185,3 +185,18 @@ def test_bad_datajs(body: bytes, field: str) -> None:
     with pytest.raises(InputError) as info:
         parse_dashboard_datajs(body, UploadMeta())
     assert info.value.field == field
+
+
+@pytest.mark.parametrize("junk", [[], {}, "x", -1, 1.5, True, None, 2**80, "\x00"])
+def test_any_row_value_is_accepted_or_refused_cleanly(junk: object) -> None:
+    import json
+
+    row = dict(zip(CSV_COLUMNS, [4, 8, "balanced", "on", 1, "DEP", "D", 4, 1, "TRTLLM",
+                                 "NONE", 0.1, None, "success"], strict=True))  # fmt: skip
+    for key in [*CSV_COLUMNS, "extra"]:
+        bad = {**row, key: junk}
+        payload = {"index": [], "files": {"m/p/B300.csv": [bad]}}
+        try:
+            parse_dashboard_datajs(json.dumps(payload).encode(), UploadMeta())
+        except InputError:
+            pass
