@@ -241,7 +241,7 @@ def _csv(frame: pd.DataFrame, name: str) -> Response:
     )
 
 
-def _workload_filters(
+def workload_filters(
     model: str | None, hardware: str | None, phase: str | None, mappable: bool | None = None
 ) -> dict[str, Any]:
     return {
@@ -272,12 +272,18 @@ def compute_ledger(
     return ledger(workloads, candidates, token_tolerance)
 
 
-def _outcome_table(store: Store, band_pct: float) -> pd.DataFrame:
+def outcome_table(store: Store, band_pct: float) -> pd.DataFrame:
     """Stored outcomes classified at ``band_pct`` (OUTCOME_COLUMNS + provenance)."""
     stored = store.outcomes()
     classified = outcomes_frame(iter_outcome_records(stored), band_pct)
     extra = stored[[cc.WORKLOAD_ID, "source", "notes", "created_at", "updated_at"]]
     return classified.merge(extra, on=cc.WORKLOAD_ID, how="left")
+
+
+def summary_table(store: Store, ledger_df: pd.DataFrame, band_pct: float) -> pd.DataFrame:
+    """The guide's table (``SUMMARY_COLUMNS``) of ``ledger_df`` with the stored outcomes
+    classified at ``band_pct``; ``GET /crossval/summary`` and the /crossval page."""
+    return summary(ledger_df, outcome_table(store, band_pct), band_pct)
 
 
 TokenTolerance = Annotated[
@@ -299,7 +305,7 @@ def list_workloads(
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Response:
-    filters = _workload_filters(model, hardware, phase, mappable)
+    filters = workload_filters(model, hardware, phase, mappable)
     total = store.serving_workload_count(filters)
     items = store.serving_workloads(filters, limit=limit, offset=offset)
     return FastJSONResponse(
@@ -321,7 +327,7 @@ def get_ledger(
     token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
     format: Format = "json",
 ) -> Response:
-    frame = compute_ledger(store, _workload_filters(model, hardware, phase), token_tolerance)
+    frame = compute_ledger(store, workload_filters(model, hardware, phase), token_tolerance)
     if status is not None:
         frame = frame[frame[cc.STATUS] == status].reset_index(drop=True)
     if format == "csv":
@@ -344,8 +350,8 @@ def get_summary(
     token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
     format: Format = "json",
 ) -> Response:
-    led = compute_ledger(store, _workload_filters(model, hardware, None), token_tolerance)
-    table = summary(led, _outcome_table(store, band_pct), band_pct)
+    led = compute_ledger(store, workload_filters(model, hardware, None), token_tolerance)
+    table = summary_table(store, led, band_pct)
     if format == "csv":
         return _csv(table, "crossval-summary")
     return FastJSONResponse(
@@ -430,7 +436,7 @@ def list_outcomes(
     band_pct: BandPct = DEFAULT_BAND_PCT,
     format: Format = "json",
 ) -> Response:
-    table = _outcome_table(store, band_pct)
+    table = outcome_table(store, band_pct)
     if format == "csv":
         return _csv(table, "crossval-outcomes")
     return FastJSONResponse({"band_pct": band_pct, "items": frame_records(table)})

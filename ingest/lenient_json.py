@@ -156,3 +156,92 @@ def _count_nonfinite(node: Any) -> int:
     if isinstance(node, list):
         return sum(_count_nonfinite(v) for v in node)
     return 0
+
+
+# --- splitting a big top-level array for parallel parsing -----------------------------
+
+SPLIT_MARKER = "\x00moedash-split-marker"
+_WS = b" \t\r\n"
+
+
+def split_top_array(raw: bytes, key: str, parts: int) -> tuple[bytes, list[bytes]] | None:
+    """Cut the array under top-level ``key`` into ``parts`` runs of whole elements.
+
+    Returns ``(skeleton, chunks)``: ``skeleton`` is ``raw`` with the array's content
+    replaced by the single string :data:`SPLIT_MARKER`; ``b"[" + chunk + b"]"`` is an
+    array of consecutive elements, and the chunks joined with ``b","`` are the original
+    content. Found by byte search only (the layout bench_moe writes: elements are
+    objects whose first key is ``"workload"``; the array is followed by ``"rankings"``
+    or closes the document), so the result is a *guess*: the caller must check that the
+    skeleton parses with ``doc[key] == [SPLIT_MARKER]`` and that every chunk parses.
+    If both hold, the split is exact: a chunk can only parse if it starts and ends at
+    a comma between two elements of that very array (a cut inside a string or a nested
+    value leaves an unterminated string or unbalanced brackets). None when no plausible
+    split exists.
+    """
+    needle = b'"' + key.encode() + b'"'
+    start = raw.find(needle)
+    if start < 0 or parts < 2:
+        return None
+    pos = _skip(raw, start + len(needle))
+    if raw[pos : pos + 1] != b":":
+        return None
+    open_pos = _skip(raw, pos + 1)
+    if raw[open_pos : open_pos + 1] != b"[":
+        return None
+    close_pos = _array_end(raw, open_pos)
+    if close_pos is None:
+        return None
+    cuts = [open_pos + 1]
+    size = close_pos - open_pos
+    for k in range(1, parts):
+        cut = _element_boundary(raw, max(open_pos + k * size // parts, cuts[-1]), close_pos)
+        if cut is None or cut <= cuts[-1]:
+            return None
+        cuts.append(cut)
+    chunks = [raw[a:b] for a, b in zip(cuts, [c - 1 for c in cuts[1:]] + [close_pos], strict=True)]
+    marker = json.dumps(SPLIT_MARKER).encode()
+    return raw[: open_pos + 1] + marker + raw[close_pos:], chunks
+
+
+def _skip(raw: bytes, pos: int) -> int:
+    while raw[pos : pos + 1] in (b" ", b"\t", b"\r", b"\n") and pos < len(raw):
+        pos += 1
+    return pos
+
+
+def _skip_back(raw: bytes, pos: int) -> int:
+    while pos >= 0 and raw[pos : pos + 1] in (b" ", b"\t", b"\r", b"\n"):
+        pos -= 1
+    return pos
+
+
+def _array_end(raw: bytes, open_pos: int) -> int | None:
+    """Index of the ``]`` closing the array, guessed from what follows it."""
+    nxt = raw.find(b'"rankings"', open_pos)
+    if nxt >= 0:
+        comma = _skip_back(raw, nxt - 1)
+        if raw[comma : comma + 1] != b",":
+            return None
+        end = _skip_back(raw, comma - 1)
+    else:
+        brace = _skip_back(raw, len(raw) - 1)
+        if raw[brace : brace + 1] != b"}":
+            return None
+        end = _skip_back(raw, brace - 1)
+    return end if raw[end : end + 1] == b"]" and end > open_pos else None
+
+
+def _element_boundary(raw: bytes, pos: int, limit: int) -> int | None:
+    """First ``},{"workload"`` boundary at or after ``pos``: index just after the comma."""
+    for _ in range(10_000):
+        hit = raw.find(b'"workload"', pos, limit)
+        if hit < 0:
+            return None
+        brace = _skip_back(raw, hit - 1)
+        comma = _skip_back(raw, brace - 1)
+        close = _skip_back(raw, comma - 1)
+        if raw[brace : brace + 1] == b"{" and raw[comma : comma + 1] == b"," and raw[close : close + 1] == b"}":
+            return comma + 1
+        pos = hit + 1
+    return None
