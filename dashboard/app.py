@@ -18,7 +18,7 @@ from dash import Input, Output, dcc, html
 
 from dashboard import components as ui
 from dashboard.data import DashData
-from dashboard.pages import best, overview, pareto, planner, recommend, run
+from dashboard.pages import best, crossval, overview, pareto, planner, recommend, run
 from db.store import Store
 from ingest.settings import Settings
 
@@ -29,9 +29,10 @@ PAGES: dict[str, tuple[ModuleType, str]] = {
     "/best": (best, "Best by workload"),
     "/recommend": (recommend, "Recommendations"),
     "/planner": (planner, "Planner"),
+    "/crossval": (crossval, "Cross validation"),
     "/run": (run, "Run"),
 }
-_NAV = ("/", "/pareto", "/best", "/recommend", "/planner")
+_NAV = ("/", "/pareto", "/best", "/recommend", "/planner", "/crossval")
 
 
 def parse_search(search: str | None) -> dict[str, Any]:
@@ -84,7 +85,7 @@ def create_dash(store: Store, settings: Settings | None = None,
 
     registrars: list[Callable[[dash.Dash, DashData], None]] = [
         overview.register, pareto.register, best.register, run.register, recommend.register,
-        planner.register]
+        planner.register, crossval.register]
     for register in registrars:
         register(app, data)
     app.server.config["MOEDASH_DATA"] = data  # lets tests and benches reach the cache

@@ -172,7 +172,7 @@ class DashData:
         def load() -> pd.DataFrame:
             raw = self.store.candidate_frame(
                 filters={C.MODEL: cell.model, C.HARDWARE: cell.hardware, C.QUANT: cell.quant},
-                columns=CELL_COLUMNS)
+                columns=CELL_COLUMNS, categorical=True)
             return prepare_frame(raw)
         return self._cells.get((cell, self.version()), load)
 
@@ -183,5 +183,6 @@ class DashData:
     def all_frame(self) -> pd.DataFrame:
         """Every candidate (cell columns only), prepared; used by the threshold check."""
         def load() -> pd.DataFrame:
-            return prepare_frame(self.store.candidate_frame(columns=CELL_COLUMNS))
+            return prepare_frame(self.store.candidate_frame(columns=CELL_COLUMNS,
+                                                            categorical=True))
         return self._cells.get(("all", self.version()), load)

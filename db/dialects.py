@@ -4,18 +4,22 @@ the dialect.
 - bulk candidate load: DuckDB inserts from a registered DataFrame in one statement
   (~1M rows/s); PostgreSQL uses COPY (hundreds of thousands of rows/s). SQLAlchemy
   executemany is 20–200x slower on both, so it is not used for candidates.
-- frame reads: DuckDB returns a DataFrame natively; PostgreSQL rows are fetched through
-  the driver cursor.
+- frame reads: DuckDB returns a DataFrame natively (or, for big reads, an Arrow table
+  converted column by column: ~4x faster than ``.df()`` on text columns, and text can
+  come back dictionary-encoded as pandas categoricals); PostgreSQL rows are fetched
+  through the driver cursor.
 - unique-violation detection for idempotent concurrent uploads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import sqlalchemy as sa
 
 
@@ -57,17 +61,87 @@ def _python_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True))
 
 
-def read_frame(conn: sa.Connection, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
-    """Run a SELECT written with ``?`` placeholders and return a DataFrame."""
+def read_frame(conn: sa.Connection, sql: str, params: Sequence[Any] = (), *,
+               categorical: Collection[str] | None = None) -> pd.DataFrame:
+    """Run a SELECT written with ``?`` placeholders and return a DataFrame.
+
+    ``categorical=None`` (default): the driver's own conversion. Otherwise the read takes
+    the columnar path (DuckDB: Arrow) with the dtypes DuckDB's ``.df()`` gives (int64 /
+    bool, nullable ``Int64`` / ``boolean`` only when the column has NULLs, float64,
+    ``str``), and the text columns named in ``categorical`` come back as pandas
+    categoricals with sorted categories (missing values stay missing), exactly what
+    ``.astype("category")`` would give, without building a Python string per row.
+    """
     raw: Any = conn.connection.driver_connection
     if is_duckdb(conn):
-        return raw.execute(sql, list(params)).df()
+        if categorical is None:
+            return raw.execute(sql, list(params)).df()
+        return arrow_to_frame(_duckdb_arrow(raw, sql, params), categorical)
     pg_sql = sql.replace("?", "%s")
     with raw.cursor() as cur:
         cur.execute(pg_sql, list(params))
         names = [d.name for d in cur.description]
         rows = cur.fetchall()
-    return pd.DataFrame.from_records(rows, columns=names)
+    frame = pd.DataFrame.from_records(rows, columns=names)
+    for col in categorical or ():
+        if col in frame:
+            frame[col] = frame[col].astype("category")
+    return frame
+
+
+def _duckdb_arrow(raw: Any, sql: str, params: Sequence[Any]) -> pa.Table:
+    # ``sql(...)`` streams the result straight into Arrow; the DB-API ``execute(...)``
+    # result would be materialised once more first.
+    sql_fn = getattr(raw, "sql", None)
+    if sql_fn is not None:
+        try:
+            return sql_fn(sql, params=list(params)).to_arrow_table()
+        except TypeError:  # a wrapper without ``params=``
+            pass
+    return raw.execute(sql, list(params)).to_arrow_table()
+
+
+def arrow_to_frame(table: pa.Table, categorical: Collection[str] = ()) -> pd.DataFrame:
+    """Arrow table -> DataFrame with ``.df()``-compatible dtypes (see ``read_frame``)."""
+    cats = set(categorical)
+    out: dict[str, Any] = {}
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        typ = col.type
+        text = (pa.types.is_string(typ) or pa.types.is_large_string(typ)
+                or pa.types.is_string_view(typ))
+        if text and col.null_count == len(col):  # .df(): object column of None
+            values = np.full(len(col), None, dtype=object)
+            out[name] = pd.Categorical(values) if name in cats else values
+        elif text and name in cats:
+            out[name] = _categorical(col)
+        elif (pa.types.is_integer(typ) or pa.types.is_boolean(typ)) and col.null_count:
+            mapper = {pa.bool_(): pd.BooleanDtype()}.get(typ) or pd.Int64Dtype()
+            out[name] = col.to_pandas(types_mapper=lambda _t, m=mapper: m)
+        else:
+            out[name] = col.to_pandas()
+    return pd.DataFrame(out, copy=False) if out else pd.DataFrame(columns=table.column_names)
+
+
+def _categorical(col: pa.ChunkedArray) -> pd.Categorical:
+    """Text column -> Categorical with sorted categories (as ``astype("category")``)."""
+    if col.type != pa.string():
+        col = col.cast(pa.string())
+    enc = col.combine_chunks().dictionary_encode() if col.num_chunks != 1 \
+        else col.chunk(0).dictionary_encode()
+    if isinstance(enc, pa.ChunkedArray):  # pragma: no cover - pyarrow version quirk
+        enc = enc.combine_chunks()
+    values = enc.dictionary.to_numpy(zero_copy_only=False).astype(object)
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    if enc.indices.null_count:
+        codes = np.where(pc.is_null(enc.indices).to_numpy(zero_copy_only=False), -1,
+                         np.nan_to_num(codes, nan=-1))
+    order = np.argsort(values, kind="stable") if len(values) else np.zeros(0, np.int64)
+    remap = np.empty(len(values) + 1, dtype=np.int32)
+    remap[order] = np.arange(len(values), dtype=np.int32)
+    remap[-1] = -1  # code -1 (missing) stays missing
+    codes = remap[np.asarray(codes, dtype=np.int64)]
+    dtype = pd.CategoricalDtype(pd.Index(values[order], dtype="str"))
+    return pd.Categorical.from_codes(codes, dtype=dtype)
 
 
 def is_unique_violation(exc: BaseException) -> bool:

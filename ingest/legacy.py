@@ -56,21 +56,3 @@ def reject_schema_v2(doc: dict[str, Any]) -> None:
         "upload that JSON report.",
         status=422,
     )
-
-
-def is_early_package(doc: dict[str, Any]) -> bool:
-    """True when no row has ``raw_data`` or ``latency_ms.raw_score`` (early package
-    version). A report whose rows are all pruned also matches; that is harmless,
-    because such rows carry no timing data in any version."""
-    results = doc.get("results")
-    if not isinstance(results, list):
-        return False
-    for row in results:
-        if not isinstance(row, dict):
-            continue
-        if "raw_data" in row:
-            return False
-        latency = row.get("latency_ms")
-        if isinstance(latency, dict) and "raw_score" in latency:
-            return False
-    return True

@@ -164,15 +164,16 @@ SPLIT_MARKER = "\x00moedash-split-marker"
 _WS = b" \t\r\n"
 
 
-def split_top_array(raw: bytes, key: str, parts: int) -> tuple[bytes, list[bytes]] | None:
+def split_top_array(raw: bytes, key: str, parts: int) -> tuple[bytes, list[tuple[int, int]]] | None:
     """Cut the array under top-level ``key`` into ``parts`` runs of whole elements.
 
-    Returns ``(skeleton, chunks)``: ``skeleton`` is ``raw`` with the array's content
-    replaced by the single string :data:`SPLIT_MARKER`; ``b"[" + chunk + b"]"`` is an
-    array of consecutive elements, and the chunks joined with ``b","`` are the original
-    content. Found by byte search only (the layout bench_moe writes: elements are
-    objects whose first key is ``"workload"``; the array is followed by ``"rankings"``
-    or closes the document), so the result is a *guess*: the caller must check that the
+    Returns ``(skeleton, spans)``: ``skeleton`` is ``raw`` with the array's content
+    replaced by the single string :data:`SPLIT_MARKER`; for each ``(start, end)`` span,
+    ``b"[" + raw[start:end] + b"]"`` (a *chunk*) is an array of consecutive elements, and
+    the chunks joined with ``b","`` are the original content. Found by byte search only
+    (the layout bench_moe writes: elements are objects whose first key is
+    ``"workload"``; the array is followed by ``"rankings"`` or closes the document), so
+    the result is a *guess*: the caller must check that the
     skeleton parses with ``doc[key] == [SPLIT_MARKER]`` and that every chunk parses.
     If both hold, the split is exact: a chunk can only parse if it starts and ends at
     a comma between two elements of that very array (a cut inside a string or a nested
@@ -199,9 +200,9 @@ def split_top_array(raw: bytes, key: str, parts: int) -> tuple[bytes, list[bytes
         if cut is None or cut <= cuts[-1]:
             return None
         cuts.append(cut)
-    chunks = [raw[a:b] for a, b in zip(cuts, [c - 1 for c in cuts[1:]] + [close_pos], strict=True)]
+    spans = list(zip(cuts, [c - 1 for c in cuts[1:]] + [close_pos], strict=True))
     marker = json.dumps(SPLIT_MARKER).encode()
-    return raw[: open_pos + 1] + marker + raw[close_pos:], chunks
+    return raw[: open_pos + 1] + marker + raw[close_pos:], spans
 
 
 def _skip(raw: bytes, pos: int) -> int:
@@ -218,7 +219,7 @@ def _skip_back(raw: bytes, pos: int) -> int:
 
 def _array_end(raw: bytes, open_pos: int) -> int | None:
     """Index of the ``]`` closing the array, guessed from what follows it."""
-    nxt = raw.find(b'"rankings"', open_pos)
+    nxt = raw.rfind(b'"rankings"', open_pos)  # from the end: rankings follow the results
     if nxt >= 0:
         comma = _skip_back(raw, nxt - 1)
         if raw[comma : comma + 1] != b",":
@@ -241,7 +242,11 @@ def _element_boundary(raw: bytes, pos: int, limit: int) -> int | None:
         brace = _skip_back(raw, hit - 1)
         comma = _skip_back(raw, brace - 1)
         close = _skip_back(raw, comma - 1)
-        if raw[brace : brace + 1] == b"{" and raw[comma : comma + 1] == b"," and raw[close : close + 1] == b"}":
+        if (
+            raw[brace : brace + 1] == b"{"
+            and raw[comma : comma + 1] == b","
+            and raw[close : close + 1] == b"}"
+        ):
             return comma + 1
         pos = hit + 1
     return None

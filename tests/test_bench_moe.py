@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 
 from analysis import columns as C
 from db.records import RUN_EXTRA_KEYS, UploadMeta
-from ingest.bench_moe import dispatch_label, parse_bench_moe
+from ingest.bench_moe import dispatch_label, parse_bench_moe, parse_forked
 from ingest.detect import parse_path, parse_upload
 from ingest.errors import InputError, UnsupportedFormat
 from ingest.failures import CATEGORIES, categorize
@@ -472,10 +474,8 @@ def test_any_value_anywhere_is_accepted_or_refused_cleanly(junk: Any) -> None:
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = junk
-        try:
+        with contextlib.suppress(InputError):
             parse_upload(encode(doc), UploadMeta())
-        except InputError:
-            pass
 
 
 def test_nonfinite_inside_results_survive_in_json_columns() -> None:
@@ -486,3 +486,70 @@ def test_nonfinite_inside_results_survive_in_json_columns() -> None:
     per_rank = sweep.candidates.loc[0, C.PER_RANK_JSON]
     assert '"max":Infinity' in per_rank and loads(per_rank)["per_rank"]["rank0"]["max"] == math.inf
     assert math.isnan(loads(sweep.candidates.loc[0, C.EXTRA_JSON])["future"])
+
+
+# --- parallel (forked) parsing of big reports ------------------------------------------------
+
+
+def _big_report(rows: int) -> dict[str, Any]:
+    doc = minimal_report()
+    template = doc["results"]
+    doc["results"] = []
+    for i in range(rows):
+        row = json.loads(json.dumps(template[i % 2]))
+        row["workload"]["num_tokens"] = i + 1
+        doc["results"].append(row)
+    return doc
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_forked_parse_equals_sequential(indent: int | None) -> None:
+    doc = _big_report(301)
+    doc["results"][250]["unknown_key"] = {"Infinity": "NaN"}
+    doc["results"][7]["latency_ms"]["per_rank"] = {"rank0": {"max": float("inf")}}
+    for i in (3, 291):  # per-value warnings must add up the same way in both paths
+        doc["results"][i]["actual_config"]["comm_method"] = "NewComm"
+        doc["results"][i + 2]["requested_config"]["parallel_mode"] = "QTP9"
+    raw = json.dumps(doc, indent=indent).encode()
+    meta = UploadMeta(hardware="H100")  # disagrees with the device: a run-level warning
+    forked = parse_forked(raw, meta, 3)
+    assert forked is not None
+    (sequential,) = parse_bench_moe(raw, meta, workers=1)
+    (sweep,) = forked
+    pd.testing.assert_frame_equal(sweep.candidates, sequential.candidates)
+    assert sweep.run == sequential.run
+    assert list(sweep.candidates[C.CANDIDATE_INDEX]) == list(range(301))
+    assert '"max":Infinity' in sweep.candidates.loc[7, C.PER_RANK_JSON]
+
+
+def test_forked_parse_reports_global_row_index() -> None:
+    doc = _big_report(200)
+    doc["results"][180]["latency_ms"]["score"] = "slow"
+    with pytest.raises(InputError) as info:
+        parse_forked(json.dumps(doc).encode(), UploadMeta(), 2)
+    assert info.value.field == "results[180].latency_ms.score"
+    doc = _big_report(200)
+    doc["results"][150]["latency_us"] = {"score": 1.0}
+    with pytest.raises(UnsupportedFormat):
+        parse_forked(json.dumps(doc).encode(), UploadMeta(), 2)
+
+
+def test_forked_parse_falls_back_when_unsure(monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = json.dumps(_big_report(200)).encode()
+    # broken JSON inside the second half: the sequential parser gives the message
+    broken = raw.replace(b'"num_tokens": 150,', b'"num_tokens": 150,,')
+    assert parse_forked(broken, UploadMeta(), 2) is None
+    monkeypatch.setattr("ingest.bench_moe.PARALLEL_MIN_BYTES", 0)
+    with pytest.raises(InputError, match="invalid JSON"):
+        parse_bench_moe(broken, UploadMeta())
+    # results not followed by rankings / unusual key order: no split, same answer
+    doc = _big_report(50)
+    reordered = {"results": doc.pop("results"), **doc}
+    raw2 = json.dumps(reordered).encode()
+    assert parse_forked(raw2, UploadMeta(), 2) is None
+    (sweep,) = parse_bench_moe(raw2, UploadMeta())
+    assert len(sweep.candidates) == 50
+    # a "results" string that looks like the array start but is not
+    tricky = json.dumps({"notes": '"results": [', **_big_report(40)}).encode()
+    (sweep,) = parse_bench_moe(tricky, UploadMeta())
+    assert len(sweep.candidates) == 40

@@ -8,6 +8,7 @@ URL: ``/pareto?model=&hardware=&quant=&ws=&phase=&attn=&dispatch=&mode=&backend=
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,15 +133,106 @@ def _plottable(frame: pd.DataFrame, q: ParetoQuery) -> np.ndarray:
 
 def _rows(frame: pd.DataFrame, idx: np.ndarray) -> pd.DataFrame:
     cols = [c for c in _FRONTIER_COLS if c in frame]
-    sub = frame[cols].iloc[idx]
+    sub = frame[cols].take(idx)
     sub.insert(0, KEY, idx)
     return sub
 
 
-def atomic_frontiers(frame: pd.DataFrame, q: ParetoQuery) -> pd.DataFrame:
+class ParetoIndex:
+    """Per-cell orderings that make a frontier over any filter a linear pass.
+
+    ``groups``: one int id per row for its atomic filter group (``_ATOMIC`` values).
+    Per axis (computed on first use, then kept): the rows ordered by (group, axis value
+    best first) and the dense rank of the axis value (0 = best). With them the frontier
+    candidates of every atomic group for (x, y) are one running minimum of the y rank
+    along the x order -- no sort per filter change or per new pair of axes.
+    """
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self.n = len(frame)
+        self.groups, self.n_groups = _group_ids(frame, [c for c in _ATOMIC if c in frame])
+        self._axes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def axis(self, axis: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rows by (group, value best first), dense rank of the value, 0 = best)."""
+        with self._lock:
+            if axis not in self._axes:
+                self._axes[axis] = self._axis(axis)
+            return self._axes[axis]
+
+    def _axis(self, axis: str) -> tuple[np.ndarray, np.ndarray]:
+        v = self.frame[axis].to_numpy(np.float64, na_value=np.nan)
+        bad = v if AXES[axis] == "min" else -v  # ascending = best first; NaN last
+        order = np.argsort(bad)
+        sv = bad[order]
+        new = np.ones(len(sv), dtype=bool)
+        new[1:] = sv[1:] != sv[:-1]  # NaNs never compare equal: each its own rank
+        rank = np.empty(len(sv), dtype=np.int64)
+        rank[order] = np.cumsum(new) - 1
+        g = self.groups[order]
+        if self.n_groups <= np.iinfo(np.int16).max:  # stable radix sort on int16
+            by_group = order[np.argsort(g.astype(np.int16), kind="stable")]
+        else:
+            by_group = order[np.lexsort((np.arange(len(g)), g))]
+        return by_group, rank
+
+    def frontier_rows(self, q: ParetoQuery) -> np.ndarray:
+        """Sorted row positions holding every atomic-group frontier point of q's axes
+        (a superset: exact duplicates and equal-y points may stay; the exact frontier is
+        ``pareto_frontier`` over these rows)."""
+        plot = _plottable(self.frame, q)
+        by_x, x_rank = self.axis(q.x)
+        _, y_rank = self.axis(q.y)
+        seq = by_x[plot[by_x]]
+        if not len(seq):
+            return seq
+        # Along seq the groups ascend and x gets worse; offsetting each group's y ranks
+        # below the previous group's makes one running minimum restart per group.
+        vals = y_rank[seq] - self.groups[seq] * (self.n + 1)
+        best = np.minimum.accumulate(vals)
+        keep = np.ones(len(seq), dtype=bool)
+        keep[1:] = vals[1:] < best[:-1]  # strictly better y than every better-x point
+        # ... or an exact duplicate (same x and y) of the point that set that best y
+        setter = np.maximum.accumulate(np.where(keep, np.arange(len(seq)), 0))
+        xr = x_rank[seq]
+        keep[1:] |= (vals[1:] == best[:-1]) & (xr[1:] == xr[setter[:-1]])
+        return np.sort(seq[keep])
+
+
+def _group_ids(frame: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, int]:
+    """(dense int64 id per row for the value combination of ``cols``, number of ids);
+    missing values are a value of their own. Ids ascend with the combined codes."""
+    key = np.zeros(len(frame), dtype=np.int64)
+    for col in cols:
+        s = frame[col]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            codes, card = s.cat.codes.to_numpy().astype(np.int64), len(s.cat.categories)
+        else:
+            codes, uniq = pd.factorize(s, use_na_sentinel=True)
+            codes, card = np.asarray(codes, dtype=np.int64), len(uniq)
+        key = key * (card + 1) + (codes + 1)
+        if key.max(initial=0) > 1 << 40:  # keep the combined key small
+            _, key = np.unique(key, return_inverse=True)
+            key = key.astype(np.int64)
+    if len(key) and key.max() < 1 << 26:
+        present = np.zeros(int(key.max()) + 1, dtype=bool)
+        present[key] = True
+        dense = np.cumsum(present) - 1
+        return dense[key], int(present.sum())
+    uniq, inv = np.unique(key, return_inverse=True)
+    return inv.astype(np.int64), len(uniq)
+
+
+def atomic_frontiers(frame: pd.DataFrame, q: ParetoQuery,
+                     index: ParetoIndex | None = None) -> pd.DataFrame:
     """Frontier rows of every atomic filter group (``_ATOMIC``) for q's axes: one
-    ``pareto_frontier`` call over the whole cell, reused by every filter change."""
-    sub = _rows(frame, np.flatnonzero(_plottable(frame, q)))
+    ``pareto_frontier`` call, reused by every filter change. With ``index`` (of the same
+    frame) only its :meth:`ParetoIndex.frontier_rows` take part -- same result."""
+    rows = (index.frontier_rows(q) if index is not None
+            else np.flatnonzero(_plottable(frame, q)))
+    sub = _rows(frame, rows)
     group = [c for c in _ATOMIC if c in sub]
     return pareto_frontier(sub, q.x, q.y, minimize_x=AXES[q.x] == "min",
                            maximize_y=AXES[q.y] == "max", group_cols=group)
@@ -157,6 +249,7 @@ def pareto_view(frame: pd.DataFrame, q: ParetoQuery, max_points: int = CLOUD_MAX
     mask = filter_mask(frame, q)
     n_matching = int(mask.sum())
     idx = np.flatnonzero(mask & _plottable(frame, q))
+    n_cloud = len(idx)
     atomic = atomic_frontiers(frame, q) if atomic is None else atomic
     pool = atomic[filter_mask(atomic, q)]
     frontier = pareto_frontier(pool, q.x, q.y, minimize_x=AXES[q.x] == "min",
@@ -168,7 +261,6 @@ def pareto_view(frame: pd.DataFrame, q: ParetoQuery, max_points: int = CLOUD_MAX
                        "y": frame[q.y].to_numpy(np.float64)[idx]})
     keep = downsample(xy, "x", "y", max_points, logx=q.logx, logy=q.logy).index.to_numpy()
     cloud = _rows(frame, idx[keep])
-    n_cloud = int((mask & _plottable(frame, q)).sum())
     hints = _relax_hints(q) if n_cloud == 0 else []
     return ParetoView(cloud, frontier, n_matching, n_cloud, hints)
 
@@ -341,7 +433,7 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
         return go.Figure(), ui.empty_state("Pick a model · hardware · precision.")
     frame = data.cell_frame(q.cell)
     atomic = data.cached(("atomic", q.cell, q.x, q.y, q.logx, q.logy),
-                         lambda: atomic_frontiers(frame, q))
+                         lambda: atomic_frontiers(frame, q, pareto_index(data, q.cell)))
     view = pareto_view(frame, q, atomic=atomic)
     if view.n_cloud == 0:
         return (pareto_figure(view.cloud, view.frontier, q.x, q.y, logx=q.logx, logy=q.logy),
@@ -354,6 +446,12 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
                        f"{view.n_cloud:,} successful; {len(view.frontier)} on the frontier.",
                        className="status", **{"data-testid": "pareto-count"})
     return fig, status
+
+
+def pareto_index(data: DashData, cell: Cell) -> ParetoIndex:
+    """The cell's (cached) :class:`ParetoIndex`."""
+    frame = data.cell_frame(cell)
+    return data.cached(("pareto-index", cell), lambda: ParetoIndex(frame))
 
 
 def point_from_click(data: DashData, cell_key: str | None, click: dict | None) -> str | None:

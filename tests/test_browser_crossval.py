@@ -1,0 +1,214 @@
+"""The /crossval page in real headless Chromium against a real `moedash serve`.
+
+The DuckDB file is prepared first (fixture serving configs imported, the H200 bench_moe
+candidates ingested, one end-to-end outcome stored) and closed, since DuckDB allows one
+process per file. Checks the summary table and the ledger render with the known answers
+(tests/test_crossval_page.py), that a status filter narrows the ledger and lands in the
+URL, that a permalink restores the filters, that both CSV downloads work, and that the
+console stays clean. Saves artifacts/screenshots/crossval.png.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from analysis import crossval_columns as cc
+from db.store import open_store
+from ingest.api_crossval import import_serving_directory
+from tests.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parent.parent
+SHOTS = REPO / "artifacts" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """(db url, the Mismatch workload id) of a prepared, closed DuckDB file."""
+    db_url = f"duckdb:///{tmp_path_factory.mktemp('crossval') / 'store.duckdb'}"
+    store = open_store(db_url)
+    try:
+        import_serving_directory(store, FIXTURE, "fixture")
+        ingest_h200_candidates(store)
+        decode = store.serving_workloads({cc.PHASE: "decode", "hardware": "H200"})
+        mism = decode[(decode[cc.ENTRY] == H200) & (decode[cc.CONC] == 64)]
+        mismatch_id = str(mism[cc.WORKLOAD_ID].iloc[0])
+        store.add_outcomes([{"workload_id": mismatch_id, "tps_per_user_deployed": 100.0,
+                             "tps_per_user_candidate": 110.0, "source": "e2e run 1"}])
+    finally:
+        store.close()
+    return db_url, mismatch_id
+
+
+@pytest.fixture(scope="module")
+def server(prepared: tuple[str, str]) -> Iterator[str]:
+    from tests.servers import running_server
+
+    with running_server(prepared[0]) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("no /usr/bin/chromium")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _wait_rows(page: object, n: int) -> None:
+    """Wait until the ledger grid displays ``n`` rows (AG Grid's own count: the DOM only
+    holds the rows in view)."""
+    page.wait_for_function(  # type: ignore[attr-defined]
+        """n => { try { return window.dash_ag_grid.getApi('cv-ledger-grid')
+                              .getDisplayedRowCount() === n; } catch (e) { return false; } }""",
+        arg=n, timeout=20_000)
+
+
+def _download(page: object, button: str, tmp_path: Path, name: str) -> str:
+    with page.expect_download() as info:  # type: ignore[attr-defined]
+        page.locator(button).click()  # type: ignore[attr-defined]
+    assert info.value.suggested_filename == name
+    path = tmp_path / name
+    info.value.save_as(path)
+    return path.read_text()
+
+
+def test_crossval_page_renders_filters_and_downloads(
+    server: str, prepared: tuple[str, str], browser: object, tmp_path: Path
+) -> None:
+    mismatch_id = prepared[1]
+    page = browser.new_page(viewport={"width": 1440, "height": 1100},  # type: ignore[attr-defined]
+                            accept_downloads=True)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}/crossval", wait_until="networkidle")
+
+    # navigation link and the method line
+    assert page.locator("a.nav-link", has_text="Cross validation").count() == 1
+    method = page.locator("[data-testid=cv-method]").inner_text()
+    assert "Match" in method and "±band" in method
+
+    # summary table in the guide's format
+    page.wait_for_selector("#cv-summary-grid .ag-row", timeout=30_000)
+    headers = page.locator("#cv-summary-grid .ag-header-cell-text").all_inner_texts()
+    for h in ("Model", "Hardware", "Match (count, %, prefill, decode)", "Mismatch",
+              "Improvement", "Flat", "Regression", "Regression after Perfect Routing"):
+        assert h in headers, headers
+    summary = page.locator("#cv-summary-grid").inner_text()
+    assert "1/2 (50%, prefill 0/0, decode 1/2)" in summary
+    assert "DeepSeek-R1" in summary and "H200" in summary
+    scope = page.locator("[data-testid=cv-summary-scope]").inner_text()
+    assert "±3 %" in scope
+
+    # the status chart drew
+    page.wait_for_selector("#cv-status-graph .main-svg", timeout=15_000)
+    assert page.locator("#cv-status-graph .barlayer .trace").count() == 3
+
+    # ledger: all 32 workloads (the grid paginates at 50)
+    page.wait_for_selector("#cv-ledger-grid .ag-row", timeout=30_000)
+    _wait_rows(page, 32)
+    count = page.locator("[data-testid=cv-ledger-count]").inner_text()
+    assert count.startswith("32 workloads: 1 Match, 1 Mismatch")
+    assert "1 with a stored end-to-end outcome" in count
+    groups = page.evaluate("() => window.dash_ag_grid.getApi('cv-ledger-grid')"
+                           ".getColumnDefs().map(g => g.headerName)")
+    assert groups[:6] == ["status", "Workload", "Deployed (serving recipe)",
+                          "bench_moe best (lowest score)", "Deployed vs best",
+                          "End to end (stored outcome)"]
+
+    # a screenshot of the full view for a person
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "crossval.png"), full_page=True)
+
+    # filter: status = Mismatch narrows the ledger to one row and writes the URL
+    page.locator("#cv-status").click()
+    page.get_by_role("option", name="Mismatch", exact=True).click()
+    page.keyboard.press("Escape")
+    _wait_rows(page, 1)
+    page.wait_for_url("**status=Mismatch**", timeout=10_000)
+    row = page.evaluate("() => window.dash_ag_grid.getApi('cv-ledger-grid')"
+                        ".getDisplayedRowAtIndex(0).data")
+    assert (row[cc.WORKLOAD_ID], row[cc.DIFFERS], row[cc.OUTCOME]) == (
+        mismatch_id, "backend: CUTLASS->TRTLLM", "Improvement")
+    assert row[cc.DEPLOYED_GAP_PCT] == 100.0
+    assert "Mismatch" in page.locator("#cv-ledger-grid").inner_text()
+    # the summary keeps its model/hardware scope (status filters the ledger only)
+    assert "1/2 (50%, prefill 0/0, decode 1/2)" in page.locator("#cv-summary-grid").inner_text()
+
+    # ledger CSV = the filtered ledger
+    rows = list(csv.DictReader(io.StringIO(
+        _download(page, "#cv-ledger-csv-btn", tmp_path, "crossval-ledger.csv"))))
+    assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
+    assert rows[0][cc.OUTCOME] == "Improvement" and rows[0][cc.DIFFERS] == (
+        "backend: CUTLASS->TRTLLM")
+    # summary CSV in the API's columns
+    summ = list(csv.DictReader(io.StringIO(
+        _download(page, "#cv-summary-csv-btn", tmp_path, "crossval-summary.csv"))))
+    h200 = [r for r in summ if r["Hardware"] == "H200"]
+    assert h200[0]["Match"] == "1/2 (50%, prefill 0/0, decode 1/2)"
+    assert h200[0]["Improvement"] == "1/1"
+
+    # band: ±15 % turns the +10 % Improvement Flat (typed into the number box)
+    band = page.locator("#cv-band")
+    band.fill("15")
+    band.press("Enter")
+    page.wait_for_url("**band=15**", timeout=10_000)
+    page.wait_for_function(
+        """() => { try { return window.dash_ag_grid.getApi('cv-ledger-grid')
+                     .getDisplayedRowAtIndex(0).data.outcome === 'Flat'; }
+                   catch (e) { return false; } }""", timeout=15_000)
+
+    # the permalink restores the filters in a fresh page
+    link = page.url
+    assert "status=Mismatch" in link and "band=15" in link
+    again = browser.new_page(viewport={"width": 1440, "height": 900})  # type: ignore[attr-defined]
+    again.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    again.on("pageerror", lambda e: errors.append(str(e)))
+    again.goto(link, wait_until="networkidle")
+    again.wait_for_selector("#cv-ledger-grid .ag-row", timeout=30_000)
+    _wait_rows(again, 1)
+    assert again.locator("#cv-band").input_value() == "15"
+    assert again.evaluate("() => window.dash_ag_grid.getApi('cv-ledger-grid')"
+                          ".getDisplayedRowAtIndex(0).data.outcome") == "Flat"
+
+    # a filter with nothing left: its own empty state
+    again.goto(f"{server}/crossval?hardware=GB300&status=Match", wait_until="networkidle")
+    again.wait_for_selector("[data-testid=cv-ledger-empty]", timeout=20_000)
+    again.close()
+
+    assert errors == [], errors
+    page.close()
+
+
+def test_crossval_page_without_imports(browser: object, tmp_path: Path) -> None:
+    from tests.servers import running_server
+
+    db_url = f"duckdb:///{tmp_path / 'empty.duckdb'}"
+    open_store(db_url).close()
+    with running_server(db_url) as base:
+        page = browser.new_page()  # type: ignore[attr-defined]
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(f"{base}/crossval", wait_until="networkidle")
+        box = page.locator("[data-testid=cv-no-imports]")
+        box.wait_for(timeout=20_000)
+        text = box.inner_text()
+        assert "moedash import-serving" in text and "POST /api/v1/serving-configs" in text
+        assert errors == [], errors
+        page.close()

@@ -1,0 +1,392 @@
+"""The /crossval page without a browser: filters <-> URL, layout, callback functions,
+figure builders and CSV downloads, on a real DuckDB store with known answers.
+
+Known answers (tests/fixtures/serving + ``ingest_h200_candidates``): of the 32 stored
+workloads, the H200 dynamo-trt decode workloads are the only ones compared - conc 8 is a
+Match (CUTLASS 1.0 ms beats TRTLLM 2.0 ms), conc 64 a Mismatch (backend CUTLASS->TRTLLM,
+deployed 3.0 ms vs best 1.5 ms: gap 100 %). Their prefill workloads are "no data" (no
+CUDA-graph-off candidates).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from dash import dcc
+from fastapi.testclient import TestClient
+
+from analysis import columns as C
+from analysis import crossval_columns as cc
+from dashboard import crossval_figures as XF
+from dashboard.app import _NAV, PAGES, create_dash, render_page
+from dashboard.data import DashData
+from dashboard.pages import crossval as P
+from db.records import Sweep, UploadMeta
+from db.store import Store, open_store
+from ingest.api_crossval import import_serving_directory
+from ingest.app import create_app
+from ingest.settings import Settings
+from tests.dash_factories import HOSTILE
+from tests.factories import make_candidates
+from tests.sweeps import make_run
+from tests.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
+
+
+@pytest.fixture
+def duck(tmp_path: Path) -> Iterator[Store]:
+    s = open_store(f"duckdb:///{tmp_path}/x.duckdb")
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture
+def empty(duck: Store) -> DashData:
+    return DashData(duck, version_ttl=0.0)
+
+
+@pytest.fixture
+def imported_only(duck: Store) -> DashData:
+    import_serving_directory(duck, FIXTURE, "fixture")
+    return DashData(duck, version_ttl=0.0)
+
+
+@pytest.fixture
+def data(imported_only: DashData) -> DashData:
+    ingest_h200_candidates(imported_only.store)
+    return imported_only
+
+
+def walk(component: Any) -> Iterator[Any]:
+    yield component
+    children = getattr(component, "children", None)
+    if isinstance(children, list | tuple):
+        for child in children:
+            yield from walk(child)
+    elif children is not None:
+        yield from walk(children)
+
+
+def by_testid(component: Any, test_id: str) -> Any:
+    found = [c for c in walk(component) if getattr(c, "data-testid", None) == test_id]
+    return found[0] if found else None
+
+
+def by_id(component: Any, cid: str) -> Any:
+    found = [c for c in walk(component) if getattr(c, "id", None) == cid]
+    return found[0] if found else None
+
+
+def text(component: Any) -> str:
+    return " ".join(c for c in walk(component) if isinstance(c, str))
+
+
+def ids_of(data: DashData, status: str, **filters: Any) -> list[str]:
+    f, _ = P.make_filters(**filters)
+    view = P.compute(data, f).view
+    return view[view[cc.STATUS] == status][cc.WORKLOAD_ID].tolist()
+
+
+def h200_decode(data: DashData) -> tuple[str, str]:
+    match = ids_of(data, cc.MATCH, hardware="H200", phase="decode")
+    mismatch = ids_of(data, cc.MISMATCH, hardware="H200", phase="decode")
+    assert len(match) == 1 and len(mismatch) == 1
+    return match[0], mismatch[0]
+
+
+# ------------------------------------------------------------------ filters <-> URL
+def test_filters_round_trip_and_defaults() -> None:
+    f, notes = P.parse_query({"model": "deepseek_r1", "hardware": "h200", "phase": "decode",
+                              "status": "no data", "tol": "4", "band": "2.5"})
+    assert notes == []
+    assert f == P.Filters("deepseek_r1", "H200", "decode", "no data", 4.0, 2.5)
+    assert f.search() == ("?model=deepseek_r1&hardware=H200&phase=decode&status=no+data"
+                          "&tol=4&band=2.5")
+    assert P.parse_query({"tol": "4", "band": "2.5", "status": "no data", "model":
+                          "deepseek_r1", "hardware": "H200", "phase": "decode"})[0] == f
+
+    default, notes = P.make_filters()
+    assert default == P.Filters() and notes == []
+    assert default.search() == "?tol=2&band=3"
+    # "all" from the dropdowns and unknown enum values mean no filter
+    assert P.make_filters("all", "all", "both", "maybe")[0] == P.Filters()
+
+
+@pytest.mark.parametrize("tol,band,n_notes", [
+    ("0.5", "3", 1), ("2000", "3", 1), ("x", "3", 1), ("nan", "3", 1), ("inf", "3", 1),
+    ("2", "-1", 1), ("2", "101", 1), ("0.5", "abc", 2), (None, None, 0), ("", "", 0),
+    (True, 3, 1),
+])
+def test_bad_numbers_fall_back_to_defaults_with_a_note(tol: Any, band: Any,
+                                                       n_notes: int) -> None:
+    f, notes = P.make_filters(tol=tol, band=band)
+    assert len(notes) == n_notes
+    if n_notes:
+        assert any("using" in n for n in notes)
+    if tol in ("0.5", "2000", "x", "nan", "inf", None, "", True):
+        assert f.tol == 2.0
+    if band in ("-1", "101", "abc", None, ""):
+        assert f.band == 3.0
+
+
+def test_bounds_are_accepted() -> None:
+    assert P.make_filters(tol=1, band=0)[0].tol == 1.0
+    assert P.make_filters(tol="1024", band="100")[0].band == 100.0
+
+
+# ------------------------------------------------------------------ routing + layout
+def test_page_is_registered(data: DashData) -> None:
+    assert PAGES["/crossval"][0] is P and "/crossval" in _NAV
+    app = create_dash(data.store, data=data)
+    outputs = " ".join(app.callback_map)
+    for out in ("cv-ledger.children", "cv-summary.children", "cv-url.search",
+                "cv-ledger-download.data", "cv-summary-download.data"):
+        assert out in outputs
+    # the registered callback is the page's update
+    cb = next(v for k, v in app.callback_map.items() if "cv-ledger.children" in k)
+    out = cb["callback"].__wrapped__(None, "H200", "decode", "all", 2, 3)
+    assert out[-1] == "?hardware=H200&phase=decode&tol=2&band=3"
+    assert by_testid(out[3], "cv-ledger-count") is not None
+
+
+def test_layout_reads_the_permalink(data: DashData) -> None:
+    page = render_page(data, "/crossval",
+                       "?model=deepseek_r1&hardware=H200&phase=decode&status=Mismatch"
+                       "&tol=4&band=5")
+    assert by_id(page, "cv-model").value == "deepseek_r1"
+    assert by_id(page, "cv-hardware").value == "H200"
+    assert by_id(page, "cv-phase").value == "decode"
+    assert by_id(page, "cv-status").value == "Mismatch"
+    assert by_id(page, "cv-tol").value == 4.0 and by_id(page, "cv-band").value == 5.0
+    assert isinstance(by_id(page, "cv-url"), dcc.Location)
+    assert "Match" in text(by_testid(page, "cv-method"))
+    model_opts = {o["value"]: o["label"] for o in by_id(page, "cv-model").options}
+    assert model_opts["deepseek_r1"] == "DeepSeek-R1 (deepseek_r1)"
+    assert set(model_opts) == {"all", "deepseek_r1", "kimi_k2"}
+    hw = {o["value"] for o in by_id(page, "cv-hardware").options}
+    assert hw == {"all", "B300", "GB200", "GB300", "H200"}
+    # every result area is inside a loading wrapper
+    for cid in ("cv-ledger-loading", "cv-summary-loading"):
+        assert isinstance(by_id(page, cid), dcc.Loading)
+    # an unknown model in a permalink stays selected (and shows as no workloads)
+    odd = render_page(data, "/crossval", "?model=no_such_model")
+    assert by_id(odd, "cv-model").value == "no_such_model"
+
+
+def test_no_imports_empty_state(empty: DashData) -> None:
+    page = render_page(empty, "/crossval", "")
+    box = by_testid(page, "cv-no-imports")
+    assert box is not None
+    msg = text(box)
+    assert "moedash import-serving" in msg and "POST /api/v1/serving-configs" in msg
+    assert by_id(page, "cv-ledger") is None  # no controls, no callbacks to fire
+    out = P.update(empty, None, None, None, None, 2, 3)
+    assert by_testid(out[1], "cv-no-imports") is not None and out[3] is None
+
+
+def test_no_candidates_empty_state(imported_only: DashData) -> None:
+    notes, summary, figure, ledger, search = P.update(imported_only, None, None, None, None,
+                                                      "2", "3")
+    box = by_testid(summary, "cv-no-candidates")
+    assert box is not None and "No bench_moe candidates" in text(box)
+    assert "x2" in text(box)
+    # the ledger still lists every workload with its reason
+    assert "32 workloads" in text(by_testid(ledger, "cv-ledger-count"))
+    grid = by_id(ledger, "cv-ledger-grid")
+    assert len(grid.rowData) == 32
+    assert all(r[cc.STATUS] in (cc.NO_DATA, cc.NOT_MAPPABLE) for r in grid.rowData)
+    assert all(r.get(cc.REASON) for r in grid.rowData)
+    assert notes is None and figure is not None  # no-data bars still drawn
+
+
+# ------------------------------------------------------------------ known answers
+def test_ledger_and_summary_known_answers(data: DashData) -> None:
+    match_id, mismatch_id = h200_decode(data)
+    res = P.compute(data, P.make_filters(hardware="H200")[0])
+    view = res.view.set_index(cc.WORKLOAD_ID)
+    mm = view.loc[mismatch_id]
+    assert (mm[cc.STATUS], mm[cc.DIFFERS]) == (cc.MISMATCH, "backend: CUTLASS->TRTLLM")
+    assert (mm[cc.BEST_SCORE_MS], mm[cc.DEPLOYED_SCORE_MS]) == (1.5, 3.0)
+    assert mm[cc.DEPLOYED_GAP_PCT] == pytest.approx(100.0) and mm[cc.DEPLOYED_RANK] == 2
+    assert not bool(mm[cc.NEAREST_TOKENS_USED]) and pd.isna(mm[cc.OUTCOME])
+    assert view.loc[match_id, cc.STATUS] == cc.MATCH
+    assert view.loc[match_id, cc.DEPLOYED_RANK] == 1
+
+    assert res.summary[cc.S_MATCH].tolist() == ["1/2 (50%, prefill 0/0, decode 1/2)"]
+    assert res.summary[[cc.S_MISMATCH, cc.N_NOT_EVALUATED, cc.N_NO_DATA]].values.tolist() \
+        == [["1/2", 1, 2]]
+
+    notes, summary, figure, ledger, search = P.update(data, None, "H200", None, None, 2, 3)
+    grid = by_id(summary, "cv-summary-grid")
+    assert grid.rowData[0][cc.S_MODEL] == "DeepSeek-R1"
+    assert grid.rowData[0][cc.S_MATCH] == "1/2 (50%, prefill 0/0, decode 1/2)"
+    assert [c["field"] for c in grid.columnDefs] == list(P.SUMMARY_GRID_COLUMNS)
+    assert isinstance(figure, dcc.Graph)
+    line = text(by_testid(ledger, "cv-ledger-count"))
+    assert line.startswith("8 workloads: 1 Match, 1 Mismatch, 2 no data, 4 not mappable")
+
+
+def test_filters_narrow_the_ledger(data: DashData) -> None:
+    _, mismatch_id = h200_decode(data)
+    _, _, _, ledger, search = P.update(data, "deepseek_r1", "H200", "decode", "Mismatch",
+                                       2, 3)
+    rows = by_id(ledger, "cv-ledger-grid").rowData
+    assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
+    assert search == "?model=deepseek_r1&hardware=H200&phase=decode&status=Mismatch&tol=2&band=3"
+    # nothing left: its own empty state
+    _, _, _, none, _ = P.update(data, "kimi_k2", "H200", None, None, 2, 3)
+    assert by_testid(none, "cv-ledger-empty") is not None
+
+
+def ingest_h200_tokens8_only(store: Store) -> None:
+    """H200 decode candidates at num_tokens 8 only (CUTLASS 1.0 ms, TRTLLM 2.0 ms)."""
+    rows = [{C.NUM_TOKENS: 8, C.BACKEND: "CUTLASS", C.SCORE_MS: 1.0},
+            {C.NUM_TOKENS: 8, C.BACKEND: "TRTLLM", C.SCORE_MS: 2.0}]
+    shape = {C.MODEL: "deepseek_r1", C.QUANT: "FP8_BLOCK_SCALES", C.HARDWARE: "H200",
+             C.WORLD_SIZE: 8}
+    frame = make_candidates([{**r, C.CANDIDATE_INDEX: i} for i, r in enumerate(rows)],
+                            **shape, parallel_mode="TEP", cuda_graph=True,
+                            comm="NVLINK_ONE_SIDED")
+    run = make_run(**shape, num_experts=256, top_k=8, hidden_size=7168, intermediate_size=2048)
+    sweep = Sweep(key="", run=run, candidates=frame[list(C.CANDIDATE_COLUMNS)])
+    store.ingest([sweep], b"h200 tokens 8", UploadMeta(trtllm_version="v1.3.0rc26"))
+
+
+def test_token_tolerance_changes_the_ledger(imported_only: DashData) -> None:
+    """Only num_tokens 8 measured: the conc-64 decode workload (num_tokens 64, x8 away) is
+    "no data" at x2 and compared with the nearest tokens (8) at x8."""
+    data = imported_only
+    ingest_h200_tokens8_only(data.store)
+
+    def conc64(tol: float) -> pd.Series:
+        view = P.compute(data, P.make_filters(hardware="H200", phase="decode", tol=tol)[0]).view
+        rows = view[(view[cc.CONC] == 64) & (view[cc.ENTRY] == H200)]
+        assert len(rows) == 1
+        return rows.iloc[0]
+
+    at2 = conc64(2)
+    assert at2[cc.STATUS] == cc.NO_DATA and "none within x2" in at2[cc.REASON]
+    at8 = conc64(8)
+    assert at8[cc.STATUS] == cc.MATCH  # CUTLASS, as deployed, is best at 8 tokens
+    assert bool(at8[cc.NEAREST_TOKENS_USED]) and at8[cc.MEASURED_NUM_TOKENS] == 8
+    _, _, _, ledger, search = P.update(data, None, "H200", "decode", None, "8", 3)
+    assert search.endswith("tol=8&band=3")
+    assert "1 use the nearest measured num_tokens" in text(by_testid(ledger, "cv-ledger-count"))
+
+
+def test_outcomes_join_the_ledger_and_follow_the_band(data: DashData) -> None:
+    _, mismatch_id = h200_decode(data)
+    data.store.add_outcomes([{"workload_id": mismatch_id, "tps_per_user_deployed": 100.0,
+                              "tps_per_user_candidate": 110.0, "source": HOSTILE}])
+    at3 = P.compute(data, P.make_filters(hardware="H200", band=3)[0])
+    row = at3.view.set_index(cc.WORKLOAD_ID).loc[mismatch_id]
+    assert (row[cc.OUTCOME], row[cc.CHANGE_PCT]) == (cc.IMPROVEMENT, pytest.approx(10.0))
+    assert at3.summary[[cc.S_IMPROVEMENT, cc.N_NOT_EVALUATED]].values.tolist() == [["1/1", 0]]
+    at15 = P.compute(data, P.make_filters(hardware="H200", band=15)[0])
+    assert at15.view.set_index(cc.WORKLOAD_ID).loc[mismatch_id, cc.OUTCOME] == cc.FLAT
+    assert at15.summary[cc.S_FLAT].tolist() == ["1/1"]
+    _, _, _, ledger, _ = P.update(data, None, "H200", None, None, 2, 15)
+    assert "1 with a stored end-to-end outcome" in text(by_testid(ledger, "cv-ledger-count"))
+
+
+def test_page_numbers_equal_the_api(data: DashData, duck: Store, tmp_path: Path) -> None:
+    _, mismatch_id = h200_decode(data)
+    duck.add_outcomes([{"workload_id": mismatch_id, "tps_per_user_deployed": 100.0,
+                        "tps_per_user_candidate": 90.0,
+                        "tps_per_user_candidate_perfect_routing": 99.0}])
+    settings = Settings(database_url=f"duckdb:///{tmp_path}/x.duckdb", enable_dashboard=False)
+    with TestClient(create_app(settings, store=duck)) as client:
+        for params in ({}, {"hardware": "H200", "band_pct": 5, "token_tolerance": 4},
+                       {"model": "deepseek_r1"}):
+            api = client.get("/api/v1/crossval/summary", params=params).json()["items"]
+            f, _ = P.make_filters(params.get("model"), params.get("hardware"), None, None,
+                                  params.get("token_tolerance", 2), params.get("band_pct", 3))
+            page = P.compute(data, f).summary
+            assert pd.DataFrame(api)[list(cc.SUMMARY_COLUMNS)].astype(str).values.tolist() \
+                == page[list(cc.SUMMARY_COLUMNS)].astype(str).values.tolist()
+        api_csv = client.get("/api/v1/crossval/ledger",
+                             params={"phase": "decode", "format": "csv"}).text
+    api_led = pd.read_csv(io.StringIO(api_csv))
+    page_led = pd.read_csv(io.StringIO(
+        P.ledger_csv(data, P.make_filters(phase="decode")[0])["content"]))
+    assert page_led[list(cc.LEDGER_COLUMNS)].equals(api_led)
+    row = page_led.set_index(cc.WORKLOAD_ID).loc[mismatch_id]
+    assert row[cc.OUTCOME] == cc.REGRESSION  # -10 %, perfect routing -1 % (within band)
+
+
+# ------------------------------------------------------------------ downloads
+def test_csv_downloads(data: DashData) -> None:
+    _, mismatch_id = h200_decode(data)
+    f = P.make_filters(status="Mismatch")[0]
+    led = P.ledger_csv(data, f)
+    assert led["filename"] == "crossval-ledger.csv" and led["type"] == "text/csv"
+    rows = list(csv.DictReader(io.StringIO(led["content"])))
+    assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
+    assert tuple(rows[0]) == P.LEDGER_CSV_COLUMNS
+    assert rows[0][cc.DEPLOYED_GAP_PCT] == "100.0"
+    summ = P.summary_csv(data, P.make_filters()[0])
+    table = pd.read_csv(io.StringIO(summ["content"]))
+    assert tuple(table.columns) == cc.SUMMARY_COLUMNS
+    assert set(table[cc.S_HARDWARE]) == {"H200", "GB200", "GB300", "B300"}
+
+
+# ------------------------------------------------------------------ grid details
+def test_grid_caps_rows_with_compared_first(data: DashData) -> None:
+    view = P.compute(data, P.make_filters()[0]).view
+    shown = P.grid_rows(view, limit=3)
+    assert shown[cc.STATUS].tolist() == [cc.MATCH, cc.MISMATCH, cc.NO_DATA]
+    assert P.grid_rows(view, limit=100) is view
+    big = pd.concat([view] * 70, ignore_index=True)  # 2,240 rows > MAX_GRID_ROWS
+    out = P.render_ledger(P.Result(P.Filters(), big, big, pd.DataFrame()))
+    assert len(by_id(out, "cv-ledger-grid").rowData) == P.MAX_GRID_ROWS
+    assert "2,000 of 2,240" in text(by_testid(out, "cv-ledger-capped"))
+
+
+def test_user_strings_are_plain_cell_values(data: DashData) -> None:
+    view = P.compute(data, P.make_filters()[0]).view
+    view.loc[0, cc.ENTRY] = HOSTILE
+    view.loc[0, cc.REASON] = HOSTILE
+    grid = P.ledger_grid(view)
+    assert grid.rowData[0][cc.ENTRY] == HOSTILE and grid.rowData[0][cc.REASON] == HOSTILE
+    flat = [d for g in grid.columnDefs for d in g.get("children", [g])]
+    assert [d["field"] for d in flat] == list(P.GRID_COLUMNS)
+    assert not any("cellRenderer" in d for d in flat)
+    assert not getattr(grid, "dangerously_allow_code", False)
+    # empty cells are left out of the payload
+    assert all(v is not None for r in grid.rowData for v in r.values())
+
+
+# ------------------------------------------------------------------ figure builders
+def test_status_counts_and_figure(data: DashData) -> None:
+    led = P.compute(data, P.make_filters()[0]).ledger
+    counts = XF.status_counts(led)
+    h200 = counts[counts["hardware"] == "H200"]
+    assert h200[XF.GROUP].tolist() == ["DeepSeek-R1 · H200 · prefill",
+                                       "DeepSeek-R1 · H200 · decode"]
+    assert h200[[cc.MATCH, cc.MISMATCH, cc.NO_DATA]].values.tolist() == [[0, 0, 2], [1, 1, 0]]
+    # sorted by display model, hardware, prefill first
+    assert counts[XF.GROUP].tolist()[0] == "DeepSeek-R1 · B300 · prefill"
+    assert counts[XF.GROUP].tolist()[-1] == "Kimi-K2 · GB300 · decode"
+    fig = XF.status_figure(led)
+    assert [t.name for t in fig.data] == list(XF.STATUSES)
+    assert fig.layout.barmode == "stack"
+    by_name = {t.name: dict(zip(t.y, t.x, strict=True)) for t in fig.data}
+    assert by_name[cc.MISMATCH]["DeepSeek-R1 · H200 · decode"] == 1
+    assert fig.layout.xaxis.title.text == "workloads (count)"
+
+
+def test_status_figure_empty_and_unmappable_only() -> None:
+    assert XF.status_counts(pd.DataFrame()).empty
+    only = pd.DataFrame({cc.STATUS: [cc.NOT_MAPPABLE], "model": [None], "hardware": ["H200"],
+                         cc.PHASE: ["decode"]})
+    assert XF.status_counts(only).empty
+    fig = XF.status_figure(only)
+    assert not fig.data and "No mappable" in fig.layout.annotations[0].text
+    assert XF.model_display(None) == "—" and XF.model_display("glm_5") == "GLM-5"
