@@ -91,6 +91,54 @@ def _hover(x: str, y: str, third: str, head: str) -> str:
             "<extra></extra>")
 
 
+def _group_rows(frame: pd.DataFrame, cols: Sequence[str]) -> list[tuple[tuple, np.ndarray]]:
+    """[(key values, row positions)] per distinct combination of ``cols``, keys in sorted
+    order (missing last), positions ascending -- ``groupby(cols, sort=True,
+    dropna=False, observed=True)`` without building a frame per group."""
+    n = len(frame)
+    key = np.zeros(n, dtype=np.int64)
+    uniques = []
+    for col in cols:
+        codes, uniq = pd.factorize(frame[col], sort=True, use_na_sentinel=True)
+        codes = np.asarray(codes, dtype=np.int64)
+        codes[codes < 0] = len(uniq)  # missing sorts last
+        uniques.append(list(uniq) + [None])
+        key = key * (len(uniq) + 1) + codes
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]]) if n else np.zeros(0, np.int64)
+    out = []
+    for a, b in zip(starts, [*starts[1:], n], strict=True):
+        rest, vals = int(sk[a]), []
+        for u in reversed(uniques):
+            rest, c = divmod(rest, len(u))
+            vals.append(u[c])
+        out.append((tuple(reversed(vals)), order[a:b]))
+    return out
+
+
+_MERGED_TEMPLATE: dict | None = None
+
+
+def _merged_template() -> dict:
+    """What ``update_layout(template=_TEMPLATE)`` leaves on a new figure (plotly's
+    default template with ``_TEMPLATE`` merged in), computed once."""
+    global _MERGED_TEMPLATE
+    if _MERGED_TEMPLATE is None:
+        fig = go.Figure()
+        fig.update_layout(template=_TEMPLATE)
+        _MERGED_TEMPLATE = fig.layout.template.to_plotly_json()
+    return _MERGED_TEMPLATE
+
+
+def _layout_dict(height: int) -> dict:
+    """The layout :func:`_layout` gives, as a plain dict."""
+    return {"template": _merged_template(), "height": height,
+            "margin": {"l": 70, "r": 20, "t": 40, "b": 60},
+            "legend": {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
+            "hoverlabel": {"align": "left"}}
+
+
 def pareto_figure(cloud: pd.DataFrame, frontier: pd.DataFrame, x: str, y: str, *,
                   logx: bool = False, logy: bool = False, n_cloud_total: int | None = None,
                   title: str | None = None) -> go.Figure:
@@ -103,33 +151,35 @@ def pareto_figure(cloud: pd.DataFrame, frontier: pd.DataFrame, x: str, y: str, *
     (shown in the title when larger than what is drawn).
     """
     third = third_metric(x, y)
-    # Traces are plain dicts and the figure skips plotly's per-property validation: with
-    # a hundred recipe traces validation alone cost ~150 ms per update.
+    # Traces and layout are plain dicts and the figure skips plotly's per-property
+    # validation: with a hundred recipe traces validation alone cost ~150 ms per update,
+    # and update_layout with the template another ~30 ms.
     traces: list[dict] = []
     shown_backends: set[str] = set()
     if len(cloud):
         recipe_cols = [c for c in _RECIPE if c in cloud]
-        groups = cloud.groupby(recipe_cols, observed=True, sort=True, dropna=False)
-        coarse = groups.ngroups > MAX_CLOUD_TRACES
+        groups = _group_rows(cloud, recipe_cols)
+        coarse = len(groups) > MAX_CLOUD_TRACES
         if coarse:  # too many recipes for one trace each: one trace per backend
-            groups = cloud.groupby([C.BACKEND], observed=True, sort=True, dropna=False)
+            groups = _group_rows(cloud, [C.BACKEND])
         backends = sorted(str(b) for b in cloud[C.BACKEND].dropna().unique())
-        for keys, part in groups:
-            keys = keys if isinstance(keys, tuple) else (keys,)
-            backend = str(keys[0])
+        xs = cloud[x].to_numpy(np.float32, na_value=np.nan)
+        ys = cloud[y].to_numpy(np.float32, na_value=np.nan)
+        keys = cloud[KEY].to_numpy(np.float32)
+        thirds = cloud[third].to_numpy(np.float32, na_value=np.nan)
+        for values, rows in groups:
+            backend = str(values[0])
             head = (f"<b>{backend}</b> (recipe on click)" if coarse
-                    else _recipe_text(dict(zip(recipe_cols, keys, strict=True))))
-            custom = np.column_stack([part[KEY].to_numpy(np.float32),
-                                      part[third].to_numpy(np.float32, na_value=np.nan)])
+                    else _recipe_text(dict(zip(recipe_cols, values, strict=True))))
             traces.append(dict(
-                type="scattergl",
-                x=part[x].to_numpy(np.float32), y=part[y].to_numpy(np.float32),
+                type="scattergl", x=xs[rows], y=ys[rows],
                 mode="markers", name=backend, legendgroup=backend,
                 showlegend=backend not in shown_backends,
                 marker={"size": 5, "opacity": 0.45,
                         "color": backend_color(backend, backends.index(backend)
                                                if backend in backends else 0)},
-                customdata=custom, hovertemplate=_hover(x, y, third, head),
+                customdata=np.column_stack([keys[rows], thirds[rows]]),
+                hovertemplate=_hover(x, y, third, head),
             ))
             shown_backends.add(backend)
     for phase, part in (frontier.groupby(C.PHASE, observed=True, sort=True)
@@ -148,18 +198,19 @@ def pareto_figure(cloud: pd.DataFrame, frontier: pd.DataFrame, x: str, y: str, *
             customdata=custom, text=text,
             hovertemplate=_hover(x, y, third, "<b>frontier</b> %{text}"),
         ))
-    fig = go.Figure(data=traces, _validate=False)
     drawn = len(cloud)
     if title is None:
         title = f"{drawn:,} candidates"
         if n_cloud_total is not None and n_cloud_total > drawn:
             title = f"{drawn:,} of {n_cloud_total:,} candidates drawn (downsampled)"
         title += f" · {len(frontier)} on the frontier"
-    fig.update_layout(title={"text": title, "font": {"size": 14}},
-                      legend_title_text="backend", clickmode="event")
-    fig.update_xaxes(title_text=label(x), type="log" if logx else "linear")
-    fig.update_yaxes(title_text=label(y), type="log" if logy else "linear")
-    return _layout(fig, 560)
+    layout = _layout_dict(560)
+    layout.update(title={"text": title, "font": {"size": 14}},
+                  legend={**layout["legend"], "title": {"text": "backend"}},
+                  clickmode="event",
+                  xaxis={"title": {"text": label(x)}, "type": "log" if logx else "linear"},
+                  yaxis={"title": {"text": label(y)}, "type": "log" if logy else "linear"})
+    return go.Figure(data=traces, layout=layout, _validate=False)
 
 
 def downsample(df: pd.DataFrame, x: str, y: str, max_points: int, *, logx: bool = False,

@@ -523,7 +523,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                "apply to the ledger only.", className="muted"),
         ui.download_button("cv-summary-csv-btn", "Download summary CSV"),
         ui.loading(html.Div(id="cv-summary"), "cv-summary-loading"),
-        ui.loading(html.Div(id="cv-figure"), "cv-figure-loading"),
+        ui.loading(html.Div(id="cv-figure", style={"marginTop": "14px"}), "cv-figure-loading"),
         html.H3("Ledger: one row per serving workload"),
         html.P("Deployed config (from the serving recipe) next to the best bench_moe "
                "candidate of the same shape. Sort and filter in the column headers; the "
