@@ -119,7 +119,9 @@ def recommendation_from_candidate(
         threshold_value=None,
         observed=float(measured_tokens),
     )
-    notes = () if exact else (f"num_tokens {dep.num_tokens} was not measured; used {measured_tokens}",)
+    notes = (
+        () if exact else (f"num_tokens {dep.num_tokens} was not measured; used {measured_tokens}",)
+    )
     return Recommendation(
         deployment=dep,
         parallel_mode=str(row.get(C.PARALLEL_MODE)),

@@ -117,6 +117,7 @@ class DashData:
 
     def __init__(self, store: Store, *, max_cells: int = 6, version_ttl: float = 1.0) -> None:
         self.store = store
+        self.max_cells = max_cells
         self.version_ttl = version_ttl
         self._version: Version = (-1, -1)
         self._version_at = -np.inf

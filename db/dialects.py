@@ -61,8 +61,13 @@ def _python_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True))
 
 
-def read_frame(conn: sa.Connection, sql: str, params: Sequence[Any] = (), *,
-               categorical: Collection[str] | None = None) -> pd.DataFrame:
+def read_frame(
+    conn: sa.Connection,
+    sql: str,
+    params: Sequence[Any] = (),
+    *,
+    categorical: Collection[str] | None = None,
+) -> pd.DataFrame:
     """Run a SELECT written with ``?`` placeholders and return a DataFrame.
 
     ``categorical=None`` (default): the driver's own conversion. Otherwise the read takes
@@ -107,8 +112,9 @@ def arrow_to_frame(table: pa.Table, categorical: Collection[str] = ()) -> pd.Dat
     out: dict[str, Any] = {}
     for name, col in zip(table.column_names, table.columns, strict=True):
         typ = col.type
-        text = (pa.types.is_string(typ) or pa.types.is_large_string(typ)
-                or pa.types.is_string_view(typ))
+        text = (
+            pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ)
+        )
         if text and col.null_count == len(col):  # .df(): object column of None
             values = np.full(len(col), None, dtype=object)
             out[name] = pd.Categorical(values) if name in cats else values
@@ -126,15 +132,19 @@ def _categorical(col: pa.ChunkedArray) -> pd.Categorical:
     """Text column -> Categorical with sorted categories (as ``astype("category")``)."""
     if col.type != pa.string():
         col = col.cast(pa.string())
-    enc = col.combine_chunks().dictionary_encode() if col.num_chunks != 1 \
+    enc = (
+        col.combine_chunks().dictionary_encode()
+        if col.num_chunks != 1
         else col.chunk(0).dictionary_encode()
+    )
     if isinstance(enc, pa.ChunkedArray):  # pragma: no cover - pyarrow version quirk
         enc = enc.combine_chunks()
     values = enc.dictionary.to_numpy(zero_copy_only=False).astype(object)
     codes = enc.indices.to_numpy(zero_copy_only=False)
     if enc.indices.null_count:
-        codes = np.where(pc.is_null(enc.indices).to_numpy(zero_copy_only=False), -1,
-                         np.nan_to_num(codes, nan=-1))
+        codes = np.where(
+            pc.is_null(enc.indices).to_numpy(zero_copy_only=False), -1, np.nan_to_num(codes, nan=-1)
+        )
     order = np.argsort(values, kind="stable") if len(values) else np.zeros(0, np.int64)
     remap = np.empty(len(values) + 1, dtype=np.int32)
     remap[order] = np.arange(len(values), dtype=np.int32)

@@ -44,7 +44,8 @@ from db.tokens import TokenInfo
 _META_FIELDS = tuple(f.name for f in dataclasses.fields(UploadMeta) if f.name != "filename")
 # Text columns (what ``candidate_frame(categorical=True)`` makes categorical).
 _TEXT_COLUMNS = frozenset(
-    c for c in (*C.RUN_COLUMNS, *C.CANDIDATE_COLUMNS)
+    c
+    for c in (*C.RUN_COLUMNS, *C.CANDIDATE_COLUMNS)
     if c not in (*C.INT_COLUMNS, *C.FLOAT_COLUMNS, *C.BOOL_COLUMNS, C.RUN_ID)
 )
 # Candidate columns a list/filter may order by.
@@ -107,7 +108,9 @@ def make_engine(url: str) -> sa.Engine:
         return sa.create_engine(url, pool_size=8, max_overflow=8)
     if url.startswith("postgresql"):
         return sa.create_engine(url, pool_size=5, max_overflow=10, pool_pre_ping=True)
-    raise StoreError(f"database_url: unsupported scheme in {url!r} (use duckdb:/// or postgresql://)")
+    raise StoreError(
+        f"database_url: unsupported scheme in {url!r} (use duckdb:/// or postgresql://)"
+    )
 
 
 def open_store(url: str, *, upgrade: bool = True) -> Store:
@@ -226,8 +229,9 @@ class Store(CrossvalStoreMixin):
         found = {
             row[0]: row
             for row in conn.execute(
-                sa.select(r.c.run_key, r.c.run_id, r.c.sweep_key, r.c.n_candidates, r.c.upload_id)
-                .where(r.c.run_key.in_(list(keys)))
+                sa.select(
+                    r.c.run_key, r.c.run_id, r.c.sweep_key, r.c.n_candidates, r.c.upload_id
+                ).where(r.c.run_key.in_(list(keys)))
             ).all()
         }
         if len(found) == len(set(keys)):
@@ -320,12 +324,16 @@ class Store(CrossvalStoreMixin):
             source_format=source_format,
             synthetic=synthetic,
         )
-        blobs = {c for c in r.columns.keys() if c.endswith("_json")}
+        blobs = {c.name for c in r.columns if c.name.endswith("_json")}
         cols = [c for c in r.columns if c.name not in blobs]
         with self.engine.connect() as conn:
             total = conn.execute(sa.select(sa.func.count()).select_from(r).where(*conds)).scalar()
             rows = conn.execute(
-                sa.select(*cols).where(*conds).order_by(r.c.run_id.desc()).limit(limit).offset(offset)
+                sa.select(*cols)
+                .where(*conds)
+                .order_by(r.c.run_id.desc())
+                .limit(limit)
+                .offset(offset)
             ).all()
         items = pd.DataFrame([dict(row._mapping) for row in rows], columns=[c.name for c in cols])
         return Page(items, int(total or 0), limit, offset)
@@ -336,7 +344,9 @@ class Store(CrossvalStoreMixin):
         r, u = schema.runs, schema.uploads
         with self.engine.connect() as conn:
             row = conn.execute(
-                sa.select(r, u.c.filename, u.c.sha256, u.c.size_bytes, u.c.uploaded_at, u.c.uploaded_by)
+                sa.select(
+                    r, u.c.filename, u.c.sha256, u.c.size_bytes, u.c.uploaded_at, u.c.uploaded_by
+                )
                 .join(u, u.c.upload_id == r.c.upload_id)
                 .where(r.c.run_id == run_id)
             ).first()
@@ -462,7 +472,7 @@ class Store(CrossvalStoreMixin):
             run_where.append(f'"run_id" IN ({", ".join("?" for _ in ids)})')
             run_params.extend(ids)
         if success_only:
-            cand_where.append("\"status\" = 'success' AND \"score_ms\" IS NOT NULL")
+            cand_where.append('"status" = \'success\' AND "score_ms" IS NOT NULL')
         # Two reads joined here instead of one SQL join: the run facts are the same for
         # every candidate of a run, so they are read once per run and repeated by
         # position (for a 1M-row cell this halves the database's share of the read).
@@ -478,10 +488,15 @@ class Store(CrossvalStoreMixin):
         text_runs = [x for x in C.RUN_COLUMNS if x in _TEXT_COLUMNS]
         text_cands = [x for x in cand_cols if x in _TEXT_COLUMNS]
         with self.engine.connect() as conn:
-            runs = dialects.read_frame(conn, run_sql, run_params,
-                                       categorical=text_runs if categorical else ())
-            cands = dialects.read_frame(conn, cand_sql, [*run_params, *cand_params],
-                                        categorical=text_cands if categorical else ())
+            runs = dialects.read_frame(
+                conn, run_sql, run_params, categorical=text_runs if categorical else ()
+            )
+            cands = dialects.read_frame(
+                conn,
+                cand_sql,
+                [*run_params, *cand_params],
+                categorical=text_cands if categorical else (),
+            )
         return _join_runs(runs, cands, cand_cols)
 
     def coverage(self) -> pd.DataFrame:
@@ -556,7 +571,9 @@ class Store(CrossvalStoreMixin):
                 raise NotFound("token", name_or_id)
             if row[1] is None:
                 conn.execute(
-                    t.update().where(t.c.token_id == row[0]).values(revoked_at=dt.datetime.now(dt.UTC))
+                    t.update()
+                    .where(t.c.token_id == row[0])
+                    .values(revoked_at=dt.datetime.now(dt.UTC))
                 )
         return self._token(int(row[0]))
 
@@ -574,9 +591,20 @@ class Store(CrossvalStoreMixin):
 # Run facts that identify what was measured; upload annotations (notes, CI URL,
 # filename) do not change the identity of a run.
 _IDENTITY_RUN_KEYS = (
-    C.SOURCE_FORMAT, C.MODEL, C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE, C.INTERMEDIATE_SIZE,
-    C.QUANT, C.HARDWARE, C.WORLD_SIZE, C.TRTLLM_VERSION, C.TRTLLM_COMMIT, "device_name",
-    "environment_json", "model_json",
+    C.SOURCE_FORMAT,
+    C.MODEL,
+    C.NUM_EXPERTS,
+    C.TOP_K,
+    C.HIDDEN_SIZE,
+    C.INTERMEDIATE_SIZE,
+    C.QUANT,
+    C.HARDWARE,
+    C.WORLD_SIZE,
+    C.TRTLLM_VERSION,
+    C.TRTLLM_COMMIT,
+    "device_name",
+    "environment_json",
+    "model_json",
 )
 
 
@@ -590,9 +618,8 @@ def sweep_fingerprint(sweep: Sweep) -> str:
     frame = sweep.candidates
     for name in C.CANDIDATE_COLUMNS:
         col = frame[name]
-        if name in C.INT_COLUMNS:
-            col = pd.to_numeric(col, errors="coerce").astype("Float64")
-        elif name in C.FLOAT_COLUMNS:
+        if name in C.INT_COLUMNS or name in C.FLOAT_COLUMNS:
+            # one numeric dtype for both, so 4 and 4.0 hash alike across parsers
             col = pd.to_numeric(col, errors="coerce").astype("Float64")
         elif name in C.BOOL_COLUMNS:
             col = col.astype("boolean")
@@ -620,8 +647,7 @@ def _join_runs(runs: pd.DataFrame, cands: pd.DataFrame, cand_cols: list[str]) ->
         elif col in _TEXT_COLUMNS and values.dtype != object and values.isna().all():
             # as a direct read: a text column with no value at all is object/None
             none = np.full(len(values), None, dtype=object)
-            values = pd.Categorical(none) if isinstance(values.dtype, pd.CategoricalDtype) \
-                else none
+            values = pd.Categorical(none) if isinstance(values.dtype, pd.CategoricalDtype) else none
         out[col] = values
     for col in cand_cols:
         out[col] = cands[col].array

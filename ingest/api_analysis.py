@@ -72,7 +72,9 @@ class Scope(BaseModel):
 
 def _frame(store: Store, scope: Scope, success_only: bool = True) -> pd.DataFrame:
     df = store.candidate_frame(
-        run_ids=scope.run_id, filters=scope.filters(), success_only=success_only,
+        run_ids=scope.run_id,
+        filters=scope.filters(),
+        success_only=success_only,
         columns=[c for c in C.CANDIDATE_COLUMNS if c not in (C.PER_RANK_JSON, C.EXTRA_JSON)],
     )
     return add_derived(df) if not df.empty else df
@@ -111,19 +113,39 @@ def pareto(
 ) -> Response:
     df = _frame(store, scope)
     group = [C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE, C.PHASE]
-    front = pareto_frontier(
-        df, x=x, y=C.TOKENS_PER_S_PER_GPU, minimize_x=x == C.SCORE_MS, maximize_y=True,
-        group_cols=group,
-    ) if not df.empty else df
+    front = (
+        pareto_frontier(
+            df,
+            x=x,
+            y=C.TOKENS_PER_S_PER_GPU,
+            minimize_x=x == C.SCORE_MS,
+            maximize_y=True,
+            group_cols=group,
+        )
+        if not df.empty
+        else df
+    )
     cols = [
-        *group, x, C.TOKENS_PER_S_PER_GPU, C.SCORE_MS, C.NUM_TOKENS, C.ACTIVATED_TOKENS_PER_RANK,
-        C.BACKEND, C.COMM, C.PARALLEL_MODE, C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.CUDA_GRAPH,
-        C.RUN_ID, C.CANDIDATE_INDEX,
+        *group,
+        x,
+        C.TOKENS_PER_S_PER_GPU,
+        C.SCORE_MS,
+        C.NUM_TOKENS,
+        C.ACTIVATED_TOKENS_PER_RANK,
+        C.BACKEND,
+        C.COMM,
+        C.PARALLEL_MODE,
+        C.MOE_EP_SIZE,
+        C.MOE_TP_SIZE,
+        C.CUDA_GRAPH,
+        C.RUN_ID,
+        C.CANDIDATE_INDEX,
     ]
     cols = list(dict.fromkeys(cols))
     out = front[cols] if not front.empty else pd.DataFrame(columns=cols)
-    return _table(out, format, "pareto", {"x": x, "y": C.TOKENS_PER_S_PER_GPU,
-                                          "provenance": _provenance(df)})
+    return _table(
+        out, format, "pareto", {"x": x, "y": C.TOKENS_PER_S_PER_GPU, "provenance": _provenance(df)}
+    )
 
 
 @router.get("/best", summary="Best configuration per workload with runner-up, margin, tie flag")
@@ -137,8 +159,9 @@ def best(
     table = best_by_workload(df, grouping=grouping) if not df.empty else pd.DataFrame()
     if not table.empty and grouping == "dashboard":
         table = _with_axes(table, df)
-    return _table(table, format, f"best_{grouping}", {"grouping": grouping,
-                                                      "provenance": _provenance(df)})
+    return _table(
+        table, format, f"best_{grouping}", {"grouping": grouping, "provenance": _provenance(df)}
+    )
 
 
 def _with_axes(table: pd.DataFrame, df: pd.DataFrame) -> pd.DataFrame:
@@ -159,7 +182,9 @@ class DeploymentQuery(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     hardware: str = Field(..., max_length=32, description="GB300, B300, H200 …")
-    quant: str = Field(..., max_length=64, description="NVFP4, W4A8_MXFP4_MXFP8, FP8_BLOCK_SCALES …")
+    quant: str = Field(
+        ..., max_length=64, description="NVFP4, W4A8_MXFP4_MXFP8, FP8_BLOCK_SCALES …"
+    )
     world_size: int = Field(..., ge=1, le=100000)
     attention: Attention = "dp"
     phase: Phase = "decode"
@@ -184,11 +209,27 @@ def _shape(store: Store, q: DeploymentQuery) -> tuple[int, int, int]:
         spec = MODELS.get(q.model)
         if spec is not None:
             return spec.num_experts, spec.top_k, spec.hidden_size
-        raise HTTPException(422, [{"loc": ["query", "model"], "type": "unknown",
-                                   "msg": f"unknown model {q.model!r}: no stored runs and not in "
-                                   "the built-in table; give num_experts, top_k and hidden_size"}])
-    raise HTTPException(422, [{"loc": ["query", "model"], "type": "missing",
-                               "msg": "give model, or num_experts + top_k + hidden_size"}])
+        raise HTTPException(
+            422,
+            [
+                {
+                    "loc": ["query", "model"],
+                    "type": "unknown",
+                    "msg": f"unknown model {q.model!r}: no stored runs and not in "
+                    "the built-in table; give num_experts, top_k and hidden_size",
+                }
+            ],
+        )
+    raise HTTPException(
+        422,
+        [
+            {
+                "loc": ["query", "model"],
+                "type": "missing",
+                "msg": "give model, or num_experts + top_k + hidden_size",
+            }
+        ],
+    )
 
 
 _derived_cache: dict[tuple[int, int], tuple[GuideCheck, Thresholds]] = {}
@@ -216,9 +257,16 @@ def _derived(store: Store) -> tuple[GuideCheck, Thresholds]:
 def _deployment(store: Store, q: DeploymentQuery) -> Deployment:
     experts, top_k, hidden = _shape(store, q)
     return Deployment(
-        hardware=q.hardware.upper(), num_experts=experts, top_k=top_k, hidden_size=hidden,
-        quant=q.quant, world_size=q.world_size, attention_dp=q.attention == "dp",
-        cuda_graph=q.phase == "decode", num_tokens=q.num_tokens, model=q.model,
+        hardware=q.hardware.upper(),
+        num_experts=experts,
+        top_k=top_k,
+        hidden_size=hidden,
+        quant=q.quant,
+        world_size=q.world_size,
+        attention_dp=q.attention == "dp",
+        cuda_graph=q.phase == "decode",
+        num_tokens=q.num_tokens,
+        model=q.model,
     )
 
 
@@ -238,8 +286,11 @@ def _rec_json(rec: Recommendation) -> dict[str, Any]:
         "notes": list(rec.notes),
         "path": [
             {
-                "step": s.step, "question": s.question, "answer": s.answer,
-                "threshold_name": s.threshold_name, "threshold_value": s.threshold_value,
+                "step": s.step,
+                "question": s.question,
+                "answer": s.answer,
+                "threshold_name": s.threshold_name,
+                "threshold_value": s.threshold_value,
                 "observed": s.observed,
             }
             for s in rec.path
@@ -273,17 +324,25 @@ def recommendation(
             "runner_up_score_ms": pick.runner_up_score_ms,
             "margin_pct": pick.margin_pct,
             "n_candidates": pick.n_candidates,
-            "provenance": {"run_ids": list(pick.run_ids),
-                           "trtllm_versions": list(pick.trtllm_versions)},
+            "provenance": {
+                "run_ids": list(pick.run_ids),
+                "trtllm_versions": list(pick.trtllm_versions),
+            },
             "agrees_with_tree": pick.recommendation.backend == tree.backend,
         }
-    return FastJSONResponse({
-        "deployment": {**q.model_dump(), "num_experts": dep.num_experts, "top_k": dep.top_k,
-                       "hidden_size": dep.hidden_size},
-        "thresholds": q.thresholds,
-        "tree": _rec_json(tree),
-        "measured": data,
-    })
+    return FastJSONResponse(
+        {
+            "deployment": {
+                **q.model_dump(),
+                "num_experts": dep.num_experts,
+                "top_k": dep.top_k,
+                "hidden_size": dep.hidden_size,
+            },
+            "thresholds": q.thresholds,
+            "tree": _rec_json(tree),
+            "measured": data,
+        }
+    )
 
 
 @router.get("/export", summary="Recommended config as trtllm-serve YAML or the env line")
@@ -297,9 +356,17 @@ def export(
     if source == "measured":
         pick = _measured(store, dep, q)
         if pick is None:
-            raise HTTPException(404, [{"loc": ["query", "source"], "type": "no_data",
-                                       "msg": "no measured candidates for this deployment; "
-                                       "give model and check hardware/quant/world_size"}])
+            raise HTTPException(
+                404,
+                [
+                    {
+                        "loc": ["query", "source"],
+                        "type": "no_data",
+                        "msg": "no measured candidates for this deployment; "
+                        "give model and check hardware/quant/world_size",
+                    }
+                ],
+            )
         rec = pick.recommendation
         prov = Provenance(
             run_ids=pick.run_ids,
@@ -346,5 +413,6 @@ def agreement(
     th = _derived(store)[1] if thresholds == "derived" else None
     rows, summary = agreement_report(df, th)
     out = rows if detail else summary
-    return _table(out, format, "agreement_detail" if detail else "agreement",
-                  {"provenance": _provenance(df)})
+    return _table(
+        out, format, "agreement_detail" if detail else "agreement", {"provenance": _provenance(df)}
+    )

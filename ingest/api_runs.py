@@ -46,7 +46,9 @@ class UploadMetaIn(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     hardware: str | None = Field(
-        None, max_length=32, pattern=_LABEL,
+        None,
+        max_length=32,
+        pattern=_LABEL,
         description="System label: GB200, GB300, B200, B300, H100, H200 … "
         "(inferred from environment.device_name when unambiguous)",
     )
@@ -108,7 +110,9 @@ async def _read_upload(
         ) as form:
             upload = form.get("file")
             if not isinstance(upload, UploadFile):
-                raise error(422, ["form", "file"], "a file part named 'file' is required", "missing")
+                raise error(
+                    422, ["form", "file"], "a file part named 'file' is required", "missing"
+                )
             fields = {k: v for k, v in form.items() if k != "file" and isinstance(v, str) and v}
             raw = await upload.read()
             filename = upload.filename

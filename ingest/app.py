@@ -3,7 +3,7 @@ dashboard mounted at / and ``static/`` at /static, all in one process."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -53,8 +53,12 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     owned = store is None
     store = store or open_store(settings.database_url, upgrade=settings.migrate_on_start)
 
+    on_start: list[Callable[[], object]] = []  # run once the server starts
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        for hook in on_start:
+            hook()
         yield
         if owned:
             store.close()
@@ -105,11 +109,13 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     if settings.enable_dashboard:
-        _mount_dashboard(app, store, settings)
+        _mount_dashboard(app, store, settings, on_start)
     return app
 
 
-def _mount_dashboard(app: FastAPI, store: Store, settings: Settings) -> None:
+def _mount_dashboard(
+    app: FastAPI, store: Store, settings: Settings, on_start: list[Callable[[], object]]
+) -> None:
     try:
         from dashboard.app import create_dash
     except ImportError:
@@ -120,3 +126,7 @@ def _mount_dashboard(app: FastAPI, store: Store, settings: Settings) -> None:
     # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
     # stalls the event loop serving the API (measured in stack-notes).
     app.mount("/", WSGIMiddleware(dash_app.server))  # type: ignore[arg-type]
+    if settings.warm_cache:  # a daemon thread: serving starts at once
+        from dashboard.app import start_warm_cache
+
+        on_start.append(lambda: start_warm_cache(dash_app.server.config["MOEDASH_DATA"]))

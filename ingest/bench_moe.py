@@ -32,21 +32,11 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
-import datetime
-import gc
 import math
-import os
-import pickle
-import re
-from collections import Counter
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
-import numpy as np
 import orjson
-import pandas as pd
-import pyarrow as pa
-import pydantic_core
 
 from analysis import columns as C
 from db.records import Sweep, UploadMeta
@@ -54,14 +44,23 @@ from ingest import legacy
 from ingest.comm import resolve_comm
 from ingest.errors import InputError, UnsupportedFormat
 from ingest.failures import categorize
-from ingest.hardware import infer_hardware, normalize_hardware_label
+from ingest.fields import (
+    Warnings,
+    _shown,
+    candidate_frame,
+    check_text,
+    expect_int,
+    json_type,
+    run_meta_fields,
+)
+from ingest.forked import parse_forked, worker_count
+from ingest.hardware import infer_hardware
 from ingest.lenient_json import (
     SPLIT_MARKER,
     LenientDocument,
     dumps,
     gc_paused,
     load_document,
-    split_top_array,
 )
 from ingest.parallel import ParallelModeError, attn_family, normalize_mode, resolve_layout
 
@@ -105,7 +104,6 @@ _STATUSES = frozenset(("success", "skipped", "failed"))
 _EMPTY: dict[str, Any] = {}
 _MISSING: Any = object()
 _LEGACY_ROW_KEYS = frozenset(("latency_us", "phase_times_us", "overlap_us"))
-PARALLEL_MIN_BYTES = 64 << 20
 RowFlattener = Callable[["_Rows"], list[tuple[Any, ...]]]
 _DEFAULT_BLOCKS: tuple[tuple[str, Any], ...] = (
     ("kernel_breakdown", {"moe_forward_kernels": [], "other_kernels": []}),
@@ -124,7 +122,7 @@ def parse_bench_moe(raw: bytes, meta: UploadMeta, *, workers: int | None = None)
     processes (see :func:`parse_forked`); None means one per CPU (at most 4),
     1 disables it. The result is identical either way.
     """
-    count = _worker_count(workers, len(raw))
+    count = worker_count(workers, len(raw))
     if count > 1:
         sweeps = parse_forked(raw, meta, count)
         if sweeps is not None:
@@ -683,12 +681,6 @@ def dispatch_label(
     return comm if expert in ("balanced", "") else f"{comm};expert={expert}"
 
 
-def _shown(value: Any) -> str:
-    """A short printable form of a value for an error message."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _upper(value: Any) -> str | None:
     return value.strip().upper() if isinstance(value, str) else None
 
@@ -699,282 +691,3 @@ def _non_default(block: Any) -> bool:
     if isinstance(block, list):
         return bool(block)
     return block is not None
-
-
-# --- helpers shared with ingest.nvidia_dashboard ------------------------------------
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_EXCEPT_WHITESPACE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:;,=+ -]{0,63}$")
-MAX_NOTES_LENGTH = 10_000
-_TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)  # what pandas 3 calls "str"
-
-
-def json_type(value: Any) -> str:
-    """The JSON name of a parsed value's type (for error messages)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def check_text(value: Any, field: str, max_length: int) -> str | None:
-    """A single-line string of at most ``max_length`` characters, or None."""
-    if value is None:
-        return None
-    if type(value) is not str:
-        raise InputError(field, f"expected a string or null, got {json_type(value)}")
-    if len(value) > max_length:
-        raise InputError(field, f"longer than {max_length} characters")
-    if _CONTROL.search(value):
-        raise InputError(field, "contains control characters")
-    return value
-
-
-def expect_int(value: Any, field: str, minimum: int | None = None) -> int | None:
-    """An integer (not a boolean, within ±2**62, ≥ ``minimum``) or None."""
-    if value is None:
-        return None
-    if type(value) is not int:
-        raise InputError(field, f"expected an integer, got {json_type(value)}")
-    if not -(1 << 62) < value < 1 << 62:
-        raise InputError(field, f"{_shown(value)} is out of range")
-    if minimum is not None and value < minimum:
-        raise InputError(field, f"must be ≥ {minimum}, got {value}")
-    return value
-
-
-class Warnings:
-    """Parser warnings, each distinct text kept once with a count."""
-
-    def __init__(self) -> None:
-        self._counts: Counter[str] = Counter()
-
-    def add(self, text: str, count: int = 1) -> None:
-        self._counts[text] += count
-
-    def counts(self) -> dict[str, int]:
-        return dict(self._counts)
-
-    def __contains__(self, text: str) -> bool:
-        return text in self._counts
-
-    def to_json(self) -> str:
-        """JSON list of strings; "(N times)" is appended to repeated warnings."""
-        items = [t if n == 1 else f"{t} ({n} times)" for t, n in self._counts.items()]
-        return orjson.dumps(items).decode()
-
-
-def run_meta_fields(meta: UploadMeta) -> dict[str, Any]:
-    """Validated, normalised upload metadata (InputError names the meta field).
-
-    ``hardware`` is canonicalised (see ``normalize_hardware_label``); ``run_date`` must
-    be an ISO date YYYY-MM-DD; ``ci_url`` an http(s) URL; ``notes`` free text up to
-    10,000 characters (newlines and tabs allowed, other control characters not; HTML
-    or SQL is kept verbatim - whoever renders it must escape it).
-    """
-    hardware = None
-    if meta.hardware is not None and meta.hardware != "":
-        hardware = normalize_hardware_label(meta.hardware, "hardware")
-    run_date = None
-    if meta.run_date:
-        text = check_text(meta.run_date, "run_date", 10)
-        try:
-            run_date = datetime.date.fromisoformat(text or "").isoformat()
-        except ValueError:
-            raise InputError("run_date", f"expected an ISO date YYYY-MM-DD, got {text!r}") from None
-        if run_date != text:
-            raise InputError("run_date", f"expected an ISO date YYYY-MM-DD, got {text!r}")
-    ci_url = check_text(meta.ci_url or None, "ci_url", 2048)
-    if ci_url is not None and (
-        not re.match(r"^https?://[^\s/]+", ci_url) or any(c.isspace() for c in ci_url)
-    ):
-        raise InputError("ci_url", "expected an http(s) URL")
-    notes = meta.notes or None
-    if notes is not None:
-        if type(notes) is not str:
-            raise InputError("notes", f"expected a string, got {json_type(notes)}")
-        if len(notes) > MAX_NOTES_LENGTH:
-            raise InputError("notes", f"longer than {MAX_NOTES_LENGTH} characters")
-        if _CONTROL_EXCEPT_WHITESPACE.search(notes):
-            raise InputError("notes", "contains control characters")
-    dispatch = check_text(meta.dispatch or None, "dispatch", 64)
-    if dispatch is not None and not _LABEL.match(dispatch):
-        raise InputError("dispatch", "expected a short label (letters, digits, _.:;,=+-)")
-    if not isinstance(meta.synthetic, bool):
-        raise InputError("synthetic", f"expected a boolean, got {json_type(meta.synthetic)}")
-    return {
-        "hardware": hardware,
-        "trtllm_version": check_text(meta.trtllm_version or None, "trtllm_version", 64),
-        "trtllm_commit": check_text(meta.trtllm_commit or None, "trtllm_commit", 64),
-        "run_date": run_date,
-        "ci_url": ci_url,
-        "notes": notes,
-        "dispatch": dispatch,
-        "synthetic": meta.synthetic,
-    }
-
-
-def candidate_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
-    """A candidate frame from row tuples in ``CANDIDATE_COLUMNS`` order.
-
-    Integer columns are nullable ``Int64``, float columns ``float64`` (null → NaN),
-    boolean columns nullable ``boolean``, text columns pandas' ``str`` dtype (missing =
-    NaN, as pandas 3 does for text).
-    """
-    names = C.CANDIDATE_COLUMNS
-    # all tuples have len(names) items by construction; zip(strict=True) is 15x slower here
-    transposed = list(zip(*rows, strict=False)) if rows else [() for _ in names]
-    data: dict[str, Any] = {}
-    for name, values in zip(names, transposed, strict=True):
-        if name in C.INT_COLUMNS:
-            data[name] = pd.array(list(values), dtype="Int64")
-        elif name in C.FLOAT_COLUMNS:
-            data[name] = np.array(values, dtype=np.float64)
-        elif name in C.BOOL_COLUMNS:
-            data[name] = pd.array(list(values), dtype="boolean")
-        else:
-            # via Arrow: 10x faster than pd.array(..., dtype="str") for 100k rows
-            data[name] = pd.Series(pa.array(values, type=pa.large_string()), dtype=_TEXT_DTYPE)
-    return pd.DataFrame(data, columns=list(names))
-
-
-# --- parallel parsing of big reports (fork) ---------------------------------------------
-
-
-class _Fallback(Exception):
-    """The parallel path cannot decide; parse sequentially instead."""
-
-
-def _worker_count(workers: int | None, size: int) -> int:
-    if size < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):
-        return 1
-    if workers is None:
-        workers = min(os.cpu_count() or 1, 4)
-    return max(1, workers)
-
-
-def parse_forked(raw: bytes, meta: UploadMeta, workers: int) -> list[Sweep] | None:
-    """Parse a big report with ``workers`` forked processes; None → parse sequentially.
-
-    Why: parsing is CPU-bound (building ~300 Python objects per row dominates), and a
-    forked child can also exit without freeing its objects. How: the ``results`` array
-    is cut at element boundaries by byte search (:func:`split_top_array`), the parent
-    parses the rest of the document (model, environment, rankings...), each child parses
-    and flattens one run of rows and sends back the row tuples (pickle over a pipe).
-    Correctness does not rest on the byte search: the skeleton and every chunk must
-    parse (which proves the cut), else we return None. A child that meets invalid JSON
-    also makes us return None, so the sequential parser produces the exact message;
-    a child's InputError is re-raised with its row index made global. The children only
-    run Python, jiter and orjson code (no threads, no database, no pandas) and leave
-    with ``os._exit``, so forking from a threaded server is safe for them.
-    """
-    split = split_top_array(raw, "results", workers)
-    if split is None:
-        return None
-    skeleton, spans = split
-    try:
-        doc = load_document(skeleton)
-    except InputError:
-        return None
-    if not isinstance(doc.value, dict) or doc.value.get("results") != [SPLIT_MARKER]:
-        return None
-    tokens = raw.count(b"Infinity") + raw.count(b"NaN")
-    if tokens != skeleton.count(b"Infinity") + skeleton.count(b"NaN"):
-        # non-finite floats may sit in the rows: children must use the safe writer
-        known = doc.nonfinite_keys
-        doc = LenientDocument(doc.value, None if known is None else known | {"results"})
-    try:
-        return parse_bench_moe_document(doc, meta, flatten=_ForkedRows(raw, spans))
-    except _Fallback:
-        return None
-
-
-class _ForkedRows:
-    def __init__(self, raw: bytes, spans: list[tuple[int, int]]) -> None:
-        self.raw = raw
-        self.spans = spans
-
-    def __call__(self, rows: _Rows) -> list[tuple[Any, ...]]:
-        children: list[tuple[int, int]] = []
-        unread: set[int] = set()
-        payloads: list[Any] = []
-        try:
-            for start, end in self.spans:
-                read_fd, write_fd = os.pipe()
-                pid = os.fork()
-                if pid == 0:  # child: copies its chunk itself, in parallel with the others
-                    os.close(read_fd)
-                    _child_main(b"[" + self.raw[start:end] + b"]", rows, write_fd)
-                os.close(write_fd)
-                children.append((pid, read_fd))
-                unread.add(read_fd)
-            for _, read_fd in children:
-                unread.discard(read_fd)
-                with os.fdopen(read_fd, "rb") as pipe:
-                    data = pipe.read()
-                payloads.append(pickle.loads(data) if data else ("crash", "no output"))
-        finally:
-            for read_fd in unread:  # a child blocked on a full pipe must not hang us
-                os.close(read_fd)
-            for pid, _ in children:
-                os.waitpid(pid, 0)
-        out: list[tuple[Any, ...]] = []
-        for payload in payloads:
-            kind = payload[0]
-            if kind == "input_error":
-                _, field, problem, status, unsupported = payload
-                match = _RESULTS_INDEX.match(field)
-                if match is not None:
-                    index = int(match.group(1)) + len(out)
-                    field = f"results[{index}]{field[match.end() :]}"
-                if unsupported:
-                    raise UnsupportedFormat(problem, field, status)
-                raise InputError(field, problem, status)
-            if kind != "ok":
-                raise _Fallback(str(payload[1:]))
-            tuples, state = payload[1], payload[2]
-            offset = len(out)
-            out += tuples if offset == 0 else [(t[0] + offset, *t[1:]) for t in tuples]
-            rows.merge(state)
-        return out
-
-
-_RESULTS_INDEX = re.compile(r"^results\[(\d+)\]")
-
-
-def _child_main(array: bytes, rows: _Rows, write_fd: int) -> NoReturn:
-    """Runs in a forked child: parse one JSON array of rows, flatten it, pickle the
-    outcome into ``write_fd``, exit without returning."""
-    code = 0
-    try:
-        payload: tuple[Any, ...]
-        try:
-            gc.disable()
-            baseline = rows.warnings.counts()  # run-level warnings the parent already has
-            items = pydantic_core.from_json(array, allow_inf_nan=True, cache_strings="all")
-            tuples = [rows.flatten(i, row) for i, row in enumerate(items)]
-            counts, labels, saw_timing = rows.state()
-            new = {t: n - baseline.get(t, 0) for t, n in counts.items() if n > baseline.get(t, 0)}
-            payload = ("ok", tuples, (new, labels, saw_timing))
-        except InputError as exc:
-            unsupported = isinstance(exc, UnsupportedFormat)
-            payload = ("input_error", exc.field, exc.problem, exc.status, unsupported)
-        except ValueError as exc:
-            payload = ("json_error", str(exc)[:200])
-        data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-        with os.fdopen(write_fd, "wb") as pipe:
-            pipe.write(data)
-    except BaseException:
-        code = 1
-    finally:
-        os._exit(code)

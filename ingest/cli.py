@@ -299,7 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def db_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--db", help="database URL (default: $MOEDASH_DATABASE_URL or the DuckDB file)")
+        p.add_argument(
+            "--db", help="database URL (default: $MOEDASH_DATABASE_URL or the DuckDB file)"
+        )
 
     p = sub.add_parser("serve", help="serve the API and dashboard")
     db_arg(p)

@@ -53,16 +53,16 @@ def upload_file(
     """POST one file to ``{url}/api/v1/runs``; return the JSON answer."""
     body = path.read_bytes()
     params = {
-        k: v
-        for k, v in dataclasses.asdict(meta).items()
-        if v is not None and k != "synthetic"
+        k: v for k, v in dataclasses.asdict(meta).items() if v is not None and k != "synthetic"
     }
     endpoint = url.rstrip("/") + "/api/v1/runs"
     headers = {"Authorization": f"Bearer {token}", "Content-Type": _content_type(path)}
     last = ""
     for attempt in range(retries + 1):
         try:
-            resp = httpx.post(endpoint, content=body, params=params, headers=headers, timeout=timeout)
+            resp = httpx.post(
+                endpoint, content=body, params=params, headers=headers, timeout=timeout
+            )
         except httpx.HTTPError as exc:
             last = f"{type(exc).__name__}: {exc}"
         else:

@@ -31,16 +31,16 @@ import orjson
 
 from analysis import columns as C
 from db.records import Sweep, UploadMeta
-from ingest.bench_moe import (
+from ingest.comm import resolve_comm
+from ingest.errors import InputError
+from ingest.failures import categorize
+from ingest.fields import (
     Warnings,
     candidate_frame,
     check_text,
     json_type,
     run_meta_fields,
 )
-from ingest.comm import resolve_comm
-from ingest.errors import InputError
-from ingest.failures import categorize
 from ingest.hardware import normalize_hardware_label
 from ingest.lenient_json import decode_text, dumps, load_document
 from ingest.parallel import ParallelModeError, attn_family, normalize_mode, resolve_parallel_mode

@@ -21,7 +21,9 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address `moedash serve` listens on.")
     port: int = Field(8050, ge=1, le=65535, description="Port `moedash serve` listens on.")
     max_upload_bytes: int = Field(
-        512 * 1024 * 1024, ge=1024, description="Largest accepted upload body, in bytes (413 above)."
+        512 * 1024 * 1024,
+        ge=1024,
+        description="Largest accepted upload body, in bytes (413 above).",
     )
     read_requires_token: bool = Field(
         False, description="When true, reads (GET) also need a valid bearer token."
@@ -29,7 +31,14 @@ class Settings(BaseSettings):
     demo_on_empty: bool = Field(
         True, description="`moedash serve` loads the synthetic demo dataset into an empty database."
     )
-    enable_dashboard: bool = Field(True, description="Mount the Dash UI at / (the API is always on).")
+    enable_dashboard: bool = Field(
+        True, description="Mount the Dash UI at / (the API is always on)."
+    )
+    warm_cache: bool = Field(
+        True,
+        description="After start, load the dashboard's cells (frames, default Pareto "
+        "view, best tables) in a background thread so first visits find them cached.",
+    )
     migrate_on_start: bool = Field(
         True, description="Create/upgrade the schema when the app starts."
     )

@@ -40,7 +40,9 @@ def running_server(
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"server exited early:\n{proc.stdout.read() if proc.stdout else ''}")
+                raise RuntimeError(
+                    f"server exited early:\n{proc.stdout.read() if proc.stdout else ''}"
+                )
             try:
                 if httpx.get(f"{base}/api/v1/health", timeout=2).status_code == 200:
                     break

@@ -133,7 +133,9 @@ def test_auth_errors(client: TestClient, store: Store, upload_token: str) -> Non
     assert post_example(client, upload_token).status_code == 401
 
 
-def test_admin_delete(client: TestClient, upload_token: str, admin_token: str, store: Store) -> None:
+def test_admin_delete(
+    client: TestClient, upload_token: str, admin_token: str, store: Store
+) -> None:
     run_id = post_example(client, upload_token).json()["runs"][0]["run_id"]
     assert client.delete(f"/api/v1/runs/{run_id}", headers=auth(admin_token)).status_code == 204
     assert client.get(f"/api/v1/runs/{run_id}").status_code == 404

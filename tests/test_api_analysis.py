@@ -32,25 +32,34 @@ def client(db_url: str, store: Store) -> Iterator[TestClient]:
 
 
 def test_pareto_points_are_non_dominated_and_carry_recipes(client: TestClient) -> None:
-    body = client.get("/api/v1/pareto", params={"model": "deepseek_v4_pro", "phase": "decode",
-                                                "world_size": 8}).json()
+    body = client.get(
+        "/api/v1/pareto", params={"model": "deepseek_v4_pro", "phase": "decode", "world_size": 8}
+    ).json()
     items = body["items"]
     assert items and body["provenance"]["n_candidates"] > len(items)
     assert body["provenance"]["synthetic"] is True
     for p in items:
         assert p["backend"] and p["parallel_mode"] and p["cuda_graph"] is True
         for q in items:
-            dominated = (q["score_ms"] <= p["score_ms"] and
-                         q["tokens_per_s_per_gpu"] >= p["tokens_per_s_per_gpu"] and
-                         (q["score_ms"], q["tokens_per_s_per_gpu"]) !=
-                         (p["score_ms"], p["tokens_per_s_per_gpu"]))
+            dominated = (
+                q["score_ms"] <= p["score_ms"]
+                and q["tokens_per_s_per_gpu"] >= p["tokens_per_s_per_gpu"]
+                and (q["score_ms"], q["tokens_per_s_per_gpu"])
+                != (p["score_ms"], p["tokens_per_s_per_gpu"])
+            )
             assert not dominated
 
 
 def test_best_both_groupings_and_csv(client: TestClient) -> None:
     dash = client.get("/api/v1/best", params={"grouping": "dashboard"}).json()["items"]
-    assert dash and {"best_backend", "runner_up_backend", "margin_pct", "is_tie",
-                     "activated_tokens_per_rank", "dispatch_kb"} <= set(dash[0])
+    assert dash and {
+        "best_backend",
+        "runner_up_backend",
+        "margin_pct",
+        "is_tie",
+        "activated_tokens_per_rank",
+        "dispatch_kb",
+    } <= set(dash[0])
     for row in dash:
         if row["runner_up_score_ms"] is not None:
             assert row["best_score_ms"] <= row["runner_up_score_ms"]
@@ -62,8 +71,15 @@ def test_best_both_groupings_and_csv(client: TestClient) -> None:
 
 
 def test_recommendation_tree_and_measured(client: TestClient) -> None:
-    params = {"hardware": "GB300", "quant": "NVFP4", "world_size": 8, "attention": "dp",
-              "phase": "decode", "num_tokens": 100, "model": "deepseek_v4_pro"}
+    params = {
+        "hardware": "GB300",
+        "quant": "NVFP4",
+        "world_size": 8,
+        "attention": "dp",
+        "phase": "decode",
+        "num_tokens": 100,
+        "model": "deepseek_v4_pro",
+    }
     body = client.get("/api/v1/recommendation", params=params).json()
     assert body["tree"]["backend"] == "TRTLLM"  # ws <= 8, 100*6/8 = 75 <= 512, graph on
     assert [s["step"] for s in body["tree"]["path"]][:2] == ["STEP1", "STEP2"]
@@ -75,8 +91,15 @@ def test_recommendation_tree_and_measured(client: TestClient) -> None:
 
 
 def test_export_yaml_env_and_measured(client: TestClient) -> None:
-    params = {"hardware": "B300", "quant": "NVFP4", "world_size": 16, "attention": "dp",
-              "phase": "decode", "num_tokens": 64, "model": "deepseek_v4_pro"}
+    params = {
+        "hardware": "B300",
+        "quant": "NVFP4",
+        "world_size": 16,
+        "attention": "dp",
+        "phase": "decode",
+        "num_tokens": 64,
+        "model": "deepseek_v4_pro",
+    }
     text = client.get("/api/v1/export", params=params).text
     cfg = yaml.safe_load(text)
     assert text.startswith("# moedash")
@@ -107,11 +130,34 @@ def test_thresholds_and_agreement(client: TestClient) -> None:
         ("/api/v1/pareto", {"phase": "both"}, "phase"),
         ("/api/v1/best", {"grouping": "x"}, "grouping"),
         ("/api/v1/best", {"world_size": 0}, "world_size"),
-        ("/api/v1/recommendation", {"hardware": "GB300", "quant": "NVFP4", "world_size": 8}, "num_tokens"),
-        ("/api/v1/recommendation", {"hardware": "GB300", "quant": "NVFP4", "world_size": 8,
-                                    "num_tokens": 8, "model": "nope"}, "model"),
-        ("/api/v1/export", {"hardware": "GB300", "quant": "NVFP4", "world_size": 8,
-                            "num_tokens": 8, "model": "deepseek_v4_pro", "format": "xml"}, "format"),
+        (
+            "/api/v1/recommendation",
+            {"hardware": "GB300", "quant": "NVFP4", "world_size": 8},
+            "num_tokens",
+        ),
+        (
+            "/api/v1/recommendation",
+            {
+                "hardware": "GB300",
+                "quant": "NVFP4",
+                "world_size": 8,
+                "num_tokens": 8,
+                "model": "nope",
+            },
+            "model",
+        ),
+        (
+            "/api/v1/export",
+            {
+                "hardware": "GB300",
+                "quant": "NVFP4",
+                "world_size": 8,
+                "num_tokens": 8,
+                "model": "deepseek_v4_pro",
+                "format": "xml",
+            },
+            "format",
+        ),
         ("/api/v1/agreement", {"attention": "both"}, "attention"),
     ],
 )

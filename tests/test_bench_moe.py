@@ -15,10 +15,11 @@ import pytest
 
 from analysis import columns as C
 from db.records import RUN_EXTRA_KEYS, UploadMeta
-from ingest.bench_moe import dispatch_label, parse_bench_moe, parse_forked
+from ingest.bench_moe import dispatch_label, parse_bench_moe
 from ingest.detect import parse_path, parse_upload
 from ingest.errors import InputError, UnsupportedFormat
 from ingest.failures import CATEGORIES, categorize
+from ingest.forked import parse_forked
 from ingest.hardware import infer_hardware, normalize_hardware_label
 from ingest.lenient_json import loads
 from tests.hostile_cases import (
@@ -539,7 +540,7 @@ def test_forked_parse_falls_back_when_unsure(monkeypatch: pytest.MonkeyPatch) ->
     # broken JSON inside the second half: the sequential parser gives the message
     broken = raw.replace(b'"num_tokens": 150,', b'"num_tokens": 150,,')
     assert parse_forked(broken, UploadMeta(), 2) is None
-    monkeypatch.setattr("ingest.bench_moe.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("ingest.forked.PARALLEL_MIN_BYTES", 0)
     with pytest.raises(InputError, match="invalid JSON"):
         parse_bench_moe(broken, UploadMeta())
     # results not followed by rankings / unusual key order: no split, same answer

@@ -76,7 +76,9 @@ def test_upload_to_a_live_server(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert counts(url)["runs"] == 1
 
 
-def test_upload_gives_up_when_server_is_down(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_upload_gives_up_when_server_is_down(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tests.servers import free_port
 
     args = ["upload", str(EXAMPLE), "--url", f"http://127.0.0.1:{free_port()}", "--token", "x"]

@@ -32,7 +32,11 @@ def test_import_all_dashboard_data(dash_dir: Path, tmp_path: Path) -> None:
     assert counts["candidates"] == 3360
     runs = store.list_runs(limit=1000).items
     # one run per (model, precision, hardware, world size)
-    assert counts["runs"] == len(runs) == runs[["model", "quant", "hardware", "world_size"]].drop_duplicates().shape[0]
+    assert (
+        counts["runs"]
+        == len(runs)
+        == runs[["model", "quant", "hardware", "world_size"]].drop_duplicates().shape[0]
+    )
     assert set(runs["model"]) == {"deepseek_v4_pro", "glm_5", "kimi_k2"}
     assert set(runs["hardware"]) == {"B300", "GB300"}
     assert set(runs["quant"]) == {"NVFP4", "W4A8_MXFP4_MXFP8"}
@@ -40,8 +44,16 @@ def test_import_all_dashboard_data(dash_dir: Path, tmp_path: Path) -> None:
     assert not runs["synthetic"].any()
 
     frame = store.candidate_frame(
-        filters={C.MODEL: "glm_5", C.QUANT: "NVFP4", C.HARDWARE: "GB300", C.WORLD_SIZE: 4,
-                 C.NUM_TOKENS: 1, C.CUDA_GRAPH: True, C.ATTN: "D", C.SOURCE_RANK: 1}
+        filters={
+            C.MODEL: "glm_5",
+            C.QUANT: "NVFP4",
+            C.HARDWARE: "GB300",
+            C.WORLD_SIZE: 4,
+            C.NUM_TOKENS: 1,
+            C.CUDA_GRAPH: True,
+            C.ATTN: "D",
+            C.SOURCE_RANK: 1,
+        }
     )
     assert len(frame) == 1
     row = frame.iloc[0]

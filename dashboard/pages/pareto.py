@@ -397,6 +397,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
             value=[a for a, on in (("x", q.logx), ("y", q.logy)) if on], inline=True)],
             className="control"),
     ], className="controls")
+    # The first figure comes with the page: the first paint needs no callback round
+    # trip (the figure callback does not fire on page load).
+    figure, status = update_figure(data, q)
     return html.Div([
         dcc.Location(id="pareto-url", refresh=False),
         dcc.Store(id="pareto-point", data=q.point),
@@ -405,8 +408,8 @@ def layout(data: DashData, **query: Any) -> html.Div:
                "(no other candidate is both faster and higher-throughput). Click a point "
                "for its recipe and exportable config.", className="lead"),
         controls,
-        ui.loading(html.Div([html.Div(id="pareto-status"),
-                             dcc.Graph(id="pareto-graph", figure=go.Figure(),
+        ui.loading(html.Div([html.Div(status, id="pareto-status"),
+                             dcc.Graph(id="pareto-graph", figure=figure,
                                        config={"displaylogo": False},
                                        className="pareto-graph")]), "pareto-loading"),
         html.Div(id="pareto-detail", className="detail"),
@@ -526,7 +529,7 @@ def register(app: dash.Dash, data: DashData) -> None:
         return [opts[k] for k in ("ws", *MULTI)] + ["all", [], [], [], []]
 
     @app.callback(Output("pareto-graph", "figure"), Output("pareto-status", "children"),
-                  *inputs)
+                  *inputs, prevent_initial_call=True)  # layout() drew the first figure
     def _figure(*values: Any) -> tuple[go.Figure, Any]:
         return update_figure(data, query_from_controls(*values))
 
