@@ -65,7 +65,6 @@ def _nav() -> html.Nav:
 
 _log = logging.getLogger(__name__)
 
-
 def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, float]]:
     """Load what the first visits need, cell by cell in ``data.cells()`` order (the
     overview's order; the first is every page's default): the cell frame, its Pareto
