@@ -80,6 +80,17 @@ def relative_spread(df: pd.DataFrame) -> np.ndarray:
     return np.where(spread >= 0, spread, np.nan)
 
 
+def _group_score_order(g: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """``np.lexsort((score, g))`` (by group, then score, then position): with fewer
+    than 32768 groups as a stable score sort followed by a stable radix sort on int16
+    group ids -- the same permutation, ~2x faster on millions of rows."""
+    if len(g) and 0 <= g.min() and g.max() < np.iinfo(np.int16).max:
+        by_score = np.argsort(score, kind="stable")
+        out: np.ndarray = by_score[np.argsort(g[by_score].astype(np.int16), kind="stable")]
+        return out
+    return np.lexsort((score, g))
+
+
 def _ordered(df: pd.DataFrame, keys: list[str], n: int) -> tuple[pd.DataFrame, np.ndarray,
                                                                   np.ndarray, np.ndarray]:
     """Top-``n`` rankable rows per group, sorted by (group, score, ORDER_COLS).
@@ -93,7 +104,7 @@ def _ordered(df: pd.DataFrame, keys: list[str], n: int) -> tuple[pd.DataFrame, n
     pos = np.flatnonzero(rankable_mask(df))
     g = group_codes(df[keys].iloc[pos], keys)
     score = as_float(df[C.SCORE_MS])[pos]
-    order = np.lexsort((score, g))
+    order = _group_score_order(g, score)
     gs, ss = g[order], score[order]
     same = np.r_[False, (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])]
     if same.any():

@@ -27,9 +27,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from analysis import columns as C
 
+_PHASE_NAMES = pa.array(["prefill", "decode"])  # index = cuda_graph
 _HYBRID = re.compile(r"^([DT])TP(\d+)EP(\d+)$")
 
 
@@ -54,6 +57,9 @@ def parse_parallel_mode(mode: str | None, world_size: int) -> tuple[bool | None,
 
 def as_float(series: pd.Series) -> np.ndarray:
     """Column as a float64 array; missing or non-numeric values become NaN."""
+    if series.dtype.kind in "iufb" and not isinstance(series.dtype, pd.CategoricalDtype):
+        # already numeric (numpy or nullable): no parsing needed
+        return series.to_numpy(dtype=float, na_value=np.nan)
     out: np.ndarray = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float,
                                                                   na_value=np.nan)
     return out
@@ -149,8 +155,9 @@ def add_derived(df: pd.DataFrame) -> pd.DataFrame:
     local_batch[~lb_ok] = pd.NA
     graph, graph_known = (as_bool(df[C.CUDA_GRAPH]) if C.CUDA_GRAPH in df
                           else (np.zeros(len(df), bool), np.zeros(len(df), bool)))
-    phase = pd.Series(np.where(graph, "decode", "prefill"), index=df.index, dtype="string")
-    phase[~graph_known] = pd.NA
+    # "decode"/"prefill"/NA built by Arrow (no Python string object per row).
+    codes = pa.array(graph.astype(np.int8), mask=~graph_known)
+    phase = pd.Series(pd.array(pc.take(_PHASE_NAMES, codes), dtype="string"), index=df.index)
     return df.assign(**{
         C.ACTIVATED_TOKENS_PER_RANK: atpr,
         C.DISPATCH_KB: dispatch_kb,
@@ -198,9 +205,51 @@ def group_codes(df: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
     own group); all zeros when ``cols`` is empty. Independent of row order."""
     if not cols:
         return np.zeros(len(df), dtype=np.int64)
+    if all(_fast_key(df[c]) for c in cols):
+        return _combined_codes(df, cols)
     grouped = df.groupby(list(cols), sort=True, dropna=False, observed=True)
     out: np.ndarray = grouped.ngroup().to_numpy(dtype=np.int64)
     return out
+
+
+def _fast_key(series: pd.Series) -> bool:
+    """Columns whose sorted factorization orders exactly like ``groupby(sort=True)``:
+    numeric, boolean, categorical and string dtypes (not mixed-type object columns)."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _fast_key(pd.Series(dtype.categories))
+    return dtype.kind in "iufb" or isinstance(dtype, pd.StringDtype)
+
+
+def _combined_codes(df: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
+    """``group_codes`` by per-column sorted codes (missing last) combined into one key:
+    no groupby machinery, same ids."""
+    key = np.zeros(len(df), dtype=np.int64)
+    for col in cols:
+        s = df[col]
+        if isinstance(s.dtype, pd.CategoricalDtype):  # sorted like groupby: by category
+            codes = s.cat.codes.to_numpy().astype(np.int64)
+            card = len(s.cat.categories)
+            if len(codes) and codes.max(initial=-1) >= 0:
+                # observed=True: only the categories present get ids
+                present = np.zeros(card, dtype=bool)
+                present[codes[codes >= 0]] = True
+                remap = np.cumsum(present) - 1
+                codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
+                card = int(present.sum())
+        else:
+            codes, uniques = pd.factorize(s, sort=True, use_na_sentinel=True)
+            codes, card = np.asarray(codes, dtype=np.int64), len(uniques)
+        codes = np.where(codes < 0, card, codes)  # missing values sort last
+        key = key * (card + 1) + codes
+        if key.max(initial=0) > 1 << 40:  # keep the combined key small
+            key = np.unique(key, return_inverse=True)[1].astype(np.int64)
+    if len(key) and key.max() < 1 << 24:
+        present = np.zeros(int(key.max()) + 1, dtype=bool)
+        present[key] = True
+        out: np.ndarray = (np.cumsum(present) - 1)[key]
+        return out.astype(np.int64)
+    return np.unique(key, return_inverse=True)[1].astype(np.int64)
 
 
 def sort_codes(series: pd.Series) -> np.ndarray:

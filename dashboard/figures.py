@@ -289,17 +289,25 @@ def evidence_figure(evidence: pd.DataFrame, axis: str, published: float | None,
                                                          else ("#1f77b4", "#d62728")[i]},
             hovertemplate=f"{winner}<br>{label(axis)}: %{{x:.4~g}}<br>"
                           "margin: %{y:.3~g} %<extra></extra>"))
+    # Reference lines are traces, not shapes with annotations: on a log axis plotly
+    # places annotations in log10 units, which put "derived 96" at 1e96.
+    margins = evidence["margin_pct"].to_numpy(float)
+    finite = margins[np.isfinite(margins)]
+    y_lo = float(min(finite.min(), 0.0)) if finite.size else 0.0
+    y_hi = float(finite.max()) if finite.size else 1.0
+    y_hi = y_hi if y_hi > y_lo else y_lo + 1.0
     if bracket and all(b is not None and math.isfinite(b) for b in bracket):
-        fig.add_vrect(x0=bracket[0], x1=bracket[1], fillcolor="#ffd92f", opacity=0.3,
-                      line_width=0, annotation_text="crossover bracket",
-                      annotation_position="top left")
-    if published is not None and math.isfinite(published):
-        fig.add_vline(x=published, line_dash="dash", line_color="#444",
-                      annotation_text=f"published {published:.4g}")
-    if derived is not None and math.isfinite(derived):
-        fig.add_vline(x=derived, line_color="#d62728",
-                      annotation_text=f"derived {derived:.4g}",
-                      annotation_position="bottom right")
+        fig.add_trace(go.Scatter(
+            x=[bracket[0], bracket[1], bracket[1], bracket[0], bracket[0]],
+            y=[y_lo, y_lo, y_hi, y_hi, y_lo], mode="lines", fill="toself",
+            fillcolor="rgba(255,217,47,0.3)", line={"width": 0},
+            name=f"crossover bracket {bracket[0]:.4g}–{bracket[1]:.4g}", hoverinfo="skip"))
+    for value, name, style in ((published, "published", {"dash": "dash", "color": "#444"}),
+                               (derived, "derived", {"color": "#d62728"})):
+        if value is not None and math.isfinite(value):
+            fig.add_trace(go.Scatter(x=[value, value], y=[y_lo, y_hi], mode="lines",
+                                     line={**style, "width": 2}, name=f"{name} {value:.4g}",
+                                     hoverinfo="name"))
     fig.update_layout(title={"text": title, "font": {"size": 14}})
     positive = (evidence["axis_value"] > 0).all()
     fig.update_xaxes(title_text=label(axis), type="log" if positive else "linear")

@@ -48,16 +48,33 @@ def best_table(frame: pd.DataFrame, grouping: str) -> pd.DataFrame:
     res = best_by_workload(frame, grouping)
     if res.empty:
         return res
-    index = pd.MultiIndex.from_arrays([frame[C.RUN_ID].to_numpy(),
-                                       frame[C.CANDIDATE_INDEX].to_numpy()])
-    want = pd.MultiIndex.from_arrays([res["best_" + C.RUN_ID].to_numpy(np.int64),
-                                      res["best_" + C.CANDIDATE_INDEX].to_numpy(np.int64)])
-    pos = index.get_indexer(want)
+    pos = _positions(frame, res["best_" + C.RUN_ID].to_numpy(np.int64),
+                     res["best_" + C.CANDIDATE_INDEX].to_numpy(np.int64))
     for col in (C.WORLD_SIZE, C.PHASE, *_DERIVED):
         if col not in res:
-            values = frame[col].to_numpy()[pos]
+            values = frame[col].take(pos).to_numpy()
             res[col] = values.astype(object) if col == C.PHASE else values
     return res
+
+
+def _positions(frame: pd.DataFrame, run_ids: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Row positions of (run_id, candidate_index) pairs in ``frame`` (-1 when absent).
+    Cell frames are sorted by that pair, so a binary search does; otherwise an index."""
+    runs = frame[C.RUN_ID].to_numpy()
+    idx = frame[C.CANDIDATE_INDEX].to_numpy()
+    if (len(runs) and runs.dtype.kind == idx.dtype.kind == "i" and idx.min() >= 0
+            and run_ids.min(initial=0) >= 0 and cand.min(initial=0) >= 0):
+        width = int(max(idx.max(), cand.max(initial=0))) + 1
+        if max(int(runs.max()), int(run_ids.max(initial=0))) < np.iinfo(np.int64).max // width:
+            key = runs.astype(np.int64) * width + idx
+            if bool(np.all(key[1:] > key[:-1])):
+                want = run_ids * width + cand
+                pos = np.minimum(np.searchsorted(key, want), len(key) - 1)
+                return np.where(key[pos] == want, pos, -1)
+    index = pd.MultiIndex.from_arrays([runs, idx])
+    want_index = pd.MultiIndex.from_arrays([run_ids, cand])
+    out: np.ndarray = index.get_indexer(want_index)
+    return out
 
 
 def display_columns(grouping: str) -> list[str]:

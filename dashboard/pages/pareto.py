@@ -153,14 +153,23 @@ class ParetoIndex:
         self.n = len(frame)
         self.groups, self.n_groups = _group_ids(frame, [c for c in _ATOMIC if c in frame])
         self._axes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._lock = threading.Lock()
+        self._locks = {axis: threading.Lock() for axis in AXES}
 
     def axis(self, axis: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows by (group, value best first), dense rank of the value, 0 = best)."""
-        with self._lock:
+        with self._locks[axis]:  # one computation per axis, also across threads
             if axis not in self._axes:
                 self._axes[axis] = self._axis(axis)
             return self._axes[axis]
+
+    def prepare_rest(self) -> threading.Thread:
+        """Compute every axis not computed yet in a daemon thread, in ``AXES`` order (a
+        later change of axes then costs one linear pass; a request meanwhile waits for
+        the axis it needs only, or computes it itself when the thread is elsewhere)."""
+        thread = threading.Thread(target=lambda: [self.axis(a) for a in AXES],
+                                  name="moedash-pareto-index", daemon=True)
+        thread.start()
+        return thread
 
     def _axis(self, axis: str) -> tuple[np.ndarray, np.ndarray]:
         v = self.frame[axis].to_numpy(np.float64, na_value=np.nan)
@@ -454,7 +463,12 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
 def pareto_index(data: DashData, cell: Cell) -> ParetoIndex:
     """The cell's (cached) :class:`ParetoIndex`."""
     frame = data.cell_frame(cell)
-    return data.cached(("pareto-index", cell), lambda: ParetoIndex(frame))
+
+    def build() -> ParetoIndex:
+        index = ParetoIndex(frame)
+        index.prepare_rest()  # every axis, the default view's first
+        return index
+    return data.cached(("pareto-index", cell), build)
 
 
 def point_from_click(data: DashData, cell_key: str | None, click: dict | None) -> str | None:
