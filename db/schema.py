@@ -6,6 +6,8 @@ analysis agree on names by construction.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from analysis import columns as C
@@ -19,7 +21,7 @@ run_id_seq = sa.Sequence("run_id_seq", metadata=metadata)
 token_id_seq = sa.Sequence("token_id_seq", metadata=metadata)
 
 
-def _column_type(name: str) -> sa.types.TypeEngine[object]:
+def _column_type(name: str) -> sa.types.TypeEngine[Any]:
     if name in C.INT_COLUMNS:
         return sa.BigInteger()
     if name in C.FLOAT_COLUMNS:

@@ -993,9 +993,13 @@ def _generate_report(model: str, hardware: str, quant: str, world_size: int,
     results = []
     j_ok = 0
     for c in plan:
-        ep, tp, adp = parallel_layout(c.mode, ws) if _HYBRID_RE.match(c.mode) or c.mode in (
-            "DEP", "TEP", "DTP", "TTP") else (None, None, None)
-        prt = _per_rank_tokens(c.nt, ws, bool(adp)) if adp is not None else None
+        layout: tuple[int, int, bool] | tuple[None, None, None] = (
+            parallel_layout(c.mode, ws)
+            if _HYBRID_RE.match(c.mode) or c.mode in ("DEP", "TEP", "DTP", "TTP")
+            else (None, None, None)
+        )
+        ep, tp, row_adp = layout
+        prt = _per_rank_tokens(c.nt, ws, bool(row_adp)) if row_adp is not None else None
         workload = {"num_tokens": c.nt, "per_rank_num_tokens": prt,
                     "routing_control": _requested_routing(None)}
         requested = {"backend": c.backend, "parallel_mode": c.mode, "moe_ep_size": None,
@@ -1005,13 +1009,13 @@ def _generate_report(model: str, hardware: str, quant: str, world_size: int,
         if c.built and c.mapping_only:
             num_chunks = None
             actual = _null_actual()
-            actual.update(moe_ep_size=ep, moe_tp_size=tp, enable_attention_dp=adp)
+            actual.update(moe_ep_size=ep, moe_tp_size=tp, enable_attention_dp=row_adp)
         elif c.built:
-            num_chunks = 1 if (adp and c.comm_cls not in ("NONE", None)) else None
+            num_chunks = 1 if (row_adp and c.comm_cls not in ("NONE", None)) else None
             actual = {"backend": c.backend, "comm_method": c.comm_cls,
                       "comm_fallback_reason": None,
                       "scheduler_kind": "FUSED_COMM" if c.backend in _FUSED else "EXTERNAL_COMM",
-                      "moe_ep_size": ep, "moe_tp_size": tp, "enable_attention_dp": adp,
+                      "moe_ep_size": ep, "moe_tp_size": tp, "enable_attention_dp": row_adp,
                       "num_chunks": num_chunks}
         else:
             num_chunks = None
@@ -1030,6 +1034,7 @@ def _generate_report(model: str, hardware: str, quant: str, world_size: int,
             per_rank_raw = ({rank_names[r]: raw_lists[j_ok][r] for r in range(ws)}
                             if raw_lists is not None else {})
             j_ok += 1
+            assert prt is not None and ep is not None and tp is not None  # success rows
             routing = _routing_block(prt, mdl, ep, tp, num_chunks)
         else:
             lat = _default_latency()
@@ -1096,9 +1101,10 @@ def _fix_floats(buf: bytes) -> bytes:
         le = buf.find(b"\n", ls)
         if le < 0:
             le = len(buf)
-        m = _LINE_RE.fullmatch(buf, ls, le)
-        if m is None:
+        line = _LINE_RE.fullmatch(buf, ls, le)
+        if line is None:
             continue
+        m = line
         tok = m.group(2)
         if b"." not in tok and b"e" not in tok and b"E" not in tok:
             continue  # an int
