@@ -84,7 +84,7 @@ def _group_score_order(g: np.ndarray, score: np.ndarray) -> np.ndarray:
     """``np.lexsort((score, g))`` (by group, then score, then position): with fewer
     than 32768 groups as a stable score sort followed by a stable radix sort on int16
     group ids -- the same permutation, ~2x faster on millions of rows."""
-    if len(g) and 0 <= g.min() and g.max() < np.iinfo(np.int16).max:
+    if len(g) and g.min() >= 0 and g.max() < np.iinfo(np.int16).max:
         by_score = np.argsort(score, kind="stable")
         out: np.ndarray = by_score[np.argsort(g[by_score].astype(np.int16), kind="stable")]
         return out

@@ -60,6 +60,10 @@ def as_float(series: pd.Series) -> np.ndarray:
     if series.dtype.kind in "iufb" and not isinstance(series.dtype, pd.CategoricalDtype):
         # already numeric (numpy or nullable): no parsing needed
         return series.to_numpy(dtype=float, na_value=np.nan)
+    if isinstance(series.dtype, pd.CategoricalDtype):  # convert each category once
+        cats = as_float(pd.Series(series.cat.categories))
+        codes = series.cat.codes.to_numpy()
+        return np.append(cats, np.nan)[codes]  # code -1 (missing) -> NaN
     out: np.ndarray = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float,
                                                                   na_value=np.nan)
     return out

@@ -4,7 +4,11 @@ The store is the truth; this module keeps what the pages read often in memory:
 
 * one candidate frame per (model, hardware, quant) "cell", with the derived columns
   (``analysis.derived.add_derived``) and text columns as categoricals (less memory,
-  fast equality filters);
+  fast equality filters) -- read with ``Store.candidate_frame(categorical=True)``, which
+  dictionary-encodes text on the database's columnar path instead of building a Python
+  string per row;
+* structures built from one cell frame (``frame_cached``: the Pareto page's index),
+  tied to that frame object;
 * the coverage table and recent runs;
 * analysis results that are expensive and depend only on a cell (best-by-workload
   tables) or on everything (threshold check).
@@ -124,6 +128,7 @@ class DashData:
         self._version_lock = threading.Lock()
         self._cells = _LRU(max_cells)
         self._results = _LRU(64)
+        self._per_frame = _LRU(max_cells)
         self._small = _LRU(16)
 
     # ------------------------------------------------------------ version
@@ -180,6 +185,13 @@ class DashData:
     def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
         """A derived result cached under ``key`` for the current store version."""
         return self._results.get((key, self.version()), compute)
+
+    def frame_cached(self, key: Hashable, frame: pd.DataFrame, compute: Callable[[], T]) -> T:
+        """A structure built from one cell frame (that may keep the frame alive, e.g. the
+        Pareto index), cached per frame object: never paired with another frame's rows,
+        and at most ``max_cells`` of them are kept."""
+        # the value holds the frame, so id(frame) is not reused while the entry lives
+        return self._per_frame.get((key, id(frame)), compute)
 
     def all_frame(self) -> pd.DataFrame:
         """Every candidate (cell columns only), prepared; used by the threshold check."""

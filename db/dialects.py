@@ -132,26 +132,20 @@ def _categorical(col: pa.ChunkedArray) -> pd.Categorical:
     """Text column -> Categorical with sorted categories (as ``astype("category")``)."""
     if col.type != pa.string():
         col = col.cast(pa.string())
-    enc = (
-        col.combine_chunks().dictionary_encode()
-        if col.num_chunks != 1
-        else col.chunk(0).dictionary_encode()
-    )
-    if isinstance(enc, pa.ChunkedArray):  # pragma: no cover - pyarrow version quirk
-        enc = enc.combine_chunks()
-    values = enc.dictionary.to_numpy(zero_copy_only=False).astype(object)
-    codes = enc.indices.to_numpy(zero_copy_only=False)
-    if enc.indices.null_count:
-        codes = np.where(
-            pc.is_null(enc.indices).to_numpy(zero_copy_only=False), -1, np.nan_to_num(codes, nan=-1)
-        )
+    # Encode chunk by chunk, then give every chunk the same dictionary.
+    enc = pa.table({"c": pc.dictionary_encode(col)}).unify_dictionaries().column(0)
+    if enc.num_chunks:
+        values = enc.chunk(0).dictionary.to_numpy(zero_copy_only=False).astype(object)
+        codes = np.concatenate([np.asarray(c.indices.fill_null(-1).to_numpy(
+            zero_copy_only=False), dtype=np.int32) for c in enc.chunks])
+    else:
+        values, codes = np.zeros(0, dtype=object), np.zeros(0, dtype=np.int32)
     order = np.argsort(values, kind="stable") if len(values) else np.zeros(0, np.int64)
     remap = np.empty(len(values) + 1, dtype=np.int32)
     remap[order] = np.arange(len(values), dtype=np.int32)
     remap[-1] = -1  # code -1 (missing) stays missing
-    codes = remap[np.asarray(codes, dtype=np.int64)]
     dtype = pd.CategoricalDtype(pd.Index(values[order], dtype="str"))
-    return pd.Categorical.from_codes(codes, dtype=dtype)
+    return pd.Categorical.from_codes(remap[codes], dtype=dtype)
 
 
 def is_unique_violation(exc: BaseException) -> bool:

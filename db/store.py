@@ -14,6 +14,9 @@ Contract
 - Lookups of a missing run raise :class:`NotFound`.
 - Lists are ordered newest first (descending run_id); candidate lists by
   candidate_index ascending unless ``order`` says otherwise.
+- ``candidate_frame`` returns the same rows, columns and values on both dialects;
+  ``categorical=True`` only changes how text columns are held (pandas categoricals with
+  sorted categories), which is what big analysis reads should ask for.
 """
 
 from __future__ import annotations
@@ -456,7 +459,10 @@ class Store(CrossvalStoreMixin):
         unknown = [x for x in cand_cols if x not in C.CANDIDATE_COLUMNS]
         if unknown:
             raise ValueError(f"columns: unknown candidate column(s) {unknown}")
-        run_where, run_params, cand_where, cand_params = ["1=1"], [], ["1=1"], []
+        run_where: list[str] = ["1=1"]
+        cand_where: list[str] = ["1=1"]
+        run_params: list[Any] = []
+        cand_params: list[Any] = []
         for name, value in (filters or {}).items():
             if name in C.RUN_COLUMNS:
                 where, params = run_where, run_params

@@ -122,12 +122,12 @@ def _mount_dashboard(
         return
     from a2wsgi import WSGIMiddleware
 
-    dash_app = create_dash(store, settings)
-    # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
-    # stalls the event loop serving the API (measured in stack-notes).
     from ingest.compress import CachedGZipMiddleware
 
-    # gzip, with the JS bundles compressed once (ingest/compress.py)
+    dash_app = create_dash(store, settings)
+    # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
+    # stalls the event loop serving the API (measured in stack-notes). Responses are
+    # gzipped, the JS bundles compressed once (ingest/compress.py).
     app.mount("/", CachedGZipMiddleware(WSGIMiddleware(dash_app.server)))  # type: ignore[arg-type]
     if settings.warm_cache:  # a daemon thread: serving starts at once
         from dashboard.app import start_warm_cache

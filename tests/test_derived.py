@@ -12,6 +12,7 @@ from analysis import columns as C
 from analysis.derived import (
     activated_tokens_per_rank,
     add_derived,
+    group_codes,
     parse_parallel_mode,
     rankable_mask,
 )
@@ -105,3 +106,21 @@ def test_add_derived_does_not_mutate_and_is_rowwise(rows: list[tuple[str, int, f
     shuffled = add_derived(df.iloc[perm]).sort_index()
     pd.testing.assert_frame_equal(shuffled, out)
     assert (out[C.ACTIVATED_TOKENS_PER_RANK] > 0).all()
+
+
+def test_group_codes_match_groupby_on_mixed_dtypes() -> None:
+    rng = np.random.default_rng(5)
+    n = 200
+    df = pd.DataFrame({
+        "i": rng.integers(-2, 3, n), "f": rng.choice([0.5, np.nan, -1.0], n),
+        "b": rng.random(n) < 0.5,
+        "nb": pd.array(rng.choice([True, False, None], n), dtype="boolean"),
+        "ni": pd.array(rng.choice([1, 2, None], n), dtype="Int64"),
+        "s": pd.array(rng.choice(["b", "a", None], n), dtype="string"),
+        "c": pd.Categorical(rng.choice(["z", "y", None], n), categories=["z", "x", "y"]),
+        "o": pd.Series(rng.choice(["q", "p", None], n), dtype=object),
+    })
+    for cols in (["i"], ["c", "f"], ["nb", "s", "i"], ["ni", "c", "b"], ["o", "i"],
+                 list(df.columns)):
+        want = df.groupby(cols, sort=True, dropna=False, observed=True).ngroup().to_numpy()
+        assert np.array_equal(group_codes(df, cols), want), cols

@@ -194,3 +194,20 @@ def test_partly_known_upload_stores_only_the_new_runs(store: Store) -> None:
     assert [r.created for r in both.runs] == [False, True]
     assert both.runs[0].run_id == first.runs[0].run_id
     assert store.table_counts()["runs"] == 2 and store.table_counts()["candidates"] == 20
+
+
+def test_candidate_frame_categorical_has_the_same_values(store: Store) -> None:
+    store.ingest([make_sweep(40, seed=7)], b"c1", META)
+    store.ingest([make_sweep(20, hardware="B300", model="glm_5", seed=8)], b"c2", META)
+    for kwargs in ({}, {"filters": {C.HARDWARE: "B300"}, "success_only": True},
+                   {"columns": [C.BACKEND, C.SCORE_MS, C.FAILURE_CATEGORY]},
+                   {"filters": {C.HARDWARE: "nope"}}):
+        plain = store.candidate_frame(**kwargs)  # type: ignore[arg-type]
+        cats = store.candidate_frame(categorical=True, **kwargs)  # type: ignore[arg-type]
+        assert list(cats.columns) == list(plain.columns) and len(cats) == len(plain)
+        for col in plain.columns:
+            if isinstance(cats[col].dtype, pd.CategoricalDtype):
+                assert list(cats[col].cat.categories) == sorted(plain[col].dropna().unique())
+                pd.testing.assert_series_equal(cats[col], plain[col].astype("category"))
+            else:
+                pd.testing.assert_series_equal(cats[col], plain[col])

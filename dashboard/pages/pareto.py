@@ -7,6 +7,7 @@ URL: ``/pareto?model=&hardware=&quant=&ws=&phase=&attn=&dispatch=&mode=&backend=
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections.abc import Mapping
@@ -153,7 +154,12 @@ class ParetoIndex:
         self.n = len(frame)
         self.groups, self.n_groups = _group_ids(frame, [c for c in _ATOMIC if c in frame])
         self._axes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._pos: dict[str, bool] = {}
+        self._pos_lock = threading.Lock()
         self._locks = {axis: threading.Lock() for axis in AXES}
+        self._atomic: dict[tuple[str, str, bool, bool], pd.DataFrame] = {}
+        self._atomic_locks: dict[tuple[str, str, bool, bool], threading.Lock] = {}
+        self._atomic_lock = threading.Lock()
 
     def axis(self, axis: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows by (group, value best first), dense rank of the value, 0 = best)."""
@@ -163,13 +169,45 @@ class ParetoIndex:
             return self._axes[axis]
 
     def prepare_rest(self) -> threading.Thread:
-        """Compute every axis not computed yet in a daemon thread, in ``AXES`` order (a
-        later change of axes then costs one linear pass; a request meanwhile waits for
-        the axis it needs only, or computes it itself when the thread is elsewhere)."""
-        thread = threading.Thread(target=lambda: [self.axis(a) for a in AXES],
-                                  name="moedash-pareto-index", daemon=True)
+        """In a daemon thread: every axis not computed yet (``AXES`` order, the default
+        view's first), then the atomic frontiers of every pair of axes (default log
+        scales). A later change of axes is then a cache hit; a request meanwhile waits
+        only for what it needs, or computes it itself when the thread is elsewhere."""
+        default = ParetoQuery(cell=None)
+        # pairs that keep the default y (one dropdown change) come first
+        pairs = sorted(itertools.permutations(AXES, 2),
+                       key=lambda p: (p != (default.x, default.y), p[1] != default.y))
+
+        def run() -> None:
+            for axis in AXES:
+                self.axis(axis)
+            for x, y in pairs:
+                self.atomic(ParetoQuery(cell=None, x=x, y=y))
+        thread = threading.Thread(target=run, name="moedash-pareto-index", daemon=True)
         thread.start()
         return thread
+
+    def _positive(self, axis: str) -> bool:
+        """True when every rankable finite value of ``axis`` is > 0 (then the log and
+        the linear scale keep the same rows)."""
+        with self._pos_lock:
+            if axis not in self._pos:
+                v = self.frame[axis].to_numpy(np.float64, na_value=np.nan)
+                v = v[self.frame[RANKABLE].to_numpy() & np.isfinite(v)]
+                self._pos[axis] = bool((v > 0).all())
+            return self._pos[axis]
+
+    def atomic(self, q: ParetoQuery) -> pd.DataFrame:
+        """``atomic_frontiers(frame, q)``, computed once per axes and scales (scales that
+        keep the same rows share one result)."""
+        key = (q.x, q.y, q.logx and not self._positive(q.x),
+               q.logy and not self._positive(q.y))
+        with self._atomic_lock:
+            lock = self._atomic_locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._atomic:
+                self._atomic[key] = atomic_frontiers(self.frame, q, self)
+            return self._atomic[key]
 
     def _axis(self, axis: str) -> tuple[np.ndarray, np.ndarray]:
         v = self.frame[axis].to_numpy(np.float64, na_value=np.nan)
@@ -192,8 +230,10 @@ class ParetoIndex:
         (a superset: exact duplicates and equal-y points may stay; the exact frontier is
         ``pareto_frontier`` over these rows)."""
         plot = _plottable(self.frame, q)
-        by_x, x_rank = self.axis(q.x)
+        # y first: on a fresh index the background thread starts with x of the default
+        # view, so the two sorts run in parallel (numpy sorts release the GIL)
         _, y_rank = self.axis(q.y)
+        by_x, x_rank = self.axis(q.x)
         seq = by_x[plot[by_x]]
         if not len(seq):
             return seq
@@ -444,9 +484,7 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
     if q.cell is None:
         return go.Figure(), ui.empty_state("Pick a model · hardware · precision.")
     frame = data.cell_frame(q.cell)
-    atomic = data.cached(("atomic", q.cell, q.x, q.y, q.logx, q.logy),
-                         lambda: atomic_frontiers(frame, q, pareto_index(data, q.cell)))
-    view = pareto_view(frame, q, atomic=atomic)
+    view = pareto_view(frame, q, atomic=pareto_index(data, q.cell, frame).atomic(q))
     if view.n_cloud == 0:
         return (pareto_figure(view.cloud, view.frontier, q.x, q.y, logx=q.logx, logy=q.logy),
                 ui.empty_state(f"No runs for this filter in {q.cell.label} "
@@ -460,15 +498,18 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
     return fig, status
 
 
-def pareto_index(data: DashData, cell: Cell) -> ParetoIndex:
-    """The cell's (cached) :class:`ParetoIndex`."""
-    frame = data.cell_frame(cell)
+def pareto_index(data: DashData, cell: Cell, frame: pd.DataFrame | None = None) -> ParetoIndex:
+    """The (cached) :class:`ParetoIndex` of the cell's frame (``frame``, default the
+    current one), cached per frame object (``DashData.frame_cached``): an index always
+    belongs to the frame it is used with, also when the store changes meanwhile. Its
+    first use starts the background work of :meth:`ParetoIndex.prepare_rest`."""
+    frame = data.cell_frame(cell) if frame is None else frame
 
     def build() -> ParetoIndex:
         index = ParetoIndex(frame)
-        index.prepare_rest()  # every axis, the default view's first
+        index.prepare_rest()
         return index
-    return data.cached(("pareto-index", cell), build)
+    return data.frame_cached(("pareto-index", cell), frame, build)
 
 
 def point_from_click(data: DashData, cell_key: str | None, click: dict | None) -> str | None:
