@@ -59,11 +59,13 @@ def as_float(series: pd.Series) -> np.ndarray:
     """Column as a float64 array; missing or non-numeric values become NaN."""
     if series.dtype.kind in "iufb" and not isinstance(series.dtype, pd.CategoricalDtype):
         # already numeric (numpy or nullable): no parsing needed
-        return series.to_numpy(dtype=float, na_value=np.nan)
+        numeric: np.ndarray = series.to_numpy(dtype=float, na_value=np.nan)
+        return numeric
     if isinstance(series.dtype, pd.CategoricalDtype):  # convert each category once
         cats = as_float(pd.Series(series.cat.categories))
         codes = series.cat.codes.to_numpy()
-        return np.append(cats, np.nan)[codes]  # code -1 (missing) -> NaN
+        decoded: np.ndarray = np.append(cats, np.nan)[codes]  # code -1 (missing) -> NaN
+        return decoded
     out: np.ndarray = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float,
                                                                   na_value=np.nan)
     return out

@@ -88,7 +88,7 @@ def _plain(value: object) -> object:
     if isinstance(value, np.generic):
         return value.item()
     try:
-        if pd.isna(value):  # type: ignore[call-overload]
+        if pd.isna(value):
             return None
     except (TypeError, ValueError):
         pass

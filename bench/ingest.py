@@ -28,7 +28,7 @@ mode, path, db, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 t0 = time.perf_counter()
 if mode == "native":
     import duckdb
-    con = duckdb.connect()
+    con = duckdb.connect(config={"enable_progress_bar": False})
     rows = con.execute(
         "SELECT count(*) FROM (SELECT unnest(results, max_depth := 2) "
         "FROM read_json(?, maximum_object_size := 2000000000, format := 'auto'))",
@@ -144,11 +144,13 @@ def main() -> None:
                 child("cli", path, f"duckdb:///{tmp / f'cli{i}.duckdb'}", args.candidates)
             )
             if args.pg:
-                from tests.conftest import PG_URL  # noqa: F401 - documents the default
-
-                results.setdefault("CLI ingest -> PostgreSQL", []).append(
-                    child("cli", path, _fresh_pg_schema(args.pg, i), args.candidates)
-                )
+                pg_url, schema_name = _fresh_pg_schema(args.pg, i)
+                try:
+                    results.setdefault("CLI ingest -> PostgreSQL", []).append(
+                        child("cli", path, pg_url, args.candidates)
+                    )
+                finally:
+                    _drop_pg_schema(args.pg, schema_name)
             results.setdefault("API upload -> DuckDB", []).append(
                 api_run(path, tmp, args.candidates, i, None)
             )
@@ -191,7 +193,16 @@ def main() -> None:
     )
 
 
-def _fresh_pg_schema(url: str, i: int) -> str:
+def _drop_pg_schema(url: str, name: str) -> None:
+    import sqlalchemy as sa
+
+    eng = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with eng.begin() as conn:
+        conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+    eng.dispose()
+
+
+def _fresh_pg_schema(url: str, i: int) -> tuple[str, str]:
     import sqlalchemy as sa
 
     name = f"bench_ingest_{i}_{os.getpid()}"
@@ -200,7 +211,7 @@ def _fresh_pg_schema(url: str, i: int) -> str:
         conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {name} CASCADE")
         conn.exec_driver_sql(f"CREATE SCHEMA {name}")
     eng.dispose()
-    return f"{url}?options=-csearch_path%3D{name}"
+    return f"{url}?options=-csearch_path%3D{name}", name
 
 
 if __name__ == "__main__":

@@ -240,12 +240,12 @@ class Store(CrossvalStoreMixin):
         if len(found) == len(set(keys)):
             # Every sweep is already stored (e.g. NVIDIA's CSVs after their data.js):
             # same content in other bytes. Nothing is written.
-            refs = [found[k] for k in keys]
+            rows = [found[k] for k in keys]
             return IngestResult(
-                upload_id=int(refs[0][4]),
+                upload_id=int(rows[0][4]),
                 sha256=sha,
                 already_existed=True,
-                runs=tuple(RunRef(int(x[1]), str(x[2]), int(x[3]), created=False) for x in refs),
+                runs=tuple(RunRef(int(x[1]), str(x[2]), int(x[3]), created=False) for x in rows),
             )
         now = dt.datetime.now(dt.UTC)
         upload_id = conn.execute(
@@ -263,7 +263,7 @@ class Store(CrossvalStoreMixin):
             )
             .returning(schema.uploads.c.upload_id)
         ).scalar_one()
-        refs = []
+        refs: list[RunRef] = []
         new: dict[str, RunRef] = {}
         for sweep, key in zip(sweeps, keys, strict=True):
             if key in found:
@@ -679,7 +679,7 @@ def _equals(table: sa.Table, **values: Any) -> list[sa.ColumnElement[bool]]:
 
 
 def _filter_conditions(table: sa.Table, filters: dict[str, Any]) -> list[sa.ColumnElement[bool]]:
-    conds = []
+    conds: list[sa.ColumnElement[bool]] = []
     for name, value in filters.items():
         if name not in table.c or name in (C.PER_RANK_JSON, C.EXTRA_JSON):
             raise ValueError(f"filters: unknown column {name!r}")

@@ -534,7 +534,7 @@ def catalog(store: Store | None) -> dict[str, Any]:
     for m in MODELS.values():
         key = (m.num_experts, m.top_k, m.hidden_size, m.intermediate_size)
         models.append({**dataclasses.asdict(m), "stored_sweeps": shapes.get(key, [])})
-    return finite(
+    catalog: dict[str, Any] = finite(
         {
             "models": models,
             "gpus": [dataclasses.asdict(g) for g in GPUS.values()],
@@ -543,6 +543,7 @@ def catalog(store: Store | None) -> dict[str, Any]:
             "defaults": PlanRequest().model_dump(mode="json"),
         }
     )
+    return catalog
 
 
 # ------------------------------------------------------------------ endpoints

@@ -84,7 +84,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -256,7 +256,7 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
     x = x + np.uint64(0x9E3779B97F4A7C15)
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    return np.asarray(x ^ (x >> np.uint64(31)))
 
 
 def _uniform(keys: np.ndarray, stream: int, n: int) -> np.ndarray:
@@ -269,11 +269,11 @@ def _uniform(keys: np.ndarray, stream: int, n: int) -> np.ndarray:
 def _normal(keys: np.ndarray, stream: int, n: int) -> np.ndarray:
     u1 = _uniform(keys, 2 * stream, n)
     u2 = _uniform(keys, 2 * stream + 1, n)
-    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * math.pi * u2)
+    return np.asarray(np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * math.pi * u2))
 
 
 @contextlib.contextmanager
-def _gc_paused():
+def _gc_paused() -> Iterator[None]:
     """Building ~10^5 nested dicts/lists triggers the cyclic GC over and over (it is
     quadratic-ish in practice); nothing built here is cyclic, so pause it meanwhile."""
     was = gc.isenabled()
@@ -316,7 +316,9 @@ def _next_pow2(x: float) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1.0, x))))
 
 
-def _gemm_us(hw: _Hw, mdl: dict, quant: Any, backend: str, ep: int, tp: int, nt: int) -> float:
+def _gemm_us(
+    hw: _Hw, mdl: dict[str, Any], quant: Any, backend: str, ep: int, tp: int, nt: int
+) -> float:
     emax, m_half, hbm_eff, group_us = _BK[backend][:4]
     w_bytes, _, prec = _QUANT[quant]
     e_loc = mdl["num_experts"] / ep
@@ -330,7 +332,7 @@ def _gemm_us(hw: _Hw, mdl: dict, quant: Any, backend: str, ep: int, tp: int, nt:
     t_flop = 2.0 * 3.0 * a * h * n_width / (hw.tflops[prec] * 1e6 * emax * m / (m + m_half))
     act_bytes = a * (h * _QUANT[quant][1] + 2.0 * n_width * 2.0 * 2.0 + h * 2.0)
     t_mem = (active * 3.0 * h * n_width * w_bytes + act_bytes) / (hw.hbm_gbps * 1e3 * hbm_eff)
-    return max(t_flop, t_mem) + 0.25 * min(t_flop, t_mem) + active * group_us + 2.0
+    return float(max(t_flop, t_mem) + 0.25 * min(t_flop, t_mem) + active * group_us + 2.0)
 
 
 def _xfer_us(hw: _Hw, nbytes: float, off_frac: float, nvl_eff: float, net_eff: float) -> float:
@@ -339,7 +341,7 @@ def _xfer_us(hw: _Hw, nbytes: float, off_frac: float, nvl_eff: float, net_eff: f
     return max(t_nvl, t_net) + 0.1 * min(t_nvl, t_net)
 
 
-def _comm_us(hw: _Hw, mdl: dict, quant: Any, comm_cls: str, ws: int, ep: int, tp: int,
+def _comm_us(hw: _Hw, mdl: dict[str, Any], quant: Any, comm_cls: str, ws: int, ep: int, tp: int,
              adp: bool, nt: int, lpmc: bool) -> tuple[float, float]:
     """(gpu us, host us) of dispatch+combine (or the attention-TP all-reduce)."""
     h = mdl["hidden_size"]
@@ -380,7 +382,7 @@ def _comm_us(hw: _Hw, mdl: dict, quant: Any, comm_cls: str, ws: int, ep: int, tp
     return fixed + _xfer_us(hw, nbytes, off, nvl_eff, net_eff), host
 
 
-def model_latency_us(hw: _Hw, mdl: dict, quant: Any, ws: int, nt: int, backend: str,
+def model_latency_us(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, nt: int, backend: str,
                      mode: str, comm_cls: str, cuda_graph: bool, lpmc: bool) -> float:
     """Noise-free forward time (us) of the busiest rank for one candidate."""
     ep, tp, adp = parallel_layout(mode, ws)
@@ -406,12 +408,13 @@ def model_latency_us(hw: _Hw, mdl: dict, quant: Any, ws: int, nt: int, backend: 
             gpu += 5.0 + 0.0015 * nt * mdl["top_k"]
         host = host_b + host_comm
     if cuda_graph:
-        return gpu
+        return float(gpu)
     gpu_eager = gpu + 1.5 * n_kernels  # launch gaps between kernels
-    return max(host, gpu_eager) + 0.1 * min(host, gpu_eager)
+    return float(max(host, gpu_eager) + 0.1 * min(host, gpu_eager))
 
 
-def _workspace_gib(mdl: dict, quant: Any, backend: str, ws: int, ep: int, tp: int, adp: bool,
+def _workspace_gib(mdl: dict[str, Any], quant: Any, backend: str, ws: int, ep: int, tp: int,
+                   adp: bool,
                    nt: int) -> float:
     """Rough MoE workspace estimate (GiB) used for the synthetic OOM rule."""
     h, k, i = mdl["hidden_size"], mdl["top_k"], mdl["intermediate_size"]
@@ -419,7 +422,7 @@ def _workspace_gib(mdl: dict, quant: Any, backend: str, ws: int, ep: int, tp: in
     a = local * k if not adp else nt * k / ep
     factor = {"CUTLASS": 3.0, "CUTEDSL": 2.5, "TRTLLM": 1.6, "DEEPGEMM": 2.4}.get(backend, 2.0)
     per_row = h * 2.0 + 2.0 * i / tp * 2.0 + h * 4.0
-    return a * per_row * factor / 2**30 + local * h * 2.0 * 4 / 2**30
+    return float(a * per_row * factor / 2**30 + local * h * 2.0 * 4 / 2**30)
 
 
 # --------------------------------------------------------------------------------------
@@ -618,7 +621,7 @@ def _default_modes(ws: int) -> list[str]:
     return ["DEP", "TEP", *_HYBRIDS.get(ws, ())]
 
 
-def _default_comms(hw: _Hw, ws: int, mdl: dict) -> list[str]:
+def _default_comms(hw: _Hw, ws: int, mdl: dict[str, Any]) -> list[str]:
     mnnvl = hw.arch == "blackwell" and ws <= hw.nvl_domain
     out = [c for c in _COMM_ORDER if mnnvl or not c.startswith("NVLINK")]
     return out
@@ -679,7 +682,7 @@ def _split(total: int, parts: int) -> list[int]:
     return [q + (1 if j < r else 0) for j in range(parts)]
 
 
-def _routing_block(prt: list[int], mdl: dict, ep: int, tp: int, num_chunks: int | None
+def _routing_block(prt: list[int], mdl: dict[str, Any], ep: int, tp: int, num_chunks: int | None
                    ) -> dict[str, Any]:
     k, e = mdl["top_k"], mdl["num_experts"]
     total = sum(prt) * k // tp
@@ -746,7 +749,7 @@ class _Cand:
     base_us: float = 0.0
 
 
-def _prune_reason(hw: _Hw, mdl: dict, quant: Any, ws: int, c: _Cand) -> str | None:
+def _prune_reason(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, c: _Cand) -> str | None:
     caps = BACKEND_QUANTS.get(c.backend)
     if caps is None:
         return f"unknown MoE backend '{c.backend}': not a MoeBackendType"
@@ -795,7 +798,7 @@ def _label(c: _Cand) -> str:
     return f"backend={c.backend} parallel_mode={c.mode} comm={c.comm} num_tokens={c.nt}"
 
 
-def _classify(hw: _Hw, mdl: dict, quant: Any, ws: int, c: _Cand, u_fail: float) -> None:
+def _classify(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, c: _Cand, u_fail: float) -> None:
     """Fill status/reason/comm class for a runnable candidate."""
     ep, tp, adp = parallel_layout(c.mode, ws)
     if c.backend in _FUSED:
@@ -866,7 +869,7 @@ def _samples(cands: list[_Cand], ws: int, iters: int) -> np.ndarray:
         idx = np.nonzero(has)[0]
         x[idx, rk[idx], it[idx]] *= 1.0 + mag[idx]
     x = np.maximum(x, 0.001)
-    return np.round(x, 6)
+    return np.asarray(np.round(x, 6))
 
 
 def _search_block(backends: list[str], modes: list[str], comms: list[str],
@@ -897,7 +900,7 @@ def generate_report(model: str, hardware: str, quant: str, world_size: int,
                     backends: Sequence[str] | None = None,
                     comm_methods: Sequence[str] | None = None,
                     iters: int = 12, with_raw_samples: bool = True,
-                    time_budget_tail: int = 0) -> dict:
+                    time_budget_tail: int = 0) -> dict[str, Any]:
     """One synthetic bench_moe report (schema-exact dict; ``swiglu_limit`` is ``inf``).
 
     ``backends``/``parallel_modes``/``comm_methods`` default to what ``--search full``
@@ -918,7 +921,7 @@ def _generate_report(model: str, hardware: str, quant: str, world_size: int,
                      num_tokens: Sequence[int], *, seed: int, cuda_graph: Sequence[bool],
                      parallel_modes: Sequence[str] | None, backends: Sequence[str] | None,
                      comm_methods: Sequence[str] | None, iters: int, with_raw_samples: bool,
-                     time_budget_tail: int) -> dict:
+                     time_budget_tail: int) -> dict[str, Any]:
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; known: {sorted(MODELS)}")
     if hardware not in HARDWARE:
@@ -1170,7 +1173,7 @@ def _fast_block(value: Any) -> bytes | None:
     return _fix_floats(buf)
 
 
-def dump_report(report: dict, compact: bool = False) -> bytes:
+def dump_report(report: dict[str, Any], compact: bool = False) -> bytes:
     """JSON bytes identical to ``json.dumps(report, indent=2, allow_nan=True)``.
 
     ``compact=True`` gives ``json.dumps(report, allow_nan=True)`` (one line, Python's
@@ -1243,7 +1246,7 @@ _DEMO_PLAN: tuple[tuple[str, str, str, tuple[int, ...], tuple[int, ...]], ...] =
 )
 
 
-def demo_reports() -> list[tuple[dict, DemoMeta]]:
+def demo_reports() -> list[tuple[dict[str, Any], DemoMeta]]:
     """The default demo dataset: synthetic reports with their upload metadata.
 
     Deterministic. A couple of reports end with ``time_budget_exceeded`` rows.
@@ -1267,7 +1270,7 @@ def demo_reports() -> list[tuple[dict, DemoMeta]]:
     return out
 
 
-def big_report(n_candidates: int, seed: int = 0, with_raw_samples: bool = True) -> dict:
+def big_report(n_candidates: int, seed: int = 0, with_raw_samples: bool = True) -> dict[str, Any]:
     """One large report (deepseek_v4_pro, GB300, NVFP4, world size 8) with about
     ``n_candidates`` rows: all backends/modes/comms/graph settings over as many
     ``num_tokens`` values (1, 2, ... not only powers of two) as needed.

@@ -13,8 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from db.records import Sweep, UploadMeta
-from ingest.bench_moe import json_type, parse_bench_moe, parse_bench_moe_document
+from ingest.bench_moe import parse_bench_moe, parse_bench_moe_document
 from ingest.errors import InputError, UnsupportedFormat
+from ingest.fields import json_type
 from ingest.lenient_json import load_document
 from ingest.nvidia_dashboard import (
     CSV_COLUMNS,
