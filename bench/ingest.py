@@ -28,7 +28,8 @@ mode, path, db, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 t0 = time.perf_counter()
 if mode == "native":
     import duckdb
-    con = duckdb.connect(config={"enable_progress_bar": False})
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # it would print to stdout
     rows = con.execute(
         "SELECT count(*) FROM (SELECT unnest(results, max_depth := 2) "
         "FROM read_json(?, maximum_object_size := 2000000000, format := 'auto'))",

@@ -36,6 +36,7 @@ from analysis import crossval_columns as cc
 from analysis.crossval import validate_outcome
 from analysis.serving_map import map_workloads
 from db import dialects
+from db.dialects import plain_scalar as _plain
 from db.errors import Conflict, NotFound, StoreError
 from db.schema_crossval import (
     WORKLOAD_KEY_COLUMNS,
@@ -311,20 +312,6 @@ def _n_entries(points_df: pd.DataFrame) -> int:
     if points_df.empty:
         return 0
     return int(points_df[[cc.SOURCE, cc.ENTRY]].drop_duplicates().shape[0])
-
-
-def _plain(value: Any) -> Any:
-    """JSON/DB-ready scalar: numpy/pandas scalars and NA become Python values/None."""
-    if value is None:
-        return None
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    if hasattr(value, "item"):
-        return value.item()
-    return value
 
 
 def _workload_rows(workloads_df: pd.DataFrame) -> list[dict[str, Any]]:

@@ -157,3 +157,17 @@ def is_unique_violation(exc: BaseException) -> bool:
         or "primary key" in text
         or "conflict" in text  # DuckDB: "Transaction conflict" on concurrent same-key writes
     )
+
+
+def plain_scalar(value: Any) -> Any:
+    """Store-ready scalar: numpy/pandas scalars and NA become Python values/None."""
+    if value is None:
+        return None
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(value, "item"):
+        return value.item()
+    return value

@@ -39,6 +39,7 @@ import zstandard
 from analysis import columns as C
 from db import dialects, migrations, schema, tokens
 from db.crossval_store import CrossvalStoreMixin
+from db.dialects import plain_scalar as _plain
 from db.errors import Conflict, NotFound, StoreError
 from db.records import RUN_EXTRA_KEYS, Sweep, UploadMeta
 from db.tokens import TokenInfo
@@ -658,20 +659,6 @@ def _join_runs(runs: pd.DataFrame, cands: pd.DataFrame, cand_cols: list[str]) ->
     for col in cand_cols:
         out[col] = cands[col].array
     return pd.DataFrame(out, copy=False)
-
-
-def _plain(value: Any) -> Any:
-    """Store-ready scalar: numpy/pandas scalars and NA become Python values/None."""
-    if value is None:
-        return None
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    if hasattr(value, "item"):
-        return value.item()
-    return value
 
 
 def _equals(table: sa.Table, **values: Any) -> list[sa.ColumnElement[bool]]:

@@ -56,3 +56,31 @@ def store(db_url: str) -> Iterator[Store]:
         yield s
     finally:
         s.close()
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Debian's headless Chromium driven by Playwright. Missing Chromium is a failure,
+    not a skip: `make test` and CI install it (`make browser-deps`)."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} not found: run `make browser-deps` (Debian chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()

@@ -9,21 +9,25 @@ import pandas as pd
 
 from analysis import columns as C
 from db.records import RUN_EXTRA_KEYS, Sweep
+from tests.factories import DEFAULTS
 
 
 def make_run(**overrides: object) -> dict[str, object]:
     run: dict[str, object] = {name: None for name in C.RUN_COLUMNS if name != C.RUN_ID}
     run.update({name: None for name in RUN_EXTRA_KEYS})
+    shape = (
+        C.SOURCE_FORMAT,
+        C.MODEL,
+        C.NUM_EXPERTS,
+        C.TOP_K,
+        C.HIDDEN_SIZE,
+        C.INTERMEDIATE_SIZE,
+        C.QUANT,
+        C.HARDWARE,
+    )
+    run.update({name: DEFAULTS[name] for name in shape})
     run.update(
         {
-            C.SOURCE_FORMAT: "bench_moe",
-            C.MODEL: "deepseek_v4_pro",
-            C.NUM_EXPERTS: 384,
-            C.TOP_K: 6,
-            C.HIDDEN_SIZE: 7168,
-            C.INTERMEDIATE_SIZE: 3072,
-            C.QUANT: "NVFP4",
-            C.HARDWARE: "GB300",
             C.WORLD_SIZE: 4,
             C.TRTLLM_VERSION: "v1.3.0rc26",
             C.SYNTHETIC: False,

@@ -26,9 +26,6 @@ from tests.dash_factories import seed_store
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 SHOTS = REPO / "artifacts" / "screenshots"
 # Console noise that is not ours: software WebGL performance hints.
 _IGNORED = ("GL Driver Message", "GPU stall", "WebGL")
@@ -92,17 +89,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             proc.wait()
         log.close()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed (make browser-deps)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -26,9 +26,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
 SHOTS = REPO / "artifacts" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")
@@ -56,18 +53,6 @@ def server(prepared: tuple[str, str]) -> Iterator[str]:
     with running_server(prepared[0]) as base:
         yield base
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no /usr/bin/chromium")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _wait_rows(page: object, n: int) -> None:

@@ -21,9 +21,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
 SHOTS = REPO / "artifacts" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")
@@ -37,18 +34,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with running_server(db_url) as base:
         yield base
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("no /usr/bin/chromium")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def test_planner_page_plans_and_renders(server: str, browser: object, tmp_path: Path) -> None:
