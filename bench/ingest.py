@@ -52,15 +52,13 @@ elif mode == "cli":
     meta = UploadMeta(hardware="GB300", filename=path)
     rows = store.ingest(parse_path(Path(path), meta), raw, meta).n_candidates
 elif mode == "api":
-    import httpx
+    from pathlib import Path
+    from db.records import UploadMeta
+    from ingest.client import upload_file
     url, token = db.split("|", 1)
-    body = open(path, "rb").read()
     t0 = time.perf_counter()
-    r = httpx.post(url + "/api/v1/runs", content=body, params={"hardware": "GB300"},
-                   headers={"Authorization": "Bearer " + token,
-                            "Content-Type": "application/json"}, timeout=600)
-    r.raise_for_status()
-    rows = r.json()["n_candidates"]
+    rows = upload_file(Path(path), url=url, token=token, meta=UploadMeta(hardware="GB300"),
+                       retries=0, timeout=600)["n_candidates"]
 elapsed = time.perf_counter() - t0
 print(json.dumps({"seconds": elapsed, "rows": rows,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))

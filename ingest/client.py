@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,17 @@ class UploadFailed(RuntimeError):
 
 def _content_type(path: Path) -> str:
     return "text/csv" if path.suffix.lower() == ".csv" else "application/json"
+
+
+_CHUNK = 1 << 20
+
+
+def _chunks(body: bytes) -> Iterator[bytes]:
+    """The body in 1 MiB pieces. httpx sends one large ``bytes`` body ~10x slower than
+    the same bytes streamed (measured: 463 MB in 11.6 s vs 1.3 s over loopback)."""
+    view = memoryview(body)
+    for start in range(0, len(body), _CHUNK):
+        yield bytes(view[start : start + _CHUNK])
 
 
 def _message(resp: httpx.Response) -> str:
@@ -56,12 +68,16 @@ def upload_file(
         k: v for k, v in dataclasses.asdict(meta).items() if v is not None and k != "synthetic"
     }
     endpoint = url.rstrip("/") + "/api/v1/runs"
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": _content_type(path)}
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": _content_type(path),
+        "Content-Length": str(len(body)),
+    }
     last = ""
     for attempt in range(retries + 1):
         try:
             resp = httpx.post(
-                endpoint, content=body, params=params, headers=headers, timeout=timeout
+                endpoint, content=_chunks(body), params=params, headers=headers, timeout=timeout
             )
         except httpx.HTTPError as exc:
             last = f"{type(exc).__name__}: {exc}"
