@@ -68,6 +68,16 @@ def badge(text: str, kind: str = "synthetic") -> html.Span:
     return html.Span(text, className=f"badge badge-{kind}")
 
 
+def with_synthetic_note(synthetic: bool, *children: Any) -> list[Any]:
+    """``children``, led by a badge and a sentence when the numbers shown include
+    generated demo data."""
+    if not synthetic:
+        return list(children)
+    note = html.Span([badge("synthetic"), " includes generated demo data, not measurements. "],
+                     **{"data-testid": "synthetic-note"})
+    return [note, *children]
+
+
 def kv_table(values: Mapping[str, Any], test_id: str | None = None) -> html.Table:
     """Two-column table of plain-text values (None shown as an em dash)."""
     rows = [html.Tr([html.Th(k), html.Td(fmt(v))]) for k, v in values.items()]
@@ -125,7 +135,13 @@ def column_defs(frame: pd.DataFrame, columns: Sequence[str],
     defs = []
     for col in columns:
         d: dict[str, Any] = {"field": col, "headerName": label(col), "headerTooltip": col}
-        if col in frame and pd.api.types.is_numeric_dtype(frame[col]) \
+        if col in frame and pd.api.types.is_bool_dtype(frame[col]):
+            # AG Grid draws booleans as disabled checkboxes; words read better
+            yes, no = ("on", "off") if col.endswith("cuda_graph") else ("yes", "no")
+            d["cellDataType"] = "text"
+            d["valueFormatter"] = {"function": f"params.value == null ? '' : "
+                                               f"(params.value ? '{yes}' : '{no}')"}
+        elif col in frame and pd.api.types.is_numeric_dtype(frame[col]) \
                 and not pd.api.types.is_bool_dtype(frame[col]):
             d["filter"] = "agNumberColumnFilter"
             if pd.api.types.is_float_dtype(frame[col]):

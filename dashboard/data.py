@@ -155,6 +155,17 @@ class DashData:
         candidates, workloads)."""
         return self._small.get(("coverage", self.version()), self.store.coverage)
 
+    def is_synthetic(self, cell: Cell | None) -> bool:
+        """True when any stored run of ``cell`` (None: of the whole database) is
+        generated demo data, so pages can say so next to the numbers."""
+        cov = self.coverage()
+        if cov.empty:
+            return False
+        if cell is not None:
+            cov = cov[(cov[C.MODEL] == cell.model) & (cov[C.HARDWARE] == cell.hardware)
+                      & (cov[C.QUANT] == cell.quant)]
+        return bool(cov[C.SYNTHETIC].fillna(False).astype(bool).any())
+
     def cells(self) -> list[Cell]:
         """Every (model, hardware, quant) with data, sorted."""
         cov = self.coverage()

@@ -326,3 +326,24 @@ def test_pareto_index_frontiers_equal_the_direct_computation() -> None:
                 fast = pareto.pareto_view(frame, fq, atomic=index.atomic(fq)).frontier
                 slow = pareto.pareto_view(frame, fq).frontier
                 pd.testing.assert_frame_equal(fast, slow)
+
+
+def test_synthetic_data_is_marked_where_numbers_are_shown(seeded: Any, store: Store) -> None:
+    data, _ = seeded
+    _, status = pareto.update_figure(data, pareto.ParetoQuery(cell=KNOWN))
+    assert not any(getattr(c, "data-testid", None) == "synthetic-note" for c in walk(status))
+    body, _ = best.update_table(data, KNOWN.key, "bench_moe", "all")
+    assert "synthetic" not in " ".join(texts(body))
+    grid = [c for c in walk(body) if getattr(c, "id", None) == "best-grid"][0]
+    graph_col = [d for d in grid.columnDefs if d["field"] == "best_cuda_graph"][0]
+    assert "'on'" in graph_col["valueFormatter"]["function"]  # words, not checkboxes
+
+    demo = sweeps.make_sweep(12, seed=9, synthetic=True, hardware="B300")
+    store.ingest([demo], b"synthetic-demo", UploadMeta(synthetic=True))
+    data.invalidate()
+    cell = Cell("deepseek_v4_pro", "B300", "NVFP4")
+    assert data.is_synthetic(cell) and not data.is_synthetic(KNOWN)
+    _, status = pareto.update_figure(data, pareto.ParetoQuery(cell=cell))
+    assert "synthetic" in " ".join(texts(status))
+    body, _ = best.update_table(data, cell.key, "bench_moe", "all")
+    assert "synthetic" in " ".join(texts(body))

@@ -161,7 +161,8 @@ def update_table(data: DashData, cell_key: str | None, grouping: str | None,
                               + (f" at world size {wsi}" if wsi else "") + ".",
                               ["choose “all” world sizes", "pick another cell"]), search
     n_tie = int(table[IS_TIE].sum())
-    summary = html.P(f"{len(table):,} workloads; {n_tie} ties within noise.",
+    counts = f"{len(table):,} workloads; {n_tie} ties within noise."
+    summary = html.P(ui.with_synthetic_note(data.is_synthetic(cell), counts),
                      className="status", **{"data-testid": "best-count"})
     return html.Div([summary, _grid(table, grouping)]), search
 

@@ -492,8 +492,10 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
                                [f"try: {h}" for h in view.hints]))
     fig = pareto_figure(view.cloud, view.frontier, q.x, q.y, logx=q.logx, logy=q.logy,
                         n_cloud_total=view.n_cloud)
-    status = html.Span(f"{view.n_matching:,} candidates match the filters; "
-                       f"{view.n_cloud:,} successful; {len(view.frontier)} on the frontier.",
+    status = html.Span(ui.with_synthetic_note(
+        data.is_synthetic(q.cell),
+        f"{view.n_matching:,} candidates match the filters; "
+        f"{view.n_cloud:,} successful; {len(view.frontier)} on the frontier."),
                        className="status", **{"data-testid": "pareto-count"})
     return fig, status
 
