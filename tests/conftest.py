@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from fastapi.testclient import TestClient
 
 from db.store import Store, open_store
+from ingest.app import create_app
+from ingest.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("MOEDASH_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -47,6 +50,24 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "duckdb":
         return f"duckdb:///{tmp_path / 'store.duckdb'}"
     return str(request.getfixturevalue("pg_schema_url"))
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    """App settings on the test database (dashboard off, a small upload limit)."""
+    return Settings(database_url=db_url, enable_dashboard=False, max_upload_bytes=2_000_000)
+
+
+@pytest.fixture
+def client(settings: Settings, store: Store) -> Iterator[TestClient]:
+    """The real ASGI app over ``store``, driven over HTTP by Starlette's test client."""
+    with TestClient(create_app(settings, store=store)) as c:
+        yield c
+
+
+@pytest.fixture
+def upload_token(store: Store) -> str:
+    return store.create_token("ci", ["upload"])[1]
 
 
 @pytest.fixture

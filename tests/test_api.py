@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,22 +13,6 @@ from ingest.settings import Settings
 from tests.conftest import shared_dir
 
 EXAMPLE = shared_dir() / "fixtures" / "bench_moe_example.json"
-
-
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    return Settings(database_url=db_url, enable_dashboard=False, max_upload_bytes=2_000_000)
-
-
-@pytest.fixture
-def client(settings: Settings, store: Store) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, store=store)) as c:
-        yield c
-
-
-@pytest.fixture
-def upload_token(store: Store) -> str:
-    return store.create_token("ci", ["upload"])[1]
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +24,6 @@ from tests.sweeps import make_run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "serving"
 H200 = "dsr1-fp8-h200-dynamo-trt"
-
-
-@pytest.fixture
-def settings(db_url: str) -> Settings:
-    return Settings(database_url=db_url, enable_dashboard=False, max_upload_bytes=2_000_000)
-
-
-@pytest.fixture
-def client(settings: Settings, store: Store) -> Iterator[TestClient]:
-    with TestClient(create_app(settings, store=store)) as c:
-        yield c
 
 
 @pytest.fixture
