@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -15,7 +16,7 @@ from db import migrations
 from db.errors import StoreError
 from db.store import Store, open_store
 from ingest import api_runs
-from ingest.auth import get_store, require_read
+from ingest.auth import DashboardGate, get_store, require_read
 from ingest.settings import Settings
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -128,7 +129,11 @@ def _mount_dashboard(
     # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
     # stalls the event loop serving the API (measured in stack-notes). Responses are
     # gzipped, the JS bundles compressed once (ingest/compress.py).
-    app.mount("/", CachedGZipMiddleware(WSGIMiddleware(dash_app.server)))  # type: ignore[arg-type]
+    ui: Any = CachedGZipMiddleware(WSGIMiddleware(dash_app.server))  # type: ignore[arg-type]
+    if settings.read_requires_token:
+        # closed reads close the dashboard too (HTTP Basic, password = API token)
+        ui = DashboardGate(ui, store)
+    app.mount("/", ui)
     if settings.warm_cache:  # a daemon thread: serving starts at once
         from dashboard.app import start_warm_cache
 

@@ -6,7 +6,10 @@ every scope). Reads are open unless ``Settings.read_requires_token``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable
+from typing import Any
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -78,3 +81,51 @@ def require_read(
     """Dependency for reads: open by default, a valid token when reads are closed."""
     if settings.read_requires_token:
         _token(creds, store)
+
+
+class DashboardGate:
+    """ASGI guard for the dashboard when reads are closed.
+
+    Browsers cannot send bearer headers by themselves, so the dashboard also accepts
+    HTTP Basic credentials whose password is an API token (any user name); a missing
+    or invalid token gets 401 with ``WWW-Authenticate: Basic`` so the browser asks.
+    """
+
+    def __init__(self, app: Any, store: Store) -> None:
+        self.app = app
+        self.store = store
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or self._authorised(dict(scope.get("headers") or [])):
+            await self.app(scope, receive, send)
+            return
+        body = (
+            b'{"detail":[{"loc":["header","Authorization"],'
+            b'"msg":"reads need a token (MOEDASH_READ_REQUIRES_TOKEN)","type":"unauthorized"}]}'
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Basic realm="moedash", charset="UTF-8"'),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    def _authorised(self, headers: dict[bytes, bytes]) -> bool:
+        value = headers.get(b"authorization", b"").decode("latin-1")
+        scheme, _, credential = value.partition(" ")
+        secret = ""
+        if scheme.lower() == "bearer":
+            secret = credential.strip()
+        elif scheme.lower() == "basic":
+            try:
+                decoded = base64.b64decode(credential.strip(), validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                return False
+            secret = decoded.partition(":")[2]
+        return bool(secret) and self.store.verify_token(secret) is not None
