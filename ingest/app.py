@@ -19,7 +19,9 @@ from ingest import api_runs
 from ingest.auth import DashboardGate, get_store, require_read
 from ingest.settings import Settings
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+# A source checkout keeps static/ beside the packages; an installed package (the Docker
+# image) finds it in the working directory instead.
+STATIC_DIRS = (Path(__file__).resolve().parent.parent / "static", Path.cwd() / "static")
 
 
 def _extra_routers() -> list[APIRouter]:
@@ -107,8 +109,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         v1.include_router(router)
     app.include_router(v1)
 
-    if STATIC_DIR.is_dir():
-        app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    static = next((d for d in STATIC_DIRS if d.is_dir()), None)
+    if static is not None:
+        app.mount("/static", StaticFiles(directory=static), name="static")
     if settings.enable_dashboard:
         _mount_dashboard(app, store, settings, on_start)
     return app
