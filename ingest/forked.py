@@ -19,7 +19,7 @@ from ingest.errors import InputError, UnsupportedFormat
 from ingest.lenient_json import SPLIT_MARKER, LenientDocument, load_document, split_top_array
 
 if TYPE_CHECKING:
-    from ingest.bench_moe import _Rows
+    from ingest.bench_moe_rows import RowFlattener
 
 PARALLEL_MIN_BYTES = 64 << 20
 
@@ -79,7 +79,7 @@ class _ForkedRows:
         self.raw = raw
         self.spans = spans
 
-    def __call__(self, rows: _Rows) -> list[tuple[Any, ...]]:
+    def __call__(self, rows: RowFlattener) -> list[tuple[Any, ...]]:
         children: list[tuple[int, int]] = []
         unread: set[int] = set()
         payloads: list[Any] = []
@@ -127,7 +127,7 @@ class _ForkedRows:
 _RESULTS_INDEX = re.compile(r"^results\[(\d+)\]")
 
 
-def _child_main(array: bytes, rows: _Rows, write_fd: int) -> NoReturn:
+def _child_main(array: bytes, rows: RowFlattener, write_fd: int) -> NoReturn:
     """Runs in a forked child: parse one JSON array of rows, flatten it, pickle the
     outcome into ``write_fd``, exit without returning."""
     code = 0
