@@ -1,0 +1,1 @@
+"""Dashboard pages: each module exposes ``layout(data, **query)`` and ``register(app, data)``."""
