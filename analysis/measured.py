@@ -18,6 +18,7 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis.derived import rankable_mask
+from analysis.tables import plain_value
 from analysis.tree import Deployment, PathStep, Recommendation, recommend
 
 
@@ -80,19 +81,8 @@ def nearest_measured_best(df: pd.DataFrame, dep: Deployment) -> MeasuredPick | N
         n_candidates=len(group),
         run_ids=tuple(sorted({int(r) for r in group[C.RUN_ID]})),
         trtllm_versions=tuple(versions),
-        candidate={k: _plain(v) for k, v in top.to_dict().items()},
+        candidate={k: plain_value(v) for k, v in top.to_dict().items()},
     )
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, np.generic):
-        return value.item()
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return value
 
 
 def recommendation_from_candidate(

@@ -28,7 +28,7 @@ def _select(df: pd.DataFrame, columns: Sequence[str] | None) -> pd.DataFrame:
     return df[list(columns)]
 
 
-def _plain(v: Any) -> Any:
+def plain_value(v: Any) -> Any:
     if v is None or v is pd.NA or v is pd.NaT:
         return None
     if isinstance(v, np.generic):
@@ -45,7 +45,7 @@ def to_json_records(df: pd.DataFrame, columns: Sequence[str] | None = None
     """List of {column: value} dicts, one per row, keys in column order."""
     sub = _select(df, columns)
     cols = [str(c) for c in sub.columns]
-    return [dict(zip(cols, (_plain(v) for v in row), strict=True))
+    return [dict(zip(cols, (plain_value(v) for v in row), strict=True))
             for row in sub.itertuples(index=False, name=None)]
 
 
@@ -61,5 +61,5 @@ def to_csv_text(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([str(c) for c in sub.columns])
     for row in sub.itertuples(index=False, name=None):
-        writer.writerow(["" if (v := _plain(x)) is None else v for x in row])
+        writer.writerow(["" if (v := plain_value(x)) is None else v for x in row])
     return buf.getvalue()

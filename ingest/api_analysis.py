@@ -8,6 +8,7 @@ JSON (default) or CSV (``format=csv``).
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Annotated, Any, Literal
 
 import pandas as pd
@@ -232,7 +233,11 @@ def _shape(store: Store, q: DeploymentQuery) -> tuple[int, int, int]:
     )
 
 
-_derived_cache: dict[tuple[int, int], tuple[GuideCheck, Thresholds]] = {}
+# One entry per store (several apps, e.g. tests, may live in one process), holding the
+# run-set key it was computed for and the result.
+_derived_cache: weakref.WeakKeyDictionary[
+    Store, tuple[tuple[int, int], tuple[GuideCheck, Thresholds]]
+] = weakref.WeakKeyDictionary()
 _cache_lock = threading.Lock()
 
 
@@ -243,14 +248,13 @@ def _derived(store: Store) -> tuple[GuideCheck, Thresholds]:
     top = int(runs.items[C.RUN_ID].iloc[0]) if not runs.items.empty else 0
     key = (runs.total, top)
     with _cache_lock:
-        if key in _derived_cache:
-            return _derived_cache[key]
-    df = _frame(store, Scope())
-    check = derive_guide_thresholds(df)
+        cached = _derived_cache.get(store)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    check = derive_guide_thresholds(_frame(store, Scope()))
     value = (check, thresholds_from_check(check))
     with _cache_lock:
-        _derived_cache.clear()
-        _derived_cache[key] = value
+        _derived_cache[store] = (key, value)
     return value
 
 

@@ -15,37 +15,13 @@ from fastapi.staticfiles import StaticFiles
 from db import migrations
 from db.errors import StoreError
 from db.store import Store, open_store
-from ingest import api_runs
+from ingest import api_analysis, api_crossval, api_planner, api_runs
 from ingest.auth import DashboardGate, get_store, require_read
 from ingest.settings import Settings
 
 # A source checkout keeps static/ beside the packages; an installed package (the Docker
 # image) finds it in the working directory instead.
 STATIC_DIRS = (Path(__file__).resolve().parent.parent / "static", Path.cwd() / "static")
-
-
-def _extra_routers() -> list[APIRouter]:
-    """Routers of later features, imported lazily so the core API never depends on them."""
-    routers: list[APIRouter] = []
-    try:
-        from ingest import api_analysis
-    except ImportError:
-        pass
-    else:
-        routers.append(api_analysis.router)
-    try:
-        from ingest import api_crossval
-    except ImportError:
-        pass
-    else:
-        routers.append(api_crossval.router)
-    try:
-        from ingest import api_planner
-    except ImportError:
-        pass
-    else:
-        routers.append(api_planner.router)
-    return routers
 
 
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
@@ -104,9 +80,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
 
         return FastJSONResponse({"items": frame_records(s.coverage())})
 
-    v1.include_router(api_runs.router)
-    for router in _extra_routers():
-        v1.include_router(router)
+    for module in (api_runs, api_analysis, api_crossval, api_planner):
+        v1.include_router(module.router)
     app.include_router(v1)
 
     static = next((d for d in STATIC_DIRS if d.is_dir()), None)
@@ -120,12 +95,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
 def _mount_dashboard(
     app: FastAPI, store: Store, settings: Settings, on_start: list[Callable[[], object]]
 ) -> None:
-    try:
-        from dashboard.app import create_dash
-    except ImportError:
-        return
     from a2wsgi import WSGIMiddleware
 
+    from dashboard.app import create_dash  # lazy: the API alone never loads Dash
     from ingest.compress import CachedGZipMiddleware
 
     dash_app = create_dash(store, settings)

@@ -132,7 +132,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     rows = []
     for i, name in enumerate(args.files, 1):
         path = Path(name)
-        t0 = time.perf_counter()
         try:
             raw = path.read_bytes()
             meta = _meta(args, str(path))
@@ -145,7 +144,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             state = "exists" if result.already_existed else "stored"
             ids = ",".join(str(r.run_id) for r in result.runs)
             rows.append((str(path), state, ids, f"{result.n_candidates}"))
-            _ = time.perf_counter() - t0
         _progress(i, len(args.files), str(path))
     _print_table(("file", "result", "run ids", "candidates"), rows)
     store.close()

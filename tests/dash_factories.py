@@ -10,6 +10,7 @@ form the latency / tokens-per-s frontier; 0 and 3 are dominated; 4 is prefill; 5
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -63,3 +64,14 @@ def seed_store(store: Store) -> dict[str, int]:
                          b"other-sweep", UploadMeta(hardware="B300", synthetic=True,
                                                     ci_url="https://ci.example/run/1"))
     return {"known": known.runs[0].run_id, "other": other.runs[0].run_id}
+
+
+def walk(component: Any) -> Iterator[Any]:
+    """Every component and string in a Dash tree."""
+    yield component
+    children = getattr(component, "children", None)
+    if isinstance(children, list | tuple):
+        for child in children:
+            yield from walk(child)
+    elif children is not None:
+        yield from walk(children)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from fastapi.testclient import TestClient
 
@@ -216,27 +214,3 @@ def test_hostile_inputs_rejected_and_database_unchanged(
         assert detail["msg"]
     assert store.table_counts() == before
     assert client.get("/api/v1/runs").json() == before_runs
-
-
-def test_example_fixture_exists() -> None:
-    assert Path(EXAMPLE).is_file(), f"shared fixture missing at {EXAMPLE} (set MOEDASH_SHARED)"
-
-
-def test_closed_reads_close_the_dashboard_too(db_url: str, store: Store) -> None:
-    import base64
-
-    settings = Settings(database_url=db_url, read_requires_token=True, warm_cache=False)
-    secret = store.create_token("viewer", ["upload"])[1]
-    with TestClient(create_app(settings, store=store)) as c:
-        page = c.get("/")
-        assert page.status_code == 401
-        assert page.headers["www-authenticate"].startswith("Basic")
-        basic = base64.b64encode(f"me:{secret}".encode()).decode()
-        assert c.get("/", headers={"Authorization": f"Basic {basic}"}).status_code == 200
-        assert c.get("/", headers=auth(secret)).status_code == 200
-        wrong = base64.b64encode(b"me:mdt_nope").decode()
-        assert c.get("/", headers={"Authorization": f"Basic {wrong}"}).status_code == 401
-        assert c.get("/_dash-layout").status_code == 401
-    open_settings = Settings(database_url=db_url, warm_cache=False)
-    with TestClient(create_app(open_settings, store=store)) as c:
-        assert c.get("/").status_code == 200

@@ -32,7 +32,7 @@ from db.store import Store, open_store
 from ingest.api_crossval import import_serving_directory
 from ingest.app import create_app
 from ingest.settings import Settings
-from tests.dash_factories import HOSTILE
+from tests.dash_factories import HOSTILE, walk
 from tests.factories import make_candidates
 from tests.sweeps import make_run
 from tests.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
@@ -62,16 +62,6 @@ def imported_only(duck: Store) -> DashData:
 def data(imported_only: DashData) -> DashData:
     ingest_h200_candidates(imported_only.store)
     return imported_only
-
-
-def walk(component: Any) -> Iterator[Any]:
-    yield component
-    children = getattr(component, "children", None)
-    if isinstance(children, list | tuple):
-        for child in children:
-            yield from walk(child)
-    elif children is not None:
-        yield from walk(children)
 
 
 def by_testid(component: Any, test_id: str) -> Any:

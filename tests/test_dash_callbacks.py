@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from dashboard.pages import best, overview, pareto, recommend, run
 from db.records import UploadMeta
 from db.store import Store
 from tests import sweeps
-from tests.dash_factories import HOSTILE, KNOWN_FRONTIER, KNOWN_FRONTIER_TRTLLM, seed_store
+from tests.dash_factories import HOSTILE, KNOWN_FRONTIER, KNOWN_FRONTIER_TRTLLM, seed_store, walk
 
 KNOWN = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 
@@ -28,17 +27,6 @@ KNOWN = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 def seeded(store: Store) -> tuple[DashData, dict[str, int]]:
     ids = seed_store(store)
     return DashData(store, version_ttl=0.0), ids
-
-
-def walk(component: Any) -> Iterator[Any]:
-    """Every component and string in a Dash tree."""
-    yield component
-    children = getattr(component, "children", None)
-    if isinstance(children, list | tuple):
-        for child in children:
-            yield from walk(child)
-    elif children is not None:
-        yield from walk(children)
 
 
 def texts(component: Any) -> list[str]:
