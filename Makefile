@@ -40,9 +40,14 @@ test-realdata: install
 test-browser: install browser-deps
 	$(PYTEST) -m browser -q
 
+SRC := analysis ingest db service api dashboard moedash
+
 lint: install
-	$(BIN)/ruff check analysis db ingest dashboard tests bench
-	$(BIN)/mypy db analysis ingest
+	$(BIN)/ruff format --check $(SRC) tests bench
+	$(BIN)/ruff check $(SRC) tests bench
+	$(BIN)/mypy db analysis ingest service api moedash
+	$(BIN)/lint-imports
+	$(BIN)/python tests/module_sizes.py $(SRC) bench
 
 bench: install
 	$(BIN)/python bench/ingest.py

@@ -35,12 +35,18 @@ from analysis.derived import as_float, group_codes, rankable_mask, sort_codes
 from analysis.pareto import RECIPE_COLS
 
 BENCH_MOE_KEYS: tuple[str, ...] = (C.RUN_ID, C.NUM_TOKENS, C.PARALLEL_MODE)
-DASHBOARD_KEYS: tuple[str, ...] = (C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE, C.NUM_TOKENS,
-                                   C.DISPATCH, C.CUDA_GRAPH, C.ATTN)
-GROUPINGS: dict[str, tuple[str, ...]] = {"bench_moe": BENCH_MOE_KEYS,
-                                         "dashboard": DASHBOARD_KEYS}
-ORDER_COLS: tuple[str, ...] = (C.RUN_ID, C.CANDIDATE_INDEX, *RECIPE_COLS,
-                               C.LOW_PRECISION_COMBINE)
+DASHBOARD_KEYS: tuple[str, ...] = (
+    C.MODEL,
+    C.HARDWARE,
+    C.QUANT,
+    C.WORLD_SIZE,
+    C.NUM_TOKENS,
+    C.DISPATCH,
+    C.CUDA_GRAPH,
+    C.ATTN,
+)
+GROUPINGS: dict[str, tuple[str, ...]] = {"bench_moe": BENCH_MOE_KEYS, "dashboard": DASHBOARD_KEYS}
+ORDER_COLS: tuple[str, ...] = (C.RUN_ID, C.CANDIDATE_INDEX, *RECIPE_COLS, C.LOW_PRECISION_COMBINE)
 DEFAULT_NOISE_PCT = 3.0
 _P90_Z = 1.2816
 
@@ -91,8 +97,9 @@ def _group_score_order(g: np.ndarray, score: np.ndarray) -> np.ndarray:
     return np.lexsort((score, g))
 
 
-def _ordered(df: pd.DataFrame, keys: list[str], n: int) -> tuple[pd.DataFrame, np.ndarray,
-                                                                  np.ndarray, np.ndarray]:
+def _ordered(
+    df: pd.DataFrame, keys: list[str], n: int
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
     """Top-``n`` rankable rows per group, sorted by (group, score, ORDER_COLS).
 
     Returns (rows, group ids, rank, group sizes). Sorts by (group, score) first and
@@ -124,8 +131,9 @@ def _ordered(df: pd.DataFrame, keys: list[str], n: int) -> tuple[pd.DataFrame, n
     return df.iloc[pos[order[keep]]], gs[keep], rank[keep], sizes[keep]
 
 
-def top_by_workload(df: pd.DataFrame, grouping: str | Sequence[str] = "dashboard",
-                    n: int = 3) -> pd.DataFrame:
+def top_by_workload(
+    df: pd.DataFrame, grouping: str | Sequence[str] = "dashboard", n: int = 3
+) -> pd.DataFrame:
     """The ``n`` best rankable rows of every group (long format, dashboard style).
 
     Returns the input rows (all columns) plus ``rank`` (1 = lowest score_ms) and
@@ -135,8 +143,11 @@ def top_by_workload(df: pd.DataFrame, grouping: str | Sequence[str] = "dashboard
     return rows.assign(**{RANK: rank, N_CANDIDATES: sizes}).reset_index(drop=True)
 
 
-def best_by_workload(df: pd.DataFrame, grouping: str | Sequence[str] = "bench_moe",
-                     default_noise_pct: float = DEFAULT_NOISE_PCT) -> pd.DataFrame:
+def best_by_workload(
+    df: pd.DataFrame,
+    grouping: str | Sequence[str] = "bench_moe",
+    default_noise_pct: float = DEFAULT_NOISE_PCT,
+) -> pd.DataFrame:
     """One row per group: the group keys, ``best_<c>`` and ``runner_up_<c>`` for c in
     :data:`SIDE_COLS` (recipe columns, score_ms, run_id, candidate_index),
     ``n_candidates``, ``margin_pct`` = (runner_up - best) / best * 100 (NaN when the
@@ -164,9 +175,9 @@ def best_by_workload(df: pd.DataFrame, grouping: str | Sequence[str] = "bench_mo
     ru_s = out["runner_up_" + C.SCORE_MS].to_numpy()
     out[MARGIN_PCT] = (ru_s - best_s) / best_s * 100.0
     known = np.isfinite(spread_first) & np.isfinite(spread_second)
-    out[NOISE_BAND_PCT] = np.where(known, 100.0 * np.hypot(spread_first, spread_second),
-                                   default_noise_pct)
+    out[NOISE_BAND_PCT] = np.where(
+        known, 100.0 * np.hypot(spread_first, spread_second), default_noise_pct
+    )
     out[NOISE_SOURCE] = np.where(known, "iteration_spread", "default")
-    out[IS_TIE] = np.where(has, out[MARGIN_PCT].to_numpy() <= out[NOISE_BAND_PCT].to_numpy(),
-                           False)
+    out[IS_TIE] = np.where(has, out[MARGIN_PCT].to_numpy() <= out[NOISE_BAND_PCT].to_numpy(), False)
     return out.reset_index(drop=True)

@@ -45,22 +45,55 @@ _SM80_PLUS = frozenset({80, 86, 87, 89, 90, 100, 103, 107, 110, 120, 121})
 # backend -> list of (SMs, quants) entries; a backend supports (sm, quant) when any
 # entry contains both.
 BACKEND_MATRIX: dict[str, tuple[tuple[frozenset[int], frozenset[str]], ...]] = {
-    "CUTLASS": ((_SM80_PLUS, frozenset({"BF16", "FP16", "FP8", "FP8_BLOCK_SCALES", "NVFP4",
-                                        "W4A16_NVFP4", "W4A8_AWQ", "W8A16", "W4A16_MXFP4",
-                                        "MXFP8"})),),
-    "TRTLLM": ((_SM100_103, frozenset({"NVFP4", "FP8_BLOCK_SCALES", "W4A8_NVFP4_FP8",
-                                       "W4A16_MXFP4", "W4A8_MXFP4_FP8", "W4A8_MXFP4_MXFP8",
-                                       "BF16"})),),
-    "CUTEDSL": ((_SM100_107, frozenset({"NVFP4"})), (frozenset({107}), frozenset({"BF16"})),
-                (frozenset({120, 121}), frozenset({"NVFP4", "W4A16_NVFP4"}))),
+    "CUTLASS": (
+        (
+            _SM80_PLUS,
+            frozenset(
+                {
+                    "BF16",
+                    "FP16",
+                    "FP8",
+                    "FP8_BLOCK_SCALES",
+                    "NVFP4",
+                    "W4A16_NVFP4",
+                    "W4A8_AWQ",
+                    "W8A16",
+                    "W4A16_MXFP4",
+                    "MXFP8",
+                }
+            ),
+        ),
+    ),
+    "TRTLLM": (
+        (
+            _SM100_103,
+            frozenset(
+                {
+                    "NVFP4",
+                    "FP8_BLOCK_SCALES",
+                    "W4A8_NVFP4_FP8",
+                    "W4A16_MXFP4",
+                    "W4A8_MXFP4_FP8",
+                    "W4A8_MXFP4_MXFP8",
+                    "BF16",
+                }
+            ),
+        ),
+    ),
+    "CUTEDSL": (
+        (_SM100_107, frozenset({"NVFP4"})),
+        (frozenset({107}), frozenset({"BF16"})),
+        (frozenset({120, 121}), frozenset({"NVFP4", "W4A16_NVFP4"})),
+    ),
     "CUTEDSL_FC12": ((frozenset({107}), frozenset({"NVFP4"})),),
     "DEEPGEMM": ((_SM100_107, frozenset({"FP8_BLOCK_SCALES"})),),
     "DENSEGEMM": ((_SM100_103, frozenset({"NVFP4"})),),
     "MEGAMOE_CUTEDSL": ((_SM100_107, frozenset({"NVFP4"})),),
     "MEGAMOE_DEEPGEMM": ((_SM100_103, frozenset({"W4A8_MXFP4_MXFP8"})),),
     "MARLIN": ((frozenset(range(89, 100)), frozenset({"NVFP4", "W4A16_NVFP4"})),),
-    "TRITON": ((frozenset({90}), frozenset({"BF16", "FP8", "W4A16_MXFP4",
-                                            "W4A8_MXFP4_FP8"})),),  # deprecated
+    "TRITON": (
+        (frozenset({90}), frozenset({"BF16", "FP8", "W4A16_MXFP4", "W4A8_MXFP4_FP8"})),
+    ),  # deprecated
 }
 FUSED_COMM_BACKENDS = frozenset({"MEGAMOE_CUTEDSL", "MEGAMOE_DEEPGEMM"})
 

@@ -45,8 +45,12 @@ def parse_parallel_mode(mode: str | None, world_size: int) -> tuple[bool | None,
     if not mode:
         return None
     m = mode.upper()
-    named = {"DEP": (True, world_size, 1), "TEP": (False, world_size, 1),
-             "DTP": (True, 1, world_size), "TTP": (False, 1, world_size)}
+    named = {
+        "DEP": (True, world_size, 1),
+        "TEP": (False, world_size, 1),
+        "DTP": (True, 1, world_size),
+        "TTP": (False, 1, world_size),
+    }
     if m in named:
         return named[m]
     hit = _HYBRID.match(m)
@@ -66,8 +70,7 @@ def as_float(series: pd.Series) -> np.ndarray:
         codes = series.cat.codes.to_numpy()
         decoded: np.ndarray = np.append(cats, np.nan)[codes]  # code -1 (missing) -> NaN
         return decoded
-    out: np.ndarray = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float,
-                                                                  na_value=np.nan)
+    out: np.ndarray = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     return out
 
 
@@ -89,8 +92,9 @@ def attention_dp_array(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         is_dp[k], known[k] = v[k], True
     for col in (C.ATTN, C.PARALLEL_MODE):
         if col in df and not known.all():
-            first = df[col].astype("string").str.upper().str[:1].to_numpy(dtype=object,
-                                                                             na_value=None)
+            first = (
+                df[col].astype("string").str.upper().str[:1].to_numpy(dtype=object, na_value=None)
+            )
             d, t = first == "D", first == "T"
             fill = ~known & (d | t)
             is_dp[fill], known[fill] = d[fill], True
@@ -114,8 +118,13 @@ def ep_size_array(df: pd.DataFrame) -> np.ndarray:
     return ep
 
 
-def activated_tokens_per_rank(num_tokens: float, top_k: float, world_size: float,
-                              attention_dp: bool, moe_ep_size: float | None = None) -> float:
+def activated_tokens_per_rank(
+    num_tokens: float,
+    top_k: float,
+    world_size: float,
+    attention_dp: bool,
+    moe_ep_size: float | None = None,
+) -> float:
     """Scalar form of the derived column (token-expert assignments per rank).
 
     DP: num_tokens * top_k / world_size. TP: num_tokens * top_k / moe_ep_size
@@ -147,8 +156,11 @@ def add_derived(df: pd.DataFrame) -> pd.DataFrame:
         divisor = np.where(is_dp, ws, ep)
         divisor = np.where(dp_known & (divisor > 0), divisor, np.nan)
         atpr = nt * top_k / divisor
-        bpe = (df[C.QUANT].map(C.BYTES_PER_ELEM) if C.QUANT in df
-               else pd.Series(np.nan, index=df.index))
+        bpe = (
+            df[C.QUANT].map(C.BYTES_PER_ELEM)
+            if C.QUANT in df
+            else pd.Series(np.nan, index=df.index)
+        )
         dispatch_kb = atpr * as_float(df[C.HIDDEN_SIZE]) * as_float(bpe) / 1024.0
         score = as_float(df[C.SCORE_MS]) if C.SCORE_MS in df else np.full(len(df), np.nan)
         good = np.isfinite(score) & (score > 0) & (ws > 0)
@@ -159,24 +171,34 @@ def add_derived(df: pd.DataFrame) -> pd.DataFrame:
     lb_ok = dp_known & np.isfinite(nt) & np.where(is_dp, integral, True)
     local_batch = pd.array(np.where(lb_ok, lb_values, 0).astype(np.int64), dtype="Int64")
     local_batch[~lb_ok] = pd.NA
-    graph, graph_known = (as_bool(df[C.CUDA_GRAPH]) if C.CUDA_GRAPH in df
-                          else (np.zeros(len(df), bool), np.zeros(len(df), bool)))
+    graph, graph_known = (
+        as_bool(df[C.CUDA_GRAPH])
+        if C.CUDA_GRAPH in df
+        else (np.zeros(len(df), bool), np.zeros(len(df), bool))
+    )
     # "decode"/"prefill"/NA built by Arrow (no Python string object per row).
     codes = pa.array(graph.astype(np.int8), mask=~graph_known)
     phase = pd.Series(pd.array(pc.take(_PHASE_NAMES, codes), dtype="string"), index=df.index)
-    return df.assign(**{
-        C.ACTIVATED_TOKENS_PER_RANK: atpr,
-        C.DISPATCH_KB: dispatch_kb,
-        C.TOKENS_PER_S_PER_GPU: tps,
-        C.LOCAL_BATCH: pd.Series(local_batch, index=df.index),
-        C.PHASE: phase,
-    })
+    return df.assign(
+        **{
+            C.ACTIVATED_TOKENS_PER_RANK: atpr,
+            C.DISPATCH_KB: dispatch_kb,
+            C.TOKENS_PER_S_PER_GPU: tps,
+            C.LOCAL_BATCH: pd.Series(local_batch, index=df.index),
+            C.PHASE: phase,
+        }
+    )
 
 
 def ensure_derived(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` itself when every derived column is present, else ``add_derived(df)``."""
-    needed = (C.ACTIVATED_TOKENS_PER_RANK, C.DISPATCH_KB, C.TOKENS_PER_S_PER_GPU,
-              C.LOCAL_BATCH, C.PHASE)
+    needed = (
+        C.ACTIVATED_TOKENS_PER_RANK,
+        C.DISPATCH_KB,
+        C.TOKENS_PER_S_PER_GPU,
+        C.LOCAL_BATCH,
+        C.PHASE,
+    )
     return df if all(c in df for c in needed) else add_derived(df)
 
 

@@ -43,8 +43,11 @@ def config_dict(rec: Recommendation) -> dict[str, object]:
     """The YAML body as a dict. ``cuda_graph_config`` is None (YAML null) for prefill /
     CUDA graph off, else {enable_padding: true, max_batch_size}."""
     dep = rec.deployment
-    graph = ({"enable_padding": True, "max_batch_size": cuda_graph_max_batch_size(rec)}
-             if dep.cuda_graph else None)
+    graph = (
+        {"enable_padding": True, "max_batch_size": cuda_graph_max_batch_size(rec)}
+        if dep.cuda_graph
+        else None
+    )
     return {
         "tensor_parallel_size": dep.world_size,
         "moe_expert_parallel_size": rec.moe_ep_size,
@@ -75,8 +78,11 @@ def recommended_config_yaml(rec: Recommendation, provenance: Provenance) -> str:
         f"{dep.world_size}, attention {'DP' if dep.attention_dp else 'TP'}, "
         f"num_tokens {dep.num_tokens}",
         f"phase: {rec.phase} ({rec.parallel_mode})",
-        (f"comm: set {env} on every rank" if env else
-         f"comm: leave AUTO (expected {rec.expected_comm})"),
+        (
+            f"comm: set {env} on every rank"
+            if env
+            else f"comm: leave AUTO (expected {rec.expected_comm})"
+        ),
     ]
     header += [f"note: {n}" for n in rec.notes]
     text = "".join(f"# {_one_line(h)}\n" for h in header)

@@ -18,16 +18,31 @@ from analysis import columns as C
 from analysis.derived import as_float, ensure_derived, group_codes, rankable_mask, sort_codes
 
 # Columns that identify a point's recipe; every frontier row carries them.
-RECIPE_COLS: tuple[str, ...] = (C.BACKEND, C.COMM, C.PARALLEL_MODE, C.MOE_EP_SIZE,
-                                C.MOE_TP_SIZE, C.CUDA_GRAPH)
-TIE_BREAK_COLS: tuple[str, ...] = RECIPE_COLS + (C.LOW_PRECISION_COMBINE, C.RUN_ID,
-                                                 C.CANDIDATE_INDEX)
+RECIPE_COLS: tuple[str, ...] = (
+    C.BACKEND,
+    C.COMM,
+    C.PARALLEL_MODE,
+    C.MOE_EP_SIZE,
+    C.MOE_TP_SIZE,
+    C.CUDA_GRAPH,
+)
+TIE_BREAK_COLS: tuple[str, ...] = RECIPE_COLS + (
+    C.LOW_PRECISION_COMBINE,
+    C.RUN_ID,
+    C.CANDIDATE_INDEX,
+)
 # model x hardware x quant x world_size x phase (phase = CUDA graph on/off).
 FRONTIER_GROUP_COLS: tuple[str, ...] = (C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE, C.PHASE)
 
 
-def pareto_frontier(df: pd.DataFrame, x: str, y: str, minimize_x: bool = True,
-                    maximize_y: bool = True, group_cols: Sequence[str] = ()) -> pd.DataFrame:
+def pareto_frontier(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    minimize_x: bool = True,
+    maximize_y: bool = True,
+    group_cols: Sequence[str] = (),
+) -> pd.DataFrame:
     """Rows of ``df`` on the Pareto frontier of (x, y), computed per ``group_cols``.
 
     Only rankable rows take part (status success, finite score_ms > 0, autotune not
@@ -66,13 +81,19 @@ def pareto_frontier(df: pd.DataFrame, x: str, y: str, minimize_x: bool = True,
     chosen = _resolve_duplicates(df, rows_ok, g_s, ox_s, oy_s, order, keep, chosen)
     out = df.iloc[rows_ok[np.sort(chosen)]]
     sort_cols = [*group_cols, x]
-    return out.sort_values(sort_cols, kind="mergesort", na_position="last").reset_index(
-        drop=True)
+    return out.sort_values(sort_cols, kind="mergesort", na_position="last").reset_index(drop=True)
 
 
-def _resolve_duplicates(df: pd.DataFrame, rows_ok: np.ndarray, g_s: np.ndarray, ox_s: np.ndarray,
-                        oy_s: np.ndarray, order: np.ndarray, keep: np.ndarray,
-                        chosen: np.ndarray) -> np.ndarray:
+def _resolve_duplicates(
+    df: pd.DataFrame,
+    rows_ok: np.ndarray,
+    g_s: np.ndarray,
+    ox_s: np.ndarray,
+    oy_s: np.ndarray,
+    order: np.ndarray,
+    keep: np.ndarray,
+    chosen: np.ndarray,
+) -> np.ndarray:
     """Replace each kept point that has exact duplicates by the duplicate that comes
     first in TIE_BREAK_COLS order (so the pick does not depend on row order)."""
     same = np.zeros(len(g_s), dtype=bool)
@@ -97,21 +118,32 @@ def _resolve_duplicates(df: pd.DataFrame, rows_ok: np.ndarray, g_s: np.ndarray, 
     return np.concatenate([remaining, winners])
 
 
-def throughput_latency_frontier(df: pd.DataFrame,
-                                group_cols: Sequence[str] = FRONTIER_GROUP_COLS
-                                ) -> pd.DataFrame:
+def throughput_latency_frontier(
+    df: pd.DataFrame, group_cols: Sequence[str] = FRONTIER_GROUP_COLS
+) -> pd.DataFrame:
     """Frontier of tokens_per_s_per_gpu (maximise) vs score_ms (minimise) per model x
     hardware x quant x world_size x phase. Adds the derived columns when absent."""
-    return pareto_frontier(ensure_derived(df), C.SCORE_MS, C.TOKENS_PER_S_PER_GPU,
-                           minimize_x=True, maximize_y=True, group_cols=group_cols)
+    return pareto_frontier(
+        ensure_derived(df),
+        C.SCORE_MS,
+        C.TOKENS_PER_S_PER_GPU,
+        minimize_x=True,
+        maximize_y=True,
+        group_cols=group_cols,
+    )
 
 
-def throughput_tokens_frontier(df: pd.DataFrame,
-                               group_cols: Sequence[str] = FRONTIER_GROUP_COLS
-                               ) -> pd.DataFrame:
+def throughput_tokens_frontier(
+    df: pd.DataFrame, group_cols: Sequence[str] = FRONTIER_GROUP_COLS
+) -> pd.DataFrame:
     """Frontier of tokens_per_s_per_gpu (maximise) vs activated_tokens_per_rank
     (minimise: fewer tokens in flight per rank = smaller batch per step) per model x
     hardware x quant x world_size x phase. Adds the derived columns when absent."""
-    return pareto_frontier(ensure_derived(df), C.ACTIVATED_TOKENS_PER_RANK,
-                           C.TOKENS_PER_S_PER_GPU, minimize_x=True, maximize_y=True,
-                           group_cols=group_cols)
+    return pareto_frontier(
+        ensure_derived(df),
+        C.ACTIVATED_TOKENS_PER_RANK,
+        C.TOKENS_PER_S_PER_GPU,
+        minimize_x=True,
+        maximize_y=True,
+        group_cols=group_cols,
+    )

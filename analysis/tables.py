@@ -40,13 +40,14 @@ def plain_value(v: Any) -> Any:
     return v
 
 
-def to_json_records(df: pd.DataFrame, columns: Sequence[str] | None = None
-                    ) -> list[dict[str, Any]]:
+def to_json_records(df: pd.DataFrame, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """List of {column: value} dicts, one per row, keys in column order."""
     sub = _select(df, columns)
     cols = [str(c) for c in sub.columns]
-    return [dict(zip(cols, (plain_value(v) for v in row), strict=True))
-            for row in sub.itertuples(index=False, name=None)]
+    return [
+        dict(zip(cols, (plain_value(v) for v in row), strict=True))
+        for row in sub.itertuples(index=False, name=None)
+    ]
 
 
 def to_json_text(df: pd.DataFrame, columns: Sequence[str] | None = None) -> str:

@@ -40,9 +40,16 @@ from analysis.capabilities import hardware_info
 from analysis.derived import as_float, ensure_derived, rankable_mask
 from analysis.tree import Thresholds
 
-DEFAULT_WORKLOAD_COLS: tuple[str, ...] = (C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE,
-                                          C.NUM_TOKENS, C.DISPATCH, C.ATTENTION_DP,
-                                          C.CUDA_GRAPH)
+DEFAULT_WORKLOAD_COLS: tuple[str, ...] = (
+    C.MODEL,
+    C.HARDWARE,
+    C.QUANT,
+    C.WORLD_SIZE,
+    C.NUM_TOKENS,
+    C.DISPATCH,
+    C.ATTENTION_DP,
+    C.CUDA_GRAPH,
+)
 Option = Mapping[str, object]
 
 
@@ -57,9 +64,11 @@ class CrossoverResult:
 
 
 def option_label(option: Option) -> str:
-    """"col=value" pairs joined by ", " (list values joined by "|")."""
+    """ "col=value" pairs joined by ", " (list values joined by "|")."""
+
     def fmt(v: object) -> str:
         return "|".join(map(str, v)) if isinstance(v, list | tuple | set | frozenset) else str(v)
+
     return ", ".join(f"{k}={fmt(v)}" for k, v in option.items())
 
 
@@ -72,10 +81,15 @@ def _option_mask(df: pd.DataFrame, option: Option) -> np.ndarray:
     return m
 
 
-def compare_options(df: pd.DataFrame, option_a: Option, option_b: Option, axis: str,
-                    group_cols: Sequence[str] = (),
-                    workload_cols: Sequence[str] = DEFAULT_WORKLOAD_COLS,
-                    labels: tuple[str, str] | None = None) -> pd.DataFrame:
+def compare_options(
+    df: pd.DataFrame,
+    option_a: Option,
+    option_b: Option,
+    axis: str,
+    group_cols: Sequence[str] = (),
+    workload_cols: Sequence[str] = DEFAULT_WORKLOAD_COLS,
+    labels: tuple[str, str] | None = None,
+) -> pd.DataFrame:
     """Evidence frame (see ``CrossoverResult``), sorted by group, axis, workload."""
     la, lb = labels or (option_label(option_a), option_label(option_b))
     keys = list(dict.fromkeys([*group_cols, *workload_cols]))
@@ -83,20 +97,34 @@ def compare_options(df: pd.DataFrame, option_a: Option, option_b: Option, axis: 
     base = df.loc[ok, list(dict.fromkeys([*keys, C.SCORE_MS]))]
     base = base.assign(axis_value=as_float(df.loc[ok, axis]))
     gk = [*keys, "axis_value"]
-    a = base[_option_mask(df.loc[ok], option_a)].groupby(gk, dropna=False, observed=True)[
-        C.SCORE_MS].min().rename("a_score_ms")
-    b = base[_option_mask(df.loc[ok], option_b)].groupby(gk, dropna=False, observed=True)[
-        C.SCORE_MS].min().rename("b_score_ms")
+    a = (
+        base[_option_mask(df.loc[ok], option_a)]
+        .groupby(gk, dropna=False, observed=True)[C.SCORE_MS]
+        .min()
+        .rename("a_score_ms")
+    )
+    b = (
+        base[_option_mask(df.loc[ok], option_b)]
+        .groupby(gk, dropna=False, observed=True)[C.SCORE_MS]
+        .min()
+        .rename("b_score_ms")
+    )
     ev = pd.concat([a, b], axis=1, join="inner").reset_index()
     sa, sb = ev["a_score_ms"].to_numpy(float), ev["b_score_ms"].to_numpy(float)
     ev["winner"] = np.where(sa < sb, la, np.where(sb < sa, lb, "tie"))
     ev["margin_pct"] = np.abs(sa - sb) / np.minimum(sa, sb) * 100.0
-    return ev.sort_values([*group_cols, "axis_value", *workload_cols], kind="mergesort",
-                          na_position="last").reset_index(drop=True)
+    return ev.sort_values(
+        [*group_cols, "axis_value", *workload_cols], kind="mergesort", na_position="last"
+    ).reset_index(drop=True)
 
 
-def fit_split(axis_values: np.ndarray, a_wins: np.ndarray, log_axis: bool = True,
-              min_points: int = 3, min_accuracy: float = 0.75) -> dict[str, object]:
+def fit_split(
+    axis_values: np.ndarray,
+    a_wins: np.ndarray,
+    log_axis: bool = True,
+    min_points: int = 3,
+    min_accuracy: float = 0.75,
+) -> dict[str, object]:
     """Fit one split to voting points (``a_wins`` True = A won). Returns status,
     orientation ("a_below"/"b_below"/None), dominant ("A"/"B"/None), bracket_lo,
     bracket_hi, crossover, n_points, n_axis_points, n_misclassified, accuracy,
@@ -107,11 +135,19 @@ def fit_split(axis_values: np.ndarray, a_wins: np.ndarray, log_axis: bool = True
     n_a = np.bincount(inv, weights=w, minlength=len(u))
     n_b = np.bincount(inv, weights=~w, minlength=len(u))
     res: dict[str, object] = {
-        "status": "insufficient", "orientation": None, "dominant": None,
-        "bracket_lo": np.nan, "bracket_hi": np.nan, "crossover": np.nan,
-        "n_points": int(len(x)), "n_axis_points": int(len(u)), "n_misclassified": 0,
-        "accuracy": np.nan, "axis_min": float(u[0]) if len(u) else np.nan,
-        "axis_max": float(u[-1]) if len(u) else np.nan}
+        "status": "insufficient",
+        "orientation": None,
+        "dominant": None,
+        "bracket_lo": np.nan,
+        "bracket_hi": np.nan,
+        "crossover": np.nan,
+        "n_points": int(len(x)),
+        "n_axis_points": int(len(u)),
+        "n_misclassified": 0,
+        "accuracy": np.nan,
+        "axis_min": float(u[0]) if len(u) else np.nan,
+        "axis_max": float(u[-1]) if len(u) else np.nan,
+    }
     if len(x) < min_points or len(u) < 2:
         return res
     ca, cb = np.cumsum(n_a), np.cumsum(n_b)
@@ -122,8 +158,12 @@ def fit_split(axis_values: np.ndarray, a_wins: np.ndarray, log_axis: bool = True
     flat = min(ta, tb)
     best_ab, best_ba = err_ab.min(), err_ba.min()
     if min(best_ab, best_ba) >= flat:
-        res.update(status="no_crossover", dominant="A" if ta >= tb else "B",
-                   n_misclassified=int(flat), accuracy=1 - flat / len(x))
+        res.update(
+            status="no_crossover",
+            dominant="A" if ta >= tb else "B",
+            n_misclassified=int(flat),
+            accuracy=1 - flat / len(x),
+        )
         return res
     orient, errs = ("a_below", err_ab) if best_ab <= best_ba else ("b_below", err_ba)
     tied = k[errs == errs.min()]
@@ -131,17 +171,26 @@ def fit_split(axis_values: np.ndarray, a_wins: np.ndarray, log_axis: bool = True
     lo, hi = float(u[split - 1]), float(u[split])
     est = float(np.sqrt(lo * hi)) if log_axis and lo > 0 else (lo + hi) / 2
     acc = 1 - float(errs.min()) / len(x)
-    res.update(status="crossover" if acc >= min_accuracy else "noisy", orientation=orient,
-               bracket_lo=lo, bracket_hi=hi, crossover=est,
-               n_misclassified=int(errs.min()), accuracy=acc)
+    res.update(
+        status="crossover" if acc >= min_accuracy else "noisy",
+        orientation=orient,
+        bracket_lo=lo,
+        bracket_hi=hi,
+        crossover=est,
+        n_misclassified=int(errs.min()),
+        accuracy=acc,
+    )
     return res
 
 
-def _agrees(pooled: Mapping[str, object], model: Mapping[str, object], log_axis: bool,
-            agree_factor: float) -> bool:
+def _agrees(
+    pooled: Mapping[str, object], model: Mapping[str, object], log_axis: bool, agree_factor: float
+) -> bool:
     if pooled["status"] == "no_crossover" or model["status"] == "no_crossover":
-        return bool(pooled["status"] == model["status"] == "no_crossover"
-                    and pooled["dominant"] == model["dominant"])
+        return bool(
+            pooled["status"] == model["status"] == "no_crossover"
+            and pooled["dominant"] == model["dominant"]
+        )
     if pooled["orientation"] is None or pooled["orientation"] != model["orientation"]:
         return False
     p, m = float(pooled["crossover"]), float(model["crossover"])  # type: ignore[arg-type]
@@ -151,13 +200,20 @@ def _agrees(pooled: Mapping[str, object], model: Mapping[str, object], log_axis:
     return abs(p - m) <= width
 
 
-def find_crossovers(df: pd.DataFrame, option_a: Option, option_b: Option, axis: str,
-                    group_cols: Sequence[str] = (),
-                    workload_cols: Sequence[str] = DEFAULT_WORKLOAD_COLS,
-                    consistency_col: str | None = C.MODEL, log_axis: bool = True,
-                    min_points: int = 3, min_accuracy: float = 0.75,
-                    agree_factor: float = 2.0,
-                    labels: tuple[str, str] | None = None) -> CrossoverResult:
+def find_crossovers(
+    df: pd.DataFrame,
+    option_a: Option,
+    option_b: Option,
+    axis: str,
+    group_cols: Sequence[str] = (),
+    workload_cols: Sequence[str] = DEFAULT_WORKLOAD_COLS,
+    consistency_col: str | None = C.MODEL,
+    log_axis: bool = True,
+    min_points: int = 3,
+    min_accuracy: float = 0.75,
+    agree_factor: float = 2.0,
+    labels: tuple[str, str] | None = None,
+) -> CrossoverResult:
     """Crossover of option_a vs option_b along ``axis`` per ``group_cols``.
 
     ``crossovers`` columns: group_cols, option_a, option_b (labels), the ``fit_split``
@@ -172,14 +228,21 @@ def find_crossovers(df: pd.DataFrame, option_a: Option, option_b: Option, axis: 
     rows = []
     groups: list[tuple[tuple[Hashable, ...], pd.DataFrame]]
     if group_cols:
-        groups = [(k if isinstance(k, tuple) else (k,), g)
-                  for k, g in ev.groupby(list(group_cols), sort=True, dropna=False)]
+        groups = [
+            (k if isinstance(k, tuple) else (k,), g)
+            for k, g in ev.groupby(list(group_cols), sort=True, dropna=False)
+        ]
     else:
         groups = [((), ev)]
     for key, g in groups:
         vote = g[g["winner"] != "tie"]
-        pooled = fit_split(vote["axis_value"].to_numpy(), (vote["winner"] == la).to_numpy(),
-                           log_axis, min_points, min_accuracy)
+        pooled = fit_split(
+            vote["axis_value"].to_numpy(),
+            (vote["winner"] == la).to_numpy(),
+            log_axis,
+            min_points,
+            min_accuracy,
+        )
         row: dict[str, object] = dict(zip(group_cols, key, strict=True))
         row.update(option_a=la, option_b=lb, **pooled)
         below_a = pooled["orientation"] == "a_below"
@@ -188,42 +251,69 @@ def find_crossovers(df: pd.DataFrame, option_a: Option, option_b: Option, axis: 
         row["label_above"] = (lb if below_a else la) if has else None
         row["n_workloads"] = int(len(vote))
         row["n_ties"] = int(len(g) - len(vote))
-        row.update(_consistency(vote, la, pooled, consistency_col, log_axis, min_points,
-                                min_accuracy, agree_factor))
+        row.update(
+            _consistency(
+                vote, la, pooled, consistency_col, log_axis, min_points, min_accuracy, agree_factor
+            )
+        )
         rows.append(row)
     return CrossoverResult(pd.DataFrame(rows), ev)
 
 
-def _consistency(vote: pd.DataFrame, la: str, pooled: Mapping[str, object],
-                 col: str | None, log_axis: bool, min_points: int, min_accuracy: float,
-                 agree_factor: float) -> dict[str, object]:
-    out: dict[str, object] = {"n_models": 0, "n_models_crossover": 0,
-                              "model_crossover_min": np.nan, "model_crossover_max": np.nan,
-                              "model_spread": np.nan, "frac_models_agree": np.nan}
+def _consistency(
+    vote: pd.DataFrame,
+    la: str,
+    pooled: Mapping[str, object],
+    col: str | None,
+    log_axis: bool,
+    min_points: int,
+    min_accuracy: float,
+    agree_factor: float,
+) -> dict[str, object]:
+    out: dict[str, object] = {
+        "n_models": 0,
+        "n_models_crossover": 0,
+        "model_crossover_min": np.nan,
+        "model_crossover_max": np.nan,
+        "model_spread": np.nan,
+        "frac_models_agree": np.nan,
+    }
     if col is None or col not in vote:
         return out
-    fits = [fit_split(g["axis_value"].to_numpy(), (g["winner"] == la).to_numpy(), log_axis,
-                      min_points, min_accuracy)
-            for _, g in vote.groupby(col, sort=True, dropna=False)]
+    fits = [
+        fit_split(
+            g["axis_value"].to_numpy(),
+            (g["winner"] == la).to_numpy(),
+            log_axis,
+            min_points,
+            min_accuracy,
+        )
+        for _, g in vote.groupby(col, sort=True, dropna=False)
+    ]
     out["n_models"] = len(fits)
     xs = [float(f["crossover"]) for f in fits if f["status"] == "crossover"]  # type: ignore[arg-type]
     out["n_models_crossover"] = len(xs)
     if xs:
         out["model_crossover_min"], out["model_crossover_max"] = min(xs), max(xs)
         if len(xs) >= 2:
-            out["model_spread"] = (max(xs) / min(xs) if log_axis and min(xs) > 0
-                                   else max(xs) - min(xs))
+            out["model_spread"] = (
+                max(xs) / min(xs) if log_axis and min(xs) > 0 else max(xs) - min(xs)
+            )
     judged = [f for f in fits if f["status"] != "insufficient"]
     if judged and pooled["status"] in ("crossover", "no_crossover", "noisy"):
-        out["frac_models_agree"] = sum(_agrees(pooled, f, log_axis, agree_factor)
-                                       for f in judged) / len(judged)
+        out["frac_models_agree"] = sum(
+            _agrees(pooled, f, log_axis, agree_factor) for f in judged
+        ) / len(judged)
     return out
 
 
 # --- the guide's published thresholds, re-derived from data ----------------------------
 
-VERDICT_AGREES, VERDICT_DISAGREES, VERDICT_INSUFFICIENT = ("agrees", "disagrees",
-                                                           "insufficient data")
+VERDICT_AGREES, VERDICT_DISAGREES, VERDICT_INSUFFICIENT = (
+    "agrees",
+    "disagrees",
+    "insufficient data",
+)
 
 
 @dataclass(frozen=True)
@@ -239,8 +329,12 @@ class GuideCheck:
 
 
 def _within_domain(df: pd.DataFrame, inside: bool) -> np.ndarray:
-    dom = df[C.HARDWARE].map(lambda h: getattr(hardware_info(str(h)), "nvlink_domain",
-                                               np.nan)).astype(float).to_numpy()
+    dom = (
+        df[C.HARDWARE]
+        .map(lambda h: getattr(hardware_info(str(h)), "nvlink_domain", np.nan))
+        .astype(float)
+        .to_numpy()
+    )
     ws = as_float(df[C.WORLD_SIZE])
     out: np.ndarray = (ws <= dom) if inside else (ws > dom)
     return out
@@ -266,8 +360,9 @@ def verdict(row: Mapping[str, object], published: float, widen: float = 2.0) -> 
     return VERDICT_INSUFFICIENT
 
 
-def derive_guide_thresholds(df: pd.DataFrame, decode_threshold: float = 512,
-                            widen: float = 2.0, min_points: int = 3) -> GuideCheck:
+def derive_guide_thresholds(
+    df: pd.DataFrame, decode_threshold: float = 512, widen: float = 2.0, min_points: int = 3
+) -> GuideCheck:
     """Re-derive the guide's five thresholds from ``df`` (derived columns are added when
     missing). Each check pools all models (consistency reported per model):
 
@@ -294,34 +389,87 @@ def derive_guide_thresholds(df: pd.DataFrame, decode_threshold: float = 512,
     trt, cute = {C.BACKEND: "TRTLLM"}, {C.BACKEND: "CUTEDSL"}
     mega = {C.BACKEND: "MEGAMOE_CUTEDSL"}
     checks = [
-        ("decode_megamoe_tokens_per_rank", 512.0, "fused MEGAMOE_CUTEDSL overtakes TRTLLM "
-         "(decode, CUDA graph on)", trt, mega, C.ACTIVATED_TOKENS_PER_RANK,
-         dp & on & nvfp4 & inside),
-        ("prefill_megamoe_tokens_per_rank", 16384.0, "fused MEGAMOE_CUTEDSL overtakes "
-         "TRTLLM (prefill, CUDA graph off)", trt, mega, C.ACTIVATED_TOKENS_PER_RANK,
-         dp & off & nvfp4 & inside),
-        ("cross_domain_dispatch_kb", 8192.0, "ALLGATHER overtakes DEEPEPLOWLATENCY when EP "
-         "crosses the NVLink domain", {C.COMM: "DEEPEPLOWLATENCY"}, {C.COMM: "ALLGATHER"},
-         C.DISPATCH_KB, dp & outside),
-        ("small_world_size", 8.0, "CUTEDSL overtakes TRTLLM as world_size grows (decode, "
-         "small activated_tokens_per_rank)", trt, cute, C.WORLD_SIZE,
-         dp & on & nvfp4 & inside & small),
-        ("attention_tp_cutedsl_tokens_per_rank", 24576.0, "CUTEDSL overtakes TRTLLM under "
-         "attention TP", trt, cute, C.ACTIVATED_TOKENS_PER_RANK, tp),
+        (
+            "decode_megamoe_tokens_per_rank",
+            512.0,
+            "fused MEGAMOE_CUTEDSL overtakes TRTLLM (decode, CUDA graph on)",
+            trt,
+            mega,
+            C.ACTIVATED_TOKENS_PER_RANK,
+            dp & on & nvfp4 & inside,
+        ),
+        (
+            "prefill_megamoe_tokens_per_rank",
+            16384.0,
+            "fused MEGAMOE_CUTEDSL overtakes TRTLLM (prefill, CUDA graph off)",
+            trt,
+            mega,
+            C.ACTIVATED_TOKENS_PER_RANK,
+            dp & off & nvfp4 & inside,
+        ),
+        (
+            "cross_domain_dispatch_kb",
+            8192.0,
+            "ALLGATHER overtakes DEEPEPLOWLATENCY when EP crosses the NVLink domain",
+            {C.COMM: "DEEPEPLOWLATENCY"},
+            {C.COMM: "ALLGATHER"},
+            C.DISPATCH_KB,
+            dp & outside,
+        ),
+        (
+            "small_world_size",
+            8.0,
+            "CUTEDSL overtakes TRTLLM as world_size grows (decode, "
+            "small activated_tokens_per_rank)",
+            trt,
+            cute,
+            C.WORLD_SIZE,
+            dp & on & nvfp4 & inside & small,
+        ),
+        (
+            "attention_tp_cutedsl_tokens_per_rank",
+            24576.0,
+            "CUTEDSL overtakes TRTLLM under attention TP",
+            trt,
+            cute,
+            C.ACTIVATED_TOKENS_PER_RANK,
+            tp,
+        ),
     ]
     rows, evidence = [], []
     for name, published, desc, opt_a, opt_b, axis, mask in checks:
         res = find_crossovers(d.loc[mask], opt_a, opt_b, axis, min_points=min_points)
         fit = res.crossovers.iloc[0].to_dict()
-        rows.append({
-            "name": name, "field": name, "description": desc, "axis": axis,
-            "option_a": fit["option_a"], "option_b": fit["option_b"],
-            "published": published, "derived": fit["crossover"],
-            **{k: fit[k] for k in ("bracket_lo", "bracket_hi", "status", "orientation",
-                                   "n_workloads", "n_models", "n_models_crossover",
-                                   "model_spread", "frac_models_agree", "accuracy",
-                                   "axis_min", "axis_max")},
-            "verdict": verdict(fit, published, widen)})
+        rows.append(
+            {
+                "name": name,
+                "field": name,
+                "description": desc,
+                "axis": axis,
+                "option_a": fit["option_a"],
+                "option_b": fit["option_b"],
+                "published": published,
+                "derived": fit["crossover"],
+                **{
+                    k: fit[k]
+                    for k in (
+                        "bracket_lo",
+                        "bracket_hi",
+                        "status",
+                        "orientation",
+                        "n_workloads",
+                        "n_models",
+                        "n_models_crossover",
+                        "model_spread",
+                        "frac_models_agree",
+                        "accuracy",
+                        "axis_min",
+                        "axis_max",
+                    )
+                },
+                "verdict": verdict(fit, published, widen),
+            }
+        )
         evidence.append(res.evidence.assign(name=name))
     return GuideCheck(pd.DataFrame(rows), pd.concat(evidence, ignore_index=True))
 
@@ -331,7 +479,8 @@ def thresholds_from_check(check: GuideCheck, base: Thresholds | None = None) -> 
     check found a clean crossover (status "crossover", orientation "a_below"); other
     fields keep ``base``'s (published defaults when None)."""
     th = base or Thresholds()
-    ok = check.table[(check.table["status"] == "crossover")
-                     & (check.table["orientation"] == "a_below")]
+    ok = check.table[
+        (check.table["status"] == "crossover") & (check.table["orientation"] == "a_below")
+    ]
     values: dict[str, Any] = {r["field"]: float(r["derived"]) for r in ok.to_dict("records")}
     return replace(th, **values)

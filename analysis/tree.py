@@ -107,19 +107,24 @@ def recommend(dep: Deployment, th: Thresholds | None = None) -> Recommendation:
     info = cap.hardware_info(dep.hardware)
     covered = info is not None
     if info is None:
-        notes.append(f"hardware {dep.hardware!r} not in the table; assumed SM100, 8-GPU "
-                     "NVLink domain")
+        notes.append(
+            f"hardware {dep.hardware!r} not in the table; assumed SM100, 8-GPU NVLink domain"
+        )
         info = cap.HardwareInfo(100, 8, False)
     # STEP 1: always EP.
     ep, tp = dep.world_size, 1
     mode = "DEP" if dep.attention_dp else "TEP"
-    path.append(PathStep("STEP1", "MoE parallelism?", f"EP (moe_ep_size={ep}, "
-                         f"moe_tp_size=1, {mode})"))
+    path.append(
+        PathStep("STEP1", "MoE parallelism?", f"EP (moe_ep_size={ep}, moe_tp_size=1, {mode})")
+    )
     if not dep.attention_dp:
-        notes.append("attention TP: TTP<k>EP<m> hybrids can edge out pure EP at small "
-                     "token counts; measure them when chasing the last few percent")
-    atpr = activated_tokens_per_rank(dep.num_tokens, dep.top_k, dep.world_size,
-                                     dep.attention_dp, ep)
+        notes.append(
+            "attention TP: TTP<k>EP<m> hybrids can edge out pure EP at small "
+            "token counts; measure them when chasing the last few percent"
+        )
+    atpr = activated_tokens_per_rank(
+        dep.num_tokens, dep.top_k, dep.world_size, dep.attention_dp, ep
+    )
     bpe = BYTES_PER_ELEM.get(dep.quant)
     dkb = atpr * dep.hidden_size * bpe / 1024 if bpe is not None else float("nan")
     crosses = dep.world_size > info.nvlink_domain
@@ -127,58 +132,116 @@ def recommend(dep: Deployment, th: Thresholds | None = None) -> Recommendation:
     covered &= ok
     comm, force = _step3(dep, th, crosses, dkb, backend, path)
     expected = comm if force else _auto_comm(dep, info, backend, ep, tp, path)
-    return Recommendation(dep, mode, ep, tp, backend, comm, force, expected, atpr, dkb,
-                          tuple(path), tuple(notes), covered)
+    return Recommendation(
+        dep,
+        mode,
+        ep,
+        tp,
+        backend,
+        comm,
+        force,
+        expected,
+        atpr,
+        dkb,
+        tuple(path),
+        tuple(notes),
+        covered,
+    )
 
 
-def _step2(dep: Deployment, th: Thresholds, info: cap.HardwareInfo, atpr: float,
-           crosses: bool, path: list[PathStep], notes: list[str]) -> tuple[str, bool]:
+def _step2(
+    dep: Deployment,
+    th: Thresholds,
+    info: cap.HardwareInfo,
+    atpr: float,
+    crosses: bool,
+    path: list[PathStep],
+    notes: list[str],
+) -> tuple[str, bool]:
     """Backend choice; returns (backend, inside the guide's coverage)."""
     sm = info.sm
     arch = f"SM{sm}"
     if sm == 90:
         gpt_oss = bool(dep.model) and "gpt" in (dep.model or "").lower()
         path.append(PathStep("STEP2", "GPU arch?", f"{arch} (Hopper)"))
-        path.append(PathStep("STEP2", "gpt-oss?", "yes -> CUTLASS (TRITON deprecated)"
-                             if gpt_oss else "no -> CUTLASS"))
+        path.append(
+            PathStep(
+                "STEP2",
+                "gpt-oss?",
+                "yes -> CUTLASS (TRITON deprecated)" if gpt_oss else "no -> CUTLASS",
+            )
+        )
         return "CUTLASS", True
     if sm in (120, 121):
         path.append(PathStep("STEP2", "GPU arch?", f"{arch} (RTX PRO 6000 / DGX Spark)"))
         small = atpr < th.sm120_cutedsl_tokens_per_rank
         cond = dep.quant == "NVFP4" and small and dep.world_size == 1 and not dep.attention_dp
-        path.append(PathStep("STEP2", "NVFP4, tokens per rank < threshold, ep_size == 1, "
-                             "no attention DP?", "yes -> CUTEDSL" if cond else "no -> CUTLASS",
-                             "sm120_cutedsl_tokens_per_rank",
-                             th.sm120_cutedsl_tokens_per_rank, atpr))
+        path.append(
+            PathStep(
+                "STEP2",
+                "NVFP4, tokens per rank < threshold, ep_size == 1, no attention DP?",
+                "yes -> CUTEDSL" if cond else "no -> CUTLASS",
+                "sm120_cutedsl_tokens_per_rank",
+                th.sm120_cutedsl_tokens_per_rank,
+                atpr,
+            )
+        )
         return ("CUTEDSL" if cond else "CUTLASS"), True
     if sm not in (100, 103):
         path.append(PathStep("STEP2", "GPU arch?", f"{arch}: not in the tree"))
         return _fallback(dep, sm, path, notes), False
     path.append(PathStep("STEP2", "GPU arch?", f"{arch} (Blackwell datacenter)"))
     if not dep.attention_dp:
-        if th.use_attention_tp_crossover and atpr > th.attention_tp_cutedsl_tokens_per_rank \
-                and cap.backend_supports("CUTEDSL", sm, dep.quant):
-            path.append(PathStep("STEP2", "attention TP: activated_tokens_per_rank <= "
-                                 "threshold?", "no -> CUTEDSL",
-                                 "attention_tp_cutedsl_tokens_per_rank",
-                                 th.attention_tp_cutedsl_tokens_per_rank, atpr))
+        if (
+            th.use_attention_tp_crossover
+            and atpr > th.attention_tp_cutedsl_tokens_per_rank
+            and cap.backend_supports("CUTEDSL", sm, dep.quant)
+        ):
+            path.append(
+                PathStep(
+                    "STEP2",
+                    "attention TP: activated_tokens_per_rank <= threshold?",
+                    "no -> CUTEDSL",
+                    "attention_tp_cutedsl_tokens_per_rank",
+                    th.attention_tp_cutedsl_tokens_per_rank,
+                    atpr,
+                )
+            )
             return "CUTEDSL", True
-        path.append(PathStep("STEP2", "attention?", "TP -> TRTLLM",
-                             "attention_tp_cutedsl_tokens_per_rank",
-                             th.attention_tp_cutedsl_tokens_per_rank, atpr))
+        path.append(
+            PathStep(
+                "STEP2",
+                "attention?",
+                "TP -> TRTLLM",
+                "attention_tp_cutedsl_tokens_per_rank",
+                th.attention_tp_cutedsl_tokens_per_rank,
+                atpr,
+            )
+        )
         if atpr > th.attention_tp_cutedsl_tokens_per_rank:
-            notes.append("activated_tokens_per_rank above the attention-TP crossover: "
-                         "the guide says CUTEDSL overtakes TRTLLM here")
+            notes.append(
+                "activated_tokens_per_rank above the attention-TP crossover: "
+                "the guide says CUTEDSL overtakes TRTLLM here"
+            )
         return _checked("TRTLLM", dep, sm, path, notes)
     path.append(PathStep("STEP2", "attention?", "DP"))
-    path.append(PathStep("STEP2", "EP within one NVLink domain?",
-                         "no (crosses)" if crosses else "yes", "nvlink_domain",
-                         info.nvlink_domain, dep.world_size))
+    path.append(
+        PathStep(
+            "STEP2",
+            "EP within one NVLink domain?",
+            "no (crosses)" if crosses else "yes",
+            "nvlink_domain",
+            info.nvlink_domain,
+            dep.world_size,
+        )
+    )
     covered = True
     if crosses:
         if dep.hardware.upper() != "B300":
-            notes.append("EP crosses the NVLink domain: the guide benchmarked this only "
-                         "on B300 (world_size > 8)")
+            notes.append(
+                "EP crosses the NVLink domain: the guide benchmarked this only "
+                "on B300 (world_size > 8)"
+            )
             covered = False
         pick = {"NVFP4": "CUTEDSL", "W4A8_MXFP4_MXFP8": "TRTLLM"}.get(dep.quant)
         if pick is None:
@@ -200,28 +263,52 @@ def _step2(dep: Deployment, th: Thresholds, info: cap.HardwareInfo, atpr: float,
         name, limit = "prefill_megamoe_tokens_per_rank", th.prefill_megamoe_tokens_per_rank
         path.append(PathStep("STEP2", "phase?", "prefill (CUDA graph off)"))
     if atpr > limit:
-        path.append(PathStep("STEP2", "activated_tokens_per_rank <= threshold?",
-                             "no -> MEGAMOE_CUTEDSL", name, limit, atpr))
+        path.append(
+            PathStep(
+                "STEP2",
+                "activated_tokens_per_rank <= threshold?",
+                "no -> MEGAMOE_CUTEDSL",
+                name,
+                limit,
+                atpr,
+            )
+        )
         return _checked("MEGAMOE_CUTEDSL", dep, sm, path, notes)
     if not dep.cuda_graph:
-        path.append(PathStep("STEP2", "activated_tokens_per_rank <= threshold?",
-                             "yes -> TRTLLM", name, limit, atpr))
+        path.append(
+            PathStep(
+                "STEP2",
+                "activated_tokens_per_rank <= threshold?",
+                "yes -> TRTLLM",
+                name,
+                limit,
+                atpr,
+            )
+        )
         return _checked("TRTLLM", dep, sm, path, notes)
-    path.append(PathStep("STEP2", "activated_tokens_per_rank <= threshold?", "yes", name,
-                         limit, atpr))
+    path.append(
+        PathStep("STEP2", "activated_tokens_per_rank <= threshold?", "yes", name, limit, atpr)
+    )
     pick = "TRTLLM" if dep.world_size <= th.small_world_size else "CUTEDSL"
-    path.append(PathStep("STEP2", "world_size <= threshold?",
-                         f"{'yes' if pick == 'TRTLLM' else 'no'} -> {pick}",
-                         "small_world_size", th.small_world_size, dep.world_size))
+    path.append(
+        PathStep(
+            "STEP2",
+            "world_size <= threshold?",
+            f"{'yes' if pick == 'TRTLLM' else 'no'} -> {pick}",
+            "small_world_size",
+            th.small_world_size,
+            dep.world_size,
+        )
+    )
     return _checked(pick, dep, sm, path, notes)
 
 
-def _checked(backend: str, dep: Deployment, sm: int, path: list[PathStep],
-             notes: list[str]) -> tuple[str, bool]:
+def _checked(
+    backend: str, dep: Deployment, sm: int, path: list[PathStep], notes: list[str]
+) -> tuple[str, bool]:
     if cap.backend_supports(backend, sm, dep.quant):
         return backend, True
-    notes.append(f"{backend} does not support SM{sm} x {dep.quant} in the capability "
-                 "matrix")
+    notes.append(f"{backend} does not support SM{sm} x {dep.quant} in the capability matrix")
     return _fallback(dep, sm, path, notes), False
 
 
@@ -236,8 +323,9 @@ def _fallback(dep: Deployment, sm: int, path: list[PathStep], notes: list[str]) 
     return "CUTLASS"
 
 
-def _step3(dep: Deployment, th: Thresholds, crosses: bool, dkb: float, backend: str,
-           path: list[PathStep]) -> tuple[str, bool]:
+def _step3(
+    dep: Deployment, th: Thresholds, crosses: bool, dkb: float, backend: str, path: list[PathStep]
+) -> tuple[str, bool]:
     """(comm, force) per STEP 3."""
     if not (crosses and dep.attention_dp) or backend in cap.FUSED_COMM_BACKENDS:
         why = "no" if not crosses else "attention TP / fused backend, nothing to force"
@@ -245,23 +333,47 @@ def _step3(dep: Deployment, th: Thresholds, crosses: bool, dkb: float, backend: 
         return "AUTO", False
     path.append(PathStep("STEP3", "EP crosses the NVLink domain?", "yes"))
     if not dkb <= th.cross_domain_dispatch_kb:  # NaN (unknown quant) takes this branch
-        path.append(PathStep("STEP3", "dispatch_KB <= threshold?", "no -> ALLGATHER",
-                             "cross_domain_dispatch_kb", th.cross_domain_dispatch_kb, dkb))
+        path.append(
+            PathStep(
+                "STEP3",
+                "dispatch_KB <= threshold?",
+                "no -> ALLGATHER",
+                "cross_domain_dispatch_kb",
+                th.cross_domain_dispatch_kb,
+                dkb,
+            )
+        )
         return "ALLGATHER", True
-    path.append(PathStep("STEP3", "dispatch_KB <= threshold?", "yes",
-                         "cross_domain_dispatch_kb", th.cross_domain_dispatch_kb, dkb))
+    path.append(
+        PathStep(
+            "STEP3",
+            "dispatch_KB <= threshold?",
+            "yes",
+            "cross_domain_dispatch_kb",
+            th.cross_domain_dispatch_kb,
+            dkb,
+        )
+    )
     if cap.deepep_low_latency_supported(dep.hidden_size, dep.top_k):
-        path.append(PathStep("STEP3", "DEEPEPLOWLATENCY supported (hidden_size, top_k<=16)?",
-                             "yes -> DEEPEPLOWLATENCY"))
+        path.append(
+            PathStep(
+                "STEP3",
+                "DEEPEPLOWLATENCY supported (hidden_size, top_k<=16)?",
+                "yes -> DEEPEPLOWLATENCY",
+            )
+        )
         return "DEEPEPLOWLATENCY", True
-    path.append(PathStep("STEP3", "DEEPEPLOWLATENCY supported (hidden_size, top_k<=16)?",
-                         "no -> AUTO"))
+    path.append(
+        PathStep("STEP3", "DEEPEPLOWLATENCY supported (hidden_size, top_k<=16)?", "no -> AUTO")
+    )
     return "AUTO", False
 
 
-def _auto_comm(dep: Deployment, info: cap.HardwareInfo, backend: str, ep: int, tp: int,
-               path: list[PathStep]) -> str:
+def _auto_comm(
+    dep: Deployment, info: cap.HardwareInfo, backend: str, ep: int, tp: int, path: list[PathStep]
+) -> str:
     """Predict the AUTO flow's pick (first method that initialises on this platform)."""
+
     def done(answer: str, result: str) -> str:
         path.append(PathStep("AUTO", "default comm selection", f"{answer} -> {result}"))
         return result
@@ -279,6 +391,5 @@ def _auto_comm(dep: Deployment, info: cap.HardwareInfo, backend: str, ep: int, t
     if info.mnnvl:
         return done("MNNVL", "NVLINK_TWO_SIDED")
     if dep.quant in cap.BF16_ACTIVATION_QUANTS:
-        return done("BF16 activations (NCCL_EP needs NCCL-EP 0.2+; assumed absent)",
-                    "DEEPEP")
+        return done("BF16 activations (NCCL_EP needs NCCL-EP 0.2+; assumed absent)", "DEEPEP")
     return done("no MNNVL, activations not BF16", "ALLGATHER")

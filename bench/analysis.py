@@ -41,9 +41,13 @@ from analysis.derived import add_derived  # noqa: E402
 from analysis.pareto import throughput_latency_frontier  # noqa: E402
 from analysis.thresholds import derive_guide_thresholds, find_crossovers  # noqa: E402
 
-MODELS = [("deepseek_v4_pro", 384, 6, 7168, 3072), ("glm_5", 256, 8, 6144, 2048),
-          ("kimi_k2", 384, 8, 7168, 2048), ("kimi_k3", 896, 16, 3584, 3072),
-          ("qwen3_8", 512, 10, 8192, 2048)]
+MODELS = [
+    ("deepseek_v4_pro", 384, 6, 7168, 3072),
+    ("glm_5", 256, 8, 6144, 2048),
+    ("kimi_k2", 384, 8, 7168, 2048),
+    ("kimi_k3", 896, 16, 3584, 3072),
+    ("qwen3_8", 512, 10, 8192, 2048),
+]
 HARDWARE = ["GB300", "B300", "GB200", "B200"]
 QUANTS = ["NVFP4", "NVFP4", "NVFP4", "W4A8_MXFP4_MXFP8"]
 WORLD = [4, 8, 16, 32, 64]
@@ -86,30 +90,40 @@ def generate(n: int, seed: int = 0) -> pd.DataFrame:
     status = np.where(status_draw < 0.92, 0, np.where(status_draw < 0.97, 1, 2))
     ok = status == 0
     autotune = np.where(ok & (rng.random(n) < 0.01), 2, np.where(ok, 0, 1))
-    df = pd.DataFrame({
-        C.RUN_ID: run + 1,
-        C.SOURCE_FORMAT: cat(["bench_moe"], np.zeros(n, int)),
-        C.MODEL: cat([m[0] for m in MODELS], r_model),
-        C.NUM_EXPERTS: shape[:, 0], C.TOP_K: shape[:, 1], C.HIDDEN_SIZE: shape[:, 2],
-        C.INTERMEDIATE_SIZE: shape[:, 3],
-        C.QUANT: cat(QUANTS, r_q), C.HARDWARE: cat(HARDWARE, r_hw), C.WORLD_SIZE: r_ws,
-        C.TRTLLM_VERSION: cat(["1.3.0rc26"], np.zeros(n, int)),
-        C.CANDIDATE_INDEX: np.arange(n) - run * RUN_SIZE, C.NUM_TOKENS: nt,
-        C.PARALLEL_MODE: cat(MODES, mode), C.ATTENTION_DP: is_dp,
-        C.ATTN: cat(["D", "T"], (~is_dp).astype(int)),
-        C.MOE_EP_SIZE: ep, C.MOE_TP_SIZE: r_ws // ep,
-        C.BACKEND: cat(BACKENDS, backend),
-        C.COMM: cat(COMMS + ["NONE"], np.where(fused, 4, comm)),
-        C.CUDA_GRAPH: graph, C.LOW_PRECISION_COMBINE: np.ones(n, bool),
-        C.DISPATCH: cat(["balanced"], np.zeros(n, int)),
-        C.STATUS: cat(["success", "failed", "skipped"], status),
-        C.SCORE_MS: np.where(ok, score, np.nan),
-        C.ITER_STDEV_MS: np.where(ok, score * rng.uniform(0.005, 0.03, n), np.nan),
-        C.ITER_MEDIAN_MS: np.where(ok, score, np.nan),
-        C.ITER_P90_MS: np.where(ok, score * 1.02, np.nan),
-        C.OUTLIER_COUNT: np.where(ok, rng.integers(0, 2, n), 0),
-        C.AUTOTUNE_STATUS: cat(["success", "not_run", "failed:RuntimeError: boom"], autotune),
-    })
+    df = pd.DataFrame(
+        {
+            C.RUN_ID: run + 1,
+            C.SOURCE_FORMAT: cat(["bench_moe"], np.zeros(n, int)),
+            C.MODEL: cat([m[0] for m in MODELS], r_model),
+            C.NUM_EXPERTS: shape[:, 0],
+            C.TOP_K: shape[:, 1],
+            C.HIDDEN_SIZE: shape[:, 2],
+            C.INTERMEDIATE_SIZE: shape[:, 3],
+            C.QUANT: cat(QUANTS, r_q),
+            C.HARDWARE: cat(HARDWARE, r_hw),
+            C.WORLD_SIZE: r_ws,
+            C.TRTLLM_VERSION: cat(["1.3.0rc26"], np.zeros(n, int)),
+            C.CANDIDATE_INDEX: np.arange(n) - run * RUN_SIZE,
+            C.NUM_TOKENS: nt,
+            C.PARALLEL_MODE: cat(MODES, mode),
+            C.ATTENTION_DP: is_dp,
+            C.ATTN: cat(["D", "T"], (~is_dp).astype(int)),
+            C.MOE_EP_SIZE: ep,
+            C.MOE_TP_SIZE: r_ws // ep,
+            C.BACKEND: cat(BACKENDS, backend),
+            C.COMM: cat(COMMS + ["NONE"], np.where(fused, 4, comm)),
+            C.CUDA_GRAPH: graph,
+            C.LOW_PRECISION_COMBINE: np.ones(n, bool),
+            C.DISPATCH: cat(["balanced"], np.zeros(n, int)),
+            C.STATUS: cat(["success", "failed", "skipped"], status),
+            C.SCORE_MS: np.where(ok, score, np.nan),
+            C.ITER_STDEV_MS: np.where(ok, score * rng.uniform(0.005, 0.03, n), np.nan),
+            C.ITER_MEDIAN_MS: np.where(ok, score, np.nan),
+            C.ITER_P90_MS: np.where(ok, score * 1.02, np.nan),
+            C.OUTLIER_COUNT: np.where(ok, rng.integers(0, 2, n), 0),
+            C.AUTOTUNE_STATUS: cat(["success", "not_run", "failed:RuntimeError: boom"], autotune),
+        }
+    )
     return df
 
 
@@ -126,7 +140,7 @@ def traced_peak_mb(fn: Callable[[], Any]) -> float:
     tracemalloc.start()
     try:
         fn()
-        return tracemalloc.get_traced_memory()[1] / 2 ** 20
+        return tracemalloc.get_traced_memory()[1] / 2**20
     finally:
         tracemalloc.stop()
 
@@ -136,8 +150,12 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--single-run-from", type=int, default=10_000_000)
-    ap.add_argument("--no-trace-from", type=int, default=10_000_000,
-                    help="skip the tracemalloc pass for sizes >= this")
+    ap.add_argument(
+        "--no-trace-from",
+        type=int,
+        default=10_000_000,
+        help="skip the tracemalloc pass for sizes >= this",
+    )
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "analysis.json"))
     args = ap.parse_args()
     results = []
@@ -153,32 +171,58 @@ def main() -> None:
             "best_bench_moe": lambda df=df: best_by_workload(df, "bench_moe"),
             "best_dashboard": lambda df=df: best_by_workload(df, "dashboard"),
             "crossover_trtllm_vs_megamoe": lambda df=df, tpr=tpr: find_crossovers(
-                df, {C.BACKEND: "TRTLLM"}, {C.BACKEND: "MEGAMOE_CUTEDSL"}, tpr,
-                group_cols=[C.HARDWARE, C.QUANT, C.PHASE]),
+                df,
+                {C.BACKEND: "TRTLLM"},
+                {C.BACKEND: "MEGAMOE_CUTEDSL"},
+                tpr,
+                group_cols=[C.HARDWARE, C.QUANT, C.PHASE],
+            ),
             "derive_guide_thresholds": lambda df=df: derive_guide_thresholds(df),
         }
         reps = 1 if n >= args.single_run_from else args.repeats
         for name, fn in ops.items():
             med, all_t = timed(fn, reps)
             peak = traced_peak_mb(fn) if n < args.no_trace_from else None
-            results.append({"rows": n, "op": name, "median_s": round(med, 4),
-                            "runs": [round(t, 4) for t in all_t], "repeats": reps,
-                            "traced_peak_mb": None if peak is None else round(peak, 1)})
-            print(f"{n:>10,} {name:<30} {med:8.3f} s  (x{reps})  "
-                  f"peak {'-' if peak is None else f'{peak:8.1f} MB'}", flush=True)
+            results.append(
+                {
+                    "rows": n,
+                    "op": name,
+                    "median_s": round(med, 4),
+                    "runs": [round(t, 4) for t in all_t],
+                    "repeats": reps,
+                    "traced_peak_mb": None if peak is None else round(peak, 1),
+                }
+            )
+            print(
+                f"{n:>10,} {name:<30} {med:8.3f} s  (x{reps})  "
+                f"peak {'-' if peak is None else f'{peak:8.1f} MB'}",
+                flush=True,
+            )
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        results.append({"rows": n, "op": "_process", "generate_s": round(gen_s, 3),
-                        "frame_mb": round(df.memory_usage(deep=True).sum() / 2 ** 20, 1),
-                        "peak_rss_mb_so_far": round(rss, 1)})
-        print(f"{n:>10,} generate {gen_s:.2f} s, frame "
-              f"{results[-1]['frame_mb']} MB, process peak RSS so far {rss:.0f} MB",
-              flush=True)
+        results.append(
+            {
+                "rows": n,
+                "op": "_process",
+                "generate_s": round(gen_s, 3),
+                "frame_mb": round(df.memory_usage(deep=True).sum() / 2**20, 1),
+                "peak_rss_mb_so_far": round(rss, 1),
+            }
+        )
+        print(
+            f"{n:>10,} generate {gen_s:.2f} s, frame "
+            f"{results[-1]['frame_mb']} MB, process peak RSS so far {rss:.0f} MB",
+            flush=True,
+        )
         del raw, df
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"python": platform.python_version(), "pandas": pd.__version__,
-            "numpy": np.__version__, "machine": platform.machine(),
-            "cpus": __import__("os").cpu_count()}
+    meta = {
+        "python": platform.python_version(),
+        "pandas": pd.__version__,
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+        "cpus": __import__("os").cpu_count(),
+    }
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     print(f"wrote {out}")
 

@@ -47,20 +47,33 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from analysis import columns as C  # noqa: E402
-from dashboard.data import Cell, DashData  # noqa: E402
 from dashboard.pages import best, pareto  # noqa: E402
-from db.records import RUN_EXTRA_KEYS, Sweep, UploadMeta  # noqa: E402
 from db.store import Store, open_store  # noqa: E402
+from ingest.records import RUN_EXTRA_KEYS, Sweep, UploadMeta  # noqa: E402
+from service.frames import Cell, DashData  # noqa: E402
 
-MODELS = {"deepseek_v4_pro": (384, 6, 7168, 3072), "kimi_k2": (384, 8, 7168, 2048),
-          "glm_5": (256, 8, 6144, 2048), "qwen3_8": (512, 10, 8192, 2048)}
+MODELS = {
+    "deepseek_v4_pro": (384, 6, 7168, 3072),
+    "kimi_k2": (384, 8, 7168, 2048),
+    "glm_5": (256, 8, 6144, 2048),
+    "qwen3_8": (512, 10, 8192, 2048),
+}
 BACKENDS = np.array(["TRTLLM", "CUTEDSL", "CUTLASS", "MEGAMOE_CUTEDSL", "DENSEGEMM"], object)
-COMMS = np.array(["NVLINK_ONE_SIDED", "NVLINK_TWO_SIDED", "DEEPEP", "DEEPEPLOWLATENCY",
-                  "ALLGATHER", "NONE"], object)
+COMMS = np.array(
+    ["NVLINK_ONE_SIDED", "NVLINK_TWO_SIDED", "DEEPEP", "DEEPEPLOWLATENCY", "ALLGATHER", "NONE"],
+    object,
+)
 MODES = np.array(["DEP", "TEP", "DTP", "TTP"], object)
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def make_candidates(n: int, ws: int, seed: int) -> pd.DataFrame:
@@ -72,28 +85,44 @@ def make_candidates(n: int, ws: int, seed: int) -> pd.DataFrame:
     backend = BACKENDS[rng.integers(0, len(BACKENDS), n)]
     comm = np.where(dp, COMMS[rng.integers(0, len(COMMS), n)], "NONE")
     graph = rng.random(n) < 0.5
-    status = np.where(rng.random(n) < 0.9, "success", np.where(rng.random(n) < 0.5,
-                                                                "failed", "skipped"))
+    status = np.where(
+        rng.random(n) < 0.9, "success", np.where(rng.random(n) < 0.5, "failed", "skipped")
+    )
     base = 0.02 + nt * (6e-5 if dp.any() else 1e-4) / np.maximum(ep, 1) * 4
     score = base * rng.lognormal(0.0, 0.25, n) * np.where(graph, 1.0, 1.3)
     score = np.where(status == "success", score, np.nan)
     data: dict[str, Any] = {c: None for c in C.CANDIDATE_COLUMNS}
-    data.update({
-        C.CANDIDATE_INDEX: np.arange(n), C.NUM_TOKENS: nt, C.PARALLEL_MODE: MODES[mode_i],
-        C.ATTENTION_DP: dp, C.ATTN: np.where(dp, "D", "T"), C.MOE_EP_SIZE: ep,
-        C.MOE_TP_SIZE: ws // ep, C.BACKEND: backend, C.REQUESTED_BACKEND: backend,
-        C.COMM: comm, C.COMM_REQUESTED: comm, C.CUDA_GRAPH: graph,
-        C.LOW_PRECISION_COMBINE: np.ones(n, bool),
-        C.DISPATCH: np.where(rng.random(n) < 0.8, "balanced", "recv_hotspot"),
-        C.STATUS: status,
-        C.FAILURE_CATEGORY: np.where(status == "success", None, "timed_phase_error"),
-        C.SCORE_MS: score, C.RAW_SCORE_MS: score * 1.01, C.ITER_MEDIAN_MS: score,
-        C.ITER_STDEV_MS: score * 0.01, C.ITER_P90_MS: score * 1.02,
-        C.OUTLIER_COUNT: np.zeros(n, np.int64), C.N_ITERS: np.full(n, 12),
-        C.AUTOTUNE_STATUS: "success",
-    })
-    frame = pd.DataFrame({c: (data[c] if data[c] is not None else [None] * n)
-                          for c in C.CANDIDATE_COLUMNS})
+    data.update(
+        {
+            C.CANDIDATE_INDEX: np.arange(n),
+            C.NUM_TOKENS: nt,
+            C.PARALLEL_MODE: MODES[mode_i],
+            C.ATTENTION_DP: dp,
+            C.ATTN: np.where(dp, "D", "T"),
+            C.MOE_EP_SIZE: ep,
+            C.MOE_TP_SIZE: ws // ep,
+            C.BACKEND: backend,
+            C.REQUESTED_BACKEND: backend,
+            C.COMM: comm,
+            C.COMM_REQUESTED: comm,
+            C.CUDA_GRAPH: graph,
+            C.LOW_PRECISION_COMBINE: np.ones(n, bool),
+            C.DISPATCH: np.where(rng.random(n) < 0.8, "balanced", "recv_hotspot"),
+            C.STATUS: status,
+            C.FAILURE_CATEGORY: np.where(status == "success", None, "timed_phase_error"),
+            C.SCORE_MS: score,
+            C.RAW_SCORE_MS: score * 1.01,
+            C.ITER_MEDIAN_MS: score,
+            C.ITER_STDEV_MS: score * 0.01,
+            C.ITER_P90_MS: score * 1.02,
+            C.OUTLIER_COUNT: np.zeros(n, np.int64),
+            C.N_ITERS: np.full(n, 12),
+            C.AUTOTUNE_STATUS: "success",
+        }
+    )
+    frame = pd.DataFrame(
+        {c: (data[c] if data[c] is not None else [None] * n) for c in C.CANDIDATE_COLUMNS}
+    )
     return frame
 
 
@@ -101,10 +130,21 @@ def run_dict(model: str, ws: int) -> dict[str, Any]:
     e, k, h, i = MODELS[model]
     run: dict[str, Any] = {c: None for c in C.RUN_COLUMNS if c != C.RUN_ID}
     run.update({c: None for c in RUN_EXTRA_KEYS})
-    run.update({C.SOURCE_FORMAT: "bench_moe", C.MODEL: model, C.NUM_EXPERTS: e, C.TOP_K: k,
-                C.HIDDEN_SIZE: h, C.INTERMEDIATE_SIZE: i, C.QUANT: "NVFP4",
-                C.HARDWARE: "GB300", C.WORLD_SIZE: ws, C.TRTLLM_VERSION: "bench",
-                C.SYNTHETIC: True})
+    run.update(
+        {
+            C.SOURCE_FORMAT: "bench_moe",
+            C.MODEL: model,
+            C.NUM_EXPERTS: e,
+            C.TOP_K: k,
+            C.HIDDEN_SIZE: h,
+            C.INTERMEDIATE_SIZE: i,
+            C.QUANT: "NVFP4",
+            C.HARDWARE: "GB300",
+            C.WORLD_SIZE: ws,
+            C.TRTLLM_VERSION: "bench",
+            C.SYNTHETIC: True,
+        }
+    )
     return run
 
 
@@ -123,11 +163,12 @@ def build(url: str, total: int, n_cells: int | None = None) -> tuple[float, list
         while stored < per_cell:
             ws = (4, 8, 16, 32)[seq % 4]
             n = min(per_run, per_cell - stored)
-            sweep = Sweep(key="", run=run_dict(model, ws),
-                          candidates=make_candidates(n, ws, seq))
-            store.ingest([sweep], f"bench-{total}-{seq}".encode(),
-                         UploadMeta(hardware="GB300", synthetic=True,
-                                    filename=f"bench-{seq}.json"))
+            sweep = Sweep(key="", run=run_dict(model, ws), candidates=make_candidates(n, ws, seq))
+            store.ingest(
+                [sweep],
+                f"bench-{total}-{seq}".encode(),
+                UploadMeta(hardware="GB300", synthetic=True, filename=f"bench-{seq}.json"),
+            )
             stored += n
             seq += 1
     store.close()
@@ -143,11 +184,14 @@ def queries(cell: Cell) -> list[pareto.ParetoQuery]:
     for ws in (None, 4, 8, 16, 32):
         for phase in ("decode", "prefill", "all"):
             out.append(pareto.ParetoQuery(cell=cell, ws=ws, phase=phase))
-    out += [pareto.ParetoQuery(cell=cell, ws=8, backend=("TRTLLM", "CUTEDSL")),
-            pareto.ParetoQuery(cell=cell, ws=16, attn="D", comm=("NONE", "DEEPEP")),
-            pareto.ParetoQuery(cell=cell, ws=8, x=C.ACTIVATED_TOKENS_PER_RANK,
-                               y=C.TOKENS_PER_S_PER_GPU),
-            pareto.ParetoQuery(cell=cell, ws=None, phase="all", logx=False, logy=False)]
+    out += [
+        pareto.ParetoQuery(cell=cell, ws=8, backend=("TRTLLM", "CUTEDSL")),
+        pareto.ParetoQuery(cell=cell, ws=16, attn="D", comm=("NONE", "DEEPEP")),
+        pareto.ParetoQuery(
+            cell=cell, ws=8, x=C.ACTIVATED_TOKENS_PER_RANK, y=C.TOKENS_PER_S_PER_GPU
+        ),
+        pareto.ParetoQuery(cell=cell, ws=None, phase="all", logx=False, logy=False),
+    ]
     return out
 
 
@@ -176,12 +220,17 @@ def measure_callbacks(store: Store, cell: Cell, repeats: int) -> dict[str, Any]:
             best_warm.append(time.perf_counter() - t0)
         best_sizes.append(len(json.dumps(body.to_plotly_json(), default=str)))
     return {
-        "cell_rows": len(frame), "cell_load_s": cold_load, "pareto_first_ms": times[0] * 1000,
-        "pareto_p50_ms": pct(times, 50), "pareto_p95_ms": pct(times, 95),
-        "pareto_max_ms": pct(times, 100), "payload_max_kb": max(sizes) / 1024,
+        "cell_rows": len(frame),
+        "cell_load_s": cold_load,
+        "pareto_first_ms": times[0] * 1000,
+        "pareto_p50_ms": pct(times, 50),
+        "pareto_p95_ms": pct(times, 95),
+        "pareto_max_ms": pct(times, 100),
+        "payload_max_kb": max(sizes) / 1024,
         "payload_median_kb": float(np.median(sizes)) / 1024,
         "best_cold_ms": [t * 1000 for t in best_cold],
-        "best_warm_p50_ms": pct(best_warm, 50), "best_warm_p95_ms": pct(best_warm, 95),
+        "best_warm_p50_ms": pct(best_warm, 50),
+        "best_warm_p95_ms": pct(best_warm, 95),
         "best_payload_max_kb": max(best_sizes) / 1024,
     }
 
@@ -198,9 +247,22 @@ def measure_first_render(url: str, cell: Cell) -> dict[str, Any]:
 
     port = _free_port()
     log = open(os.devnull, "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "ingest.cli", "serve", "--db", url,
-                             "--port", str(port), "--no-demo"], cwd=REPO, stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "moedash.cli",
+            "serve",
+            "--db",
+            url,
+            "--port",
+            str(port),
+            "--no-demo",
+        ],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     out: dict[str, Any] = {}
     try:
@@ -214,11 +276,15 @@ def measure_first_render(url: str, cell: Cell) -> dict[str, Any]:
             if time.monotonic() > deadline:
                 raise RuntimeError("server did not start")
             time.sleep(0.3)
-        path = (f"/pareto?model={cell.model}&hardware={cell.hardware}&quant={cell.quant}"
-                "&ws=8&phase=decode")
-        drawn = ("() => { const g = document.querySelector('.pareto-graph .js-plotly-plot');"
-                 " return g && g.data && g.data.length > 1 &&"
-                 " g.querySelector('.gl-container, .scatterlayer'); }")
+        path = (
+            f"/pareto?model={cell.model}&hardware={cell.hardware}&quant={cell.quant}"
+            "&ws=8&phase=decode"
+        )
+        drawn = (
+            "() => { const g = document.querySelector('.pareto-graph .js-plotly-plot');"
+            " return g && g.data && g.data.length > 1 &&"
+            " g.querySelector('.gl-container, .scatterlayer'); }"
+        )
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             # cold: the server has just started (its cache warm-up may still run);
@@ -259,8 +325,11 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--repeats", type=int, default=40)
     ap.add_argument("--no-browser", action="store_true")
-    ap.add_argument("--no-huge-cell", action="store_true",
-                    help="skip the extra one-cell layout of sizes above 1M")
+    ap.add_argument(
+        "--no-huge-cell",
+        action="store_true",
+        help="skip the extra one-cell layout of sizes above 1M",
+    )
     args = ap.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="moedash-bench-") as tmp:
@@ -268,29 +337,53 @@ def main() -> int:
             url = f"duckdb:///{tmp}/bench-{size}-{n_cells}.duckdb"
             build_s, cells = build(url, size, n_cells)
             per_cell = size // n_cells
-            layout = (f"{n_cells} cell(s) x {per_cell:,} rows; each cell = world sizes "
-                      f"4/8/16/32 in runs of <= {min(250_000, per_cell // 4):,} rows")
+            layout = (
+                f"{n_cells} cell(s) x {per_cell:,} rows; each cell = world sizes "
+                f"4/8/16/32 in runs of <= {min(250_000, per_cell // 4):,} rows"
+            )
             print(f"[{size:,} / {n_cells} cells] stored in {build_s:.1f} s", flush=True)
             store = open_store(url)
-            res = {"stored_rows": size, "cells": len(cells), "layout": layout,
-                   "build_s": build_s, **measure_callbacks(store, cells[0], args.repeats)}
+            res = {
+                "stored_rows": size,
+                "cells": len(cells),
+                "layout": layout,
+                "build_s": build_s,
+                **measure_callbacks(store, cells[0], args.repeats),
+            }
             store.close()
             if not args.no_browser:
                 res.update(measure_first_render(url, cells[0]))
             results.append(res)
             print(json.dumps(res, indent=1), flush=True)
             Path(url.split(":///", 1)[1]).unlink(missing_ok=True)
-    head = ("rows", "cell rows", "cell load s", "pareto p50 ms", "pareto p95 ms",
-            "payload max KB", "best cold ms", "best warm p95 ms", "render cold s",
-            "render warm s", "render revisit s")
+    head = (
+        "rows",
+        "cell rows",
+        "cell load s",
+        "pareto p50 ms",
+        "pareto p95 ms",
+        "payload max KB",
+        "best cold ms",
+        "best warm p95 ms",
+        "render cold s",
+        "render warm s",
+        "render revisit s",
+    )
     print("  ".join(f"{h:>15}" for h in head))
     for r in results:
-        vals = (f"{r['stored_rows']:,}", f"{r['cell_rows']:,}", f"{r['cell_load_s']:.2f}",
-                f"{r['pareto_p50_ms']:.0f}", f"{r['pareto_p95_ms']:.0f}",
-                f"{r['payload_max_kb']:.0f}", "/".join(f"{t:.0f}" for t in r["best_cold_ms"]),
-                f"{r['best_warm_p95_ms']:.1f}", f"{r.get('first_render_cold_s', float('nan')):.2f}",
-                f"{r.get('first_render_warm_s', float('nan')):.2f}",
-                f"{r.get('first_render_revisit_s', float('nan')):.2f}")
+        vals = (
+            f"{r['stored_rows']:,}",
+            f"{r['cell_rows']:,}",
+            f"{r['cell_load_s']:.2f}",
+            f"{r['pareto_p50_ms']:.0f}",
+            f"{r['pareto_p95_ms']:.0f}",
+            f"{r['payload_max_kb']:.0f}",
+            "/".join(f"{t:.0f}" for t in r["best_cold_ms"]),
+            f"{r['best_warm_p95_ms']:.1f}",
+            f"{r.get('first_render_cold_s', float('nan')):.2f}",
+            f"{r.get('first_render_warm_s', float('nan')):.2f}",
+            f"{r.get('first_render_revisit_s', float('nan')):.2f}",
+        )
         print("  ".join(f"{v:>15}" for v in vals))
     out = REPO / "bench" / "results" / "dashboard.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -298,7 +391,9 @@ def main() -> int:
     doc = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "results": results}
     if "baseline" in previous or "results" in previous:  # keep the first measurement
         doc["baseline"] = previous.get("baseline") or {
-            "measured_at": previous.get("measured_at"), "results": previous["results"]}
+            "measured_at": previous.get("measured_at"),
+            "results": previous["results"],
+        }
     out.write_text(json.dumps(doc, indent=1))
     print(f"wrote {out}")
     return 0

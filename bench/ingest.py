@@ -37,13 +37,13 @@ if mode == "native":
     ).fetchone()[0]
 elif mode == "parse":
     from pathlib import Path
-    from db.records import UploadMeta
+    from ingest.records import UploadMeta
     from ingest.detect import parse_path
     sweeps = parse_path(Path(path), UploadMeta(hardware="GB300"))
     rows = sum(len(s.candidates) for s in sweeps)
 elif mode == "cli":
     from pathlib import Path
-    from db.records import UploadMeta
+    from ingest.records import UploadMeta
     from db.store import open_store
     from ingest.detect import parse_path
     store = open_store(db)
@@ -53,8 +53,8 @@ elif mode == "cli":
     rows = store.ingest(parse_path(Path(path), meta), raw, meta).n_candidates
 elif mode == "api":
     from pathlib import Path
-    from db.records import UploadMeta
-    from ingest.client import upload_file
+    from ingest.records import UploadMeta
+    from moedash.client import upload_file
     url, token = db.split("|", 1)
     t0 = time.perf_counter()
     rows = upload_file(Path(path), url=url, token=token, meta=UploadMeta(hardware="GB300"),
@@ -68,7 +68,7 @@ print(json.dumps({"seconds": elapsed, "rows": rows,
 _GENERATE = """
 import sys
 from pathlib import Path
-from ingest.demo import big_report, dump_report
+from ingest.demo.generate import big_report, dump_report
 report = big_report(int(sys.argv[2]), seed=1, with_raw_samples=sys.argv[3] == "1")
 Path(sys.argv[1]).write_bytes(dump_report(report))
 """

@@ -20,10 +20,9 @@ import dash
 from dash import Input, Output, dcc, html
 
 from dashboard import components as ui
-from dashboard.data import DashData
 from dashboard.pages import best, crossval, overview, pareto, planner, recommend, run
 from db.store import Store
-from ingest.settings import Settings
+from service.frames import DashData
 
 # path -> (page module, nav label); the order is the navigation bar's.
 PAGES: dict[str, tuple[ModuleType, str]] = {
@@ -49,8 +48,9 @@ def render_page(data: DashData, pathname: str | None, search: str | None) -> Any
     path = (pathname or "/").rstrip("/") or "/"
     entry = PAGES.get(path)
     if entry is None:
-        return ui.empty_state(f"No page at {path}.", ["see the navigation bar above"],
-                              test_id="not-found")
+        return ui.empty_state(
+            f"No page at {path}.", ["see the navigation bar above"], test_id="not-found"
+        )
     query = parse_search(search)
     # Multi-value keys are lists; single-value pages read the first value themselves.
     return entry[0].layout(data, **query)
@@ -58,12 +58,18 @@ def render_page(data: DashData, pathname: str | None, search: str | None) -> Any
 
 def _nav() -> html.Nav:
     links = [dcc.Link(PAGES[p][1], href=p, className="nav-link") for p in _NAV]
-    return html.Nav([html.Span("moedash", className="brand"), *links,
-                     html.A("API docs", href="/docs", className="nav-link right")],
-                    className="nav")
+    return html.Nav(
+        [
+            html.Span("moedash", className="brand"),
+            *links,
+            html.A("API docs", href="/docs", className="nav-link right"),
+        ],
+        className="nav",
+    )
 
 
 _log = logging.getLogger(__name__)
+
 
 def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, float]]:
     """Load what the first visits need, cell by cell in ``data.cells()`` order (the
@@ -92,17 +98,18 @@ def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, floa
 def start_warm_cache(data: DashData) -> threading.Thread:
     """:func:`warm_cache` in a daemon thread: serving starts at once, and a request for
     a cell being warmed waits for that load instead of repeating it."""
+
     def run() -> None:
         t0 = time.perf_counter()
         done = warm_cache(data)
         _log.info("cache warm-up: %d cells in %.1f s", len(done), time.perf_counter() - t0)
+
     thread = threading.Thread(target=run, name="moedash-warm-cache", daemon=True)
     thread.start()
     return thread
 
 
-def create_dash(store: Store, settings: Settings | None = None,
-                data: DashData | None = None) -> dash.Dash:
+def create_dash(store: Store, data: DashData | None = None) -> dash.Dash:
     """Build the dashboard over ``store``. Nothing is loaded until a page asks."""
     data = data or DashData(store)
     app = dash.Dash(
@@ -113,20 +120,27 @@ def create_dash(store: Store, settings: Settings | None = None,
         external_stylesheets=["/static/moedash.css"],
         update_title=None,
     )
-    app.layout = html.Div([
-        dcc.Location(id="url", refresh="callback-nav"),
-        _nav(),
-        html.Main(id="page", className="page"),
-    ])
+    app.layout = html.Div(
+        [
+            dcc.Location(id="url", refresh="callback-nav"),
+            _nav(),
+            html.Main(id="page", className="page"),
+        ]
+    )
 
-    @app.callback(Output("page", "children"), Input("url", "pathname"),
-                  Input("url", "search"))
+    @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"))
     def _route(pathname: str | None, search: str | None) -> Any:
         return render_page(data, pathname, search)
 
     registrars: list[Callable[[dash.Dash, DashData], None]] = [
-        overview.register, pareto.register, best.register, run.register, recommend.register,
-        planner.register, crossval.register]
+        overview.register,
+        pareto.register,
+        best.register,
+        run.register,
+        recommend.register,
+        planner.register,
+        crossval.register,
+    ]
     for register in registrars:
         register(app, data)
     app.server.config["MOEDASH_DATA"] = data  # lets tests and benches reach the cache

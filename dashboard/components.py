@@ -73,8 +73,10 @@ def with_synthetic_note(synthetic: bool, *children: Any) -> list[Any]:
     generated demo data."""
     if not synthetic:
         return list(children)
-    note = html.Span([badge("synthetic"), " includes generated demo data, not measurements. "],
-                     **{"data-testid": "synthetic-note"})
+    note = html.Span(
+        [badge("synthetic"), " includes generated demo data, not measurements. "],
+        **{"data-testid": "synthetic-note"},
+    )
     return [note, *children]
 
 
@@ -108,30 +110,48 @@ def options(values: Iterable[Any], labels: Mapping[Any, str] | None = None) -> l
     return [{"label": (labels or {}).get(v, fmt(v)), "value": v} for v in values]
 
 
-def grid(grid_id: str, frame: pd.DataFrame, columns: Sequence[str],
-         page_size: int = 50, height: str = "520px",
-         col_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> dag.AgGrid:
+def grid(
+    grid_id: str,
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    page_size: int = 50,
+    height: str = "520px",
+    col_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dag.AgGrid:
     """A sortable, filterable AG Grid over ``frame[columns]`` (cells render as text)."""
     return dag.AgGrid(
         id=grid_id,
         rowData=records(frame, columns),
         columnDefs=column_defs(frame, columns, col_overrides),
-        defaultColDef={"sortable": True, "filter": True, "resizable": True,
-                       "floatingFilter": True, "minWidth": 90},
-        dashGridOptions={"pagination": True, "paginationPageSize": page_size,
-                        "paginationPageSizeSelector": [20, 25, 50, 100],
-                         "rowSelection": {"mode": "singleRow", "checkboxes": False,
-                                          "enableClickSelection": True},
-                         "enableCellTextSelection": True},
+        defaultColDef={
+            "sortable": True,
+            "filter": True,
+            "resizable": True,
+            "floatingFilter": True,
+            "minWidth": 90,
+        },
+        dashGridOptions={
+            "pagination": True,
+            "paginationPageSize": page_size,
+            "paginationPageSizeSelector": [20, 25, 50, 100],
+            "rowSelection": {
+                "mode": "singleRow",
+                "checkboxes": False,
+                "enableClickSelection": True,
+            },
+            "enableCellTextSelection": True,
+        },
         columnSize="autoSize",
         style={"height": height},
         className="ag-theme-alpine",
     )
 
 
-def column_defs(frame: pd.DataFrame, columns: Sequence[str],
-                overrides: Mapping[str, Mapping[str, Any]] | None = None
-                ) -> list[dict[str, Any]]:
+def column_defs(
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     defs = []
     for col in columns:
         d: dict[str, Any] = {"field": col, "headerName": label(col), "headerTooltip": col}
@@ -139,14 +159,19 @@ def column_defs(frame: pd.DataFrame, columns: Sequence[str],
             # AG Grid draws booleans as disabled checkboxes; words read better
             yes, no = ("on", "off") if col.endswith("cuda_graph") else ("yes", "no")
             d["cellDataType"] = "text"
-            d["valueFormatter"] = {"function": f"params.value == null ? '' : "
-                                               f"(params.value ? '{yes}' : '{no}')"}
-        elif col in frame and pd.api.types.is_numeric_dtype(frame[col]) \
-                and not pd.api.types.is_bool_dtype(frame[col]):
+            d["valueFormatter"] = {
+                "function": f"params.value == null ? '' : (params.value ? '{yes}' : '{no}')"
+            }
+        elif (
+            col in frame
+            and pd.api.types.is_numeric_dtype(frame[col])
+            and not pd.api.types.is_bool_dtype(frame[col])
+        ):
             d["filter"] = "agNumberColumnFilter"
             if pd.api.types.is_float_dtype(frame[col]):
-                d["valueFormatter"] = {"function": "params.value == null ? '' : "
-                                                   "d3.format('.4~g')(params.value)"}
+                d["valueFormatter"] = {
+                    "function": "params.value == null ? '' : d3.format('.4~g')(params.value)"
+                }
         d.update((overrides or {}).get(col, {}))
         defs.append(d)
     return defs

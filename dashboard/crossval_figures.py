@@ -1,7 +1,7 @@
 """Pure builders for the /crossval page: a ledger frame in, counts or a figure out.
 
 No data access and no Dash components here (the page and the tests call these on the
-frame ``ingest.api_crossval.compute_ledger`` returns).
+frame ``api.routes.crossval.compute_ledger`` returns).
 """
 
 from __future__ import annotations
@@ -59,8 +59,9 @@ def status_counts(ledger_df: pd.DataFrame) -> pd.DataFrame:
     counts["_m"] = counts[C.MODEL].map(model_display)
     counts["_p"] = counts[cc.PHASE].map(lambda p: phase_rank.get(p, len(PHASES)))
     counts = counts.sort_values(["_m", C.HARDWARE, "_p"], kind="mergesort")
-    counts[GROUP] = counts["_m"] + " · " + counts[C.HARDWARE].astype(str) + " · " + \
-        counts[cc.PHASE].astype(str)
+    counts[GROUP] = (
+        counts["_m"] + " · " + counts[C.HARDWARE].astype(str) + " · " + counts[cc.PHASE].astype(str)
+    )
     for s in STATUSES:
         counts[s] = counts[s].astype(int)
     return counts[cols].reset_index(drop=True)
@@ -77,22 +78,41 @@ def status_figure(ledger_df: pd.DataFrame) -> go.Figure:
     for s in STATUSES:
         vals = counts[s].to_numpy()
         total = counts[list(STATUSES)].sum(axis=1).to_numpy()
-        fig.add_trace(go.Bar(
-            y=groups, x=vals, name=s, orientation="h", marker_color=STATUS_COLORS[s],
-            text=[str(v) if v else "" for v in vals], textposition="inside",
-            insidetextanchor="middle", customdata=total,
-            hovertemplate=f"%{{y}}<br>{s}: %{{x}} of %{{customdata}} workloads<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Bar(
+                y=groups,
+                x=vals,
+                name=s,
+                orientation="h",
+                marker_color=STATUS_COLORS[s],
+                text=[str(v) if v else "" for v in vals],
+                textposition="inside",
+                insidetextanchor="middle",
+                customdata=total,
+                hovertemplate=f"%{{y}}<br>{s}: %{{x}} of %{{customdata}} workloads<extra></extra>",
+            )
+        )
     fig.update_layout(
         barmode="stack",
-        title={"text": "Deployed MoE config vs bench_moe best, per model · hardware · phase",
-               "font": {"size": 14}, "y": 0.98, "yanchor": "top"},
-        xaxis={"title": {"text": "workloads (count)"}, "gridcolor": "#ebf0f8",
-               "automargin": True},
+        title={
+            "text": "Deployed MoE config vs bench_moe best, per model · hardware · phase",
+            "font": {"size": 14},
+            "y": 0.98,
+            "yanchor": "top",
+        },
+        xaxis={"title": {"text": "workloads (count)"}, "gridcolor": "#ebf0f8", "automargin": True},
         yaxis={"autorange": "reversed", "type": "category", "automargin": True},
-        legend={"orientation": "h", "x": 0, "y": 1.0, "xanchor": "left", "yanchor": "bottom",
-                "traceorder": "normal"},
-        plot_bgcolor="white", paper_bgcolor="white", font={"color": "#2a3f5f"},
+        legend={
+            "orientation": "h",
+            "x": 0,
+            "y": 1.0,
+            "xanchor": "left",
+            "yanchor": "bottom",
+            "traceorder": "normal",
+        },
+        plot_bgcolor="white",
+        paper_bgcolor="white",
+        font={"color": "#2a3f5f"},
         height=150 + 34 * len(groups),
         margin={"l": 70, "r": 20, "t": 70, "b": 50},
         hoverlabel={"align": "left"},

@@ -26,9 +26,15 @@ AXES: dict[str, str] = {
     C.ACTIVATED_TOKENS_PER_RANK: "min",
 }
 BACKEND_COLORS: dict[str, str] = {
-    "TRTLLM": "#1f77b4", "CUTEDSL": "#ff7f0e", "CUTLASS": "#2ca02c",
-    "MEGAMOE_CUTEDSL": "#d62728", "MEGAMOE_DEEPGEMM": "#9467bd", "DEEPGEMM": "#8c564b",
-    "DENSEGEMM": "#e377c2", "CUTEDSL_FC12": "#bcbd22", "MARLIN": "#17becf",
+    "TRTLLM": "#1f77b4",
+    "CUTEDSL": "#ff7f0e",
+    "CUTLASS": "#2ca02c",
+    "MEGAMOE_CUTEDSL": "#d62728",
+    "MEGAMOE_DEEPGEMM": "#9467bd",
+    "DEEPGEMM": "#8c564b",
+    "DENSEGEMM": "#e377c2",
+    "CUTEDSL_FC12": "#bcbd22",
+    "MARLIN": "#17becf",
     "TRITON": "#7f7f7f",
 }
 FRONTIER_COLORS = {"decode": "#111111", "prefill": "#6a3d9a"}
@@ -38,20 +44,36 @@ MAX_CLOUD_TRACES = 300
 
 
 # A small explicit template: plotly's named templates cost ~30 ms per figure to apply.
-_TEMPLATE: dict = {"layout": {
-    "plot_bgcolor": "white", "paper_bgcolor": "white", "font": {"color": "#2a3f5f"},
-    "xaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8",
-              "automargin": True},
-    "yaxis": {"gridcolor": "#ebf0f8", "linecolor": "#ebf0f8", "zerolinecolor": "#ebf0f8",
-              "automargin": True},
-    "colorway": list(BACKEND_COLORS.values())}}
+_TEMPLATE: dict = {
+    "layout": {
+        "plot_bgcolor": "white",
+        "paper_bgcolor": "white",
+        "font": {"color": "#2a3f5f"},
+        "xaxis": {
+            "gridcolor": "#ebf0f8",
+            "linecolor": "#ebf0f8",
+            "zerolinecolor": "#ebf0f8",
+            "automargin": True,
+        },
+        "yaxis": {
+            "gridcolor": "#ebf0f8",
+            "linecolor": "#ebf0f8",
+            "zerolinecolor": "#ebf0f8",
+            "automargin": True,
+        },
+        "colorway": list(BACKEND_COLORS.values()),
+    }
+}
 
 
 def _layout(fig: go.Figure, height: int = 520) -> go.Figure:
-    fig.update_layout(template=_TEMPLATE, height=height,
-                      margin={"l": 70, "r": 20, "t": 40, "b": 60},
-                      legend={"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
-                      hoverlabel={"align": "left"})
+    fig.update_layout(
+        template=_TEMPLATE,
+        height=height,
+        margin={"l": 70, "r": 20, "t": 40, "b": 60},
+        legend={"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
+        hoverlabel={"align": "left"},
+    )
     return fig
 
 
@@ -59,8 +81,9 @@ def message_figure(text: str, height: int = 320) -> go.Figure:
     """An empty figure that says why it is empty (kept for Graph components that must
     always hold a figure)."""
     fig = go.Figure()
-    fig.add_annotation(text=text, showarrow=False, x=0.5, y=0.5, xref="paper",
-                       yref="paper", font={"size": 15})
+    fig.add_annotation(
+        text=text, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 15}
+    )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return _layout(fig, height)
@@ -78,17 +101,25 @@ def third_metric(x: str, y: str) -> str:
 
 def _recipe_text(row: pd.Series | dict) -> str:
     graph = "on" if bool(row[C.CUDA_GRAPH]) else "off"
-    return (f"{row[C.BACKEND]} · {row[C.COMM]} · {row[C.PARALLEL_MODE]} "
-            f"(EP {row[C.MOE_EP_SIZE]} / TP {row[C.MOE_TP_SIZE]}) · CUDA graph {graph}")
+    return (
+        f"{row[C.BACKEND]} · {row[C.COMM]} · {row[C.PARALLEL_MODE]} "
+        f"(EP {row[C.MOE_EP_SIZE]} / TP {row[C.MOE_TP_SIZE]}) · CUDA graph {graph}"
+    )
 
 
 def _hover(x: str, y: str, third: str, head: str) -> str:
-    unit = {C.SCORE_MS: " ms", C.TOKENS_PER_S_PER_GPU: " tokens/s/GPU",
-            C.ACTIVATED_TOKENS_PER_RANK: " tokens/rank", C.NUM_TOKENS: " tokens"}
-    return (f"{head}<br>{label(x)}: %{{x:.4~g}}{unit.get(x, '')}"
-            f"<br>{label(y)}: %{{y:.4~g}}{unit.get(y, '')}"
-            f"<br>{label(third)}: %{{customdata[1]:.4~g}}{unit.get(third, '')}"
-            "<extra></extra>")
+    unit = {
+        C.SCORE_MS: " ms",
+        C.TOKENS_PER_S_PER_GPU: " tokens/s/GPU",
+        C.ACTIVATED_TOKENS_PER_RANK: " tokens/rank",
+        C.NUM_TOKENS: " tokens",
+    }
+    return (
+        f"{head}<br>{label(x)}: %{{x:.4~g}}{unit.get(x, '')}"
+        f"<br>{label(y)}: %{{y:.4~g}}{unit.get(y, '')}"
+        f"<br>{label(third)}: %{{customdata[1]:.4~g}}{unit.get(third, '')}"
+        "<extra></extra>"
+    )
 
 
 def _group_rows(frame: pd.DataFrame, cols: Sequence[str]) -> list[tuple[tuple, np.ndarray]]:
@@ -133,15 +164,26 @@ def _merged_template() -> dict:
 
 def _layout_dict(height: int) -> dict:
     """The layout :func:`_layout` gives, as a plain dict."""
-    return {"template": _merged_template(), "height": height,
-            "margin": {"l": 70, "r": 20, "t": 40, "b": 60},
-            "legend": {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
-            "hoverlabel": {"align": "left"}}
+    return {
+        "template": _merged_template(),
+        "height": height,
+        "margin": {"l": 70, "r": 20, "t": 40, "b": 60},
+        "legend": {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
+        "hoverlabel": {"align": "left"},
+    }
 
 
-def pareto_figure(cloud: pd.DataFrame, frontier: pd.DataFrame, x: str, y: str, *,
-                  logx: bool = False, logy: bool = False, n_cloud_total: int | None = None,
-                  title: str | None = None) -> go.Figure:
+def pareto_figure(
+    cloud: pd.DataFrame,
+    frontier: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    logx: bool = False,
+    logy: bool = False,
+    n_cloud_total: int | None = None,
+    title: str | None = None,
+) -> go.Figure:
     """Candidate cloud (Scattergl, one trace per recipe, coloured by backend) with the
     Pareto frontier on top (line + markers, one trace per phase).
 
@@ -169,35 +211,57 @@ def pareto_figure(cloud: pd.DataFrame, frontier: pd.DataFrame, x: str, y: str, *
         thirds = cloud[third].to_numpy(np.float32, na_value=np.nan)
         for values, rows in groups:
             backend = str(values[0])
-            head = (f"<b>{backend}</b> (recipe on click)" if coarse
-                    else _recipe_text(dict(zip(recipe_cols, values, strict=True))))
-            traces.append(dict(
-                type="scattergl", x=xs[rows], y=ys[rows],
-                mode="markers", name=backend, legendgroup=backend,
-                showlegend=backend not in shown_backends,
-                marker={"size": 5, "opacity": 0.45,
-                        "color": backend_color(backend, backends.index(backend)
-                                               if backend in backends else 0)},
-                customdata=np.column_stack([keys[rows], thirds[rows]]),
-                hovertemplate=_hover(x, y, third, head),
-            ))
+            head = (
+                f"<b>{backend}</b> (recipe on click)"
+                if coarse
+                else _recipe_text(dict(zip(recipe_cols, values, strict=True)))
+            )
+            traces.append(
+                dict(
+                    type="scattergl",
+                    x=xs[rows],
+                    y=ys[rows],
+                    mode="markers",
+                    name=backend,
+                    legendgroup=backend,
+                    showlegend=backend not in shown_backends,
+                    marker={
+                        "size": 5,
+                        "opacity": 0.45,
+                        "color": backend_color(
+                            backend, backends.index(backend) if backend in backends else 0
+                        ),
+                    },
+                    customdata=np.column_stack([keys[rows], thirds[rows]]),
+                    hovertemplate=_hover(x, y, third, head),
+                )
+            )
             shown_backends.add(backend)
-    for phase, part in (frontier.groupby(C.PHASE, observed=True, sort=True)
-                        if len(frontier) else []):
+    for phase, part in frontier.groupby(C.PHASE, observed=True, sort=True) if len(frontier) else []:
         part = part.sort_values(x, kind="mergesort")
-        custom = np.column_stack([part[KEY].to_numpy(np.float64),
-                                  part[third].to_numpy(np.float64, na_value=np.nan)])
+        custom = np.column_stack(
+            [part[KEY].to_numpy(np.float64), part[third].to_numpy(np.float64, na_value=np.nan)]
+        )
         text = [_recipe_text(r) for r in part[list(_RECIPE)].to_dict("records")]
-        traces.append(dict(
-            type="scatter", x=part[x].to_numpy(np.float64), y=part[y].to_numpy(np.float64),
-            mode="lines+markers", name=f"Pareto frontier ({phase})",
-            line={"color": FRONTIER_COLORS.get(str(phase), "#111111"), "width": 2},
-            marker={"size": 9, "symbol": "diamond",
+        traces.append(
+            dict(
+                type="scatter",
+                x=part[x].to_numpy(np.float64),
+                y=part[y].to_numpy(np.float64),
+                mode="lines+markers",
+                name=f"Pareto frontier ({phase})",
+                line={"color": FRONTIER_COLORS.get(str(phase), "#111111"), "width": 2},
+                marker={
+                    "size": 9,
+                    "symbol": "diamond",
                     "color": FRONTIER_COLORS.get(str(phase), "#111111"),
-                    "line": {"width": 1, "color": "white"}},
-            customdata=custom, text=text,
-            hovertemplate=_hover(x, y, third, "<b>frontier</b> %{text}"),
-        ))
+                    "line": {"width": 1, "color": "white"},
+                },
+                customdata=custom,
+                text=text,
+                hovertemplate=_hover(x, y, third, "<b>frontier</b> %{text}"),
+            )
+        )
     drawn = len(cloud)
     if title is None:
         title = f"{drawn:,} candidates"
@@ -205,17 +269,27 @@ def pareto_figure(cloud: pd.DataFrame, frontier: pd.DataFrame, x: str, y: str, *
             title = f"{drawn:,} of {n_cloud_total:,} candidates drawn (downsampled)"
         title += f" · {len(frontier)} on the frontier"
     layout = _layout_dict(560)
-    layout.update(title={"text": title, "font": {"size": 14}},
-                  legend={**layout["legend"], "title": {"text": "backend"}},
-                  clickmode="event",
-                  xaxis={"title": {"text": label(x)}, "type": "log" if logx else "linear"},
-                  yaxis={"title": {"text": label(y)}, "type": "log" if logy else "linear"})
+    layout.update(
+        title={"text": title, "font": {"size": 14}},
+        legend={**layout["legend"], "title": {"text": "backend"}},
+        clickmode="event",
+        xaxis={"title": {"text": label(x)}, "type": "log" if logx else "linear"},
+        yaxis={"title": {"text": label(y)}, "type": "log" if logy else "linear"},
+    )
     return go.Figure(data=traces, layout=layout, _validate=False)
 
 
-def downsample(df: pd.DataFrame, x: str, y: str, max_points: int, *, logx: bool = False,
-               logy: bool = False, grid: tuple[int, int] = (900, 600),
-               seed: int = 0) -> pd.DataFrame:
+def downsample(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    max_points: int,
+    *,
+    logx: bool = False,
+    logy: bool = False,
+    grid: tuple[int, int] = (900, 600),
+    seed: int = 0,
+) -> pd.DataFrame:
     """At most ``max_points`` rows of ``df`` that look like ``df`` when plotted.
 
     First one row per cell of a ``grid`` over the (log-)axes (points drawn on the same
@@ -253,28 +327,50 @@ def path_figure(steps: Sequence[dict]) -> go.Figure:
     """The thresholds the tree compared against: one bar pair (observed vs threshold)
     per step that had a threshold, log axis. ``steps`` are dicts with ``step``,
     ``threshold_name``, ``threshold_value``, ``observed`` and ``answer``."""
-    rows = [s for s in steps if s.get("threshold_value") is not None
-            and s.get("observed") is not None]
+    rows = [
+        s for s in steps if s.get("threshold_value") is not None and s.get("observed") is not None
+    ]
     if not rows:
         return message_figure("no threshold decided this recommendation", 200)
     names = [f"{s['step']}: {s['threshold_name']}" for s in rows]
     fig = go.Figure()
-    fig.add_trace(go.Bar(y=names, x=[s["threshold_value"] for s in rows], orientation="h",
-                         name="threshold", marker_color="#bbbbbb",
-                         hovertemplate="threshold %{x:.4~g}<extra></extra>"))
-    fig.add_trace(go.Bar(y=names, x=[s["observed"] for s in rows], orientation="h",
-                         name="observed", marker_color="#1f77b4",
-                         text=[s["answer"] for s in rows], textposition="auto",
-                         hovertemplate="observed %{x:.4~g}<br>%{text}<extra></extra>"))
-    fig.update_layout(barmode="group", title={"text": "threshold vs observed value",
-                                              "font": {"size": 14}})
+    fig.add_trace(
+        go.Bar(
+            y=names,
+            x=[s["threshold_value"] for s in rows],
+            orientation="h",
+            name="threshold",
+            marker_color="#bbbbbb",
+            hovertemplate="threshold %{x:.4~g}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            y=names,
+            x=[s["observed"] for s in rows],
+            orientation="h",
+            name="observed",
+            marker_color="#1f77b4",
+            text=[s["answer"] for s in rows],
+            textposition="auto",
+            hovertemplate="observed %{x:.4~g}<br>%{text}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        barmode="group", title={"text": "threshold vs observed value", "font": {"size": 14}}
+    )
     fig.update_xaxes(type="log", title_text="value (tokens per rank, KiB or GPUs — see row)")
     return _layout(fig, 140 + 70 * len(rows))
 
 
-def evidence_figure(evidence: pd.DataFrame, axis: str, published: float | None,
-                    derived: float | None, bracket: tuple[float, float] | None,
-                    title: str) -> go.Figure:
+def evidence_figure(
+    evidence: pd.DataFrame,
+    axis: str,
+    published: float | None,
+    derived: float | None,
+    bracket: tuple[float, float] | None,
+    title: str,
+) -> go.Figure:
     """Winner along the axis for one threshold check: one point per comparison (y =
     margin %, colour = winning option), the published threshold (dashed), the derived
     crossover (solid) and the bracket it lies in (shaded)."""
@@ -282,13 +378,20 @@ def evidence_figure(evidence: pd.DataFrame, axis: str, published: float | None,
         return message_figure("no comparison points for this threshold in the data", 300)
     fig = go.Figure()
     for i, (winner, part) in enumerate(evidence.groupby("winner", sort=True)):
-        fig.add_trace(go.Scatter(
-            x=part["axis_value"].to_numpy(float), y=part["margin_pct"].to_numpy(float),
-            mode="markers", name=f"{winner} wins", marker={"size": 8,
-                                                         "color": _FALLBACK[i % 5] if i > 1
-                                                         else ("#1f77b4", "#d62728")[i]},
-            hovertemplate=f"{winner}<br>{label(axis)}: %{{x:.4~g}}<br>"
-                          "margin: %{y:.3~g} %<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=part["axis_value"].to_numpy(float),
+                y=part["margin_pct"].to_numpy(float),
+                mode="markers",
+                name=f"{winner} wins",
+                marker={
+                    "size": 8,
+                    "color": _FALLBACK[i % 5] if i > 1 else ("#1f77b4", "#d62728")[i],
+                },
+                hovertemplate=f"{winner}<br>{label(axis)}: %{{x:.4~g}}<br>"
+                "margin: %{y:.3~g} %<extra></extra>",
+            )
+        )
     # Reference lines are traces, not shapes with annotations: on a log axis plotly
     # places annotations in log10 units, which put "derived 96" at 1e96.
     margins = evidence["margin_pct"].to_numpy(float)
@@ -297,17 +400,33 @@ def evidence_figure(evidence: pd.DataFrame, axis: str, published: float | None,
     y_hi = float(finite.max()) if finite.size else 1.0
     y_hi = y_hi if y_hi > y_lo else y_lo + 1.0
     if bracket and all(b is not None and math.isfinite(b) for b in bracket):
-        fig.add_trace(go.Scatter(
-            x=[bracket[0], bracket[1], bracket[1], bracket[0], bracket[0]],
-            y=[y_lo, y_lo, y_hi, y_hi, y_lo], mode="lines", fill="toself",
-            fillcolor="rgba(255,217,47,0.3)", line={"width": 0},
-            name=f"crossover bracket {bracket[0]:.4g}–{bracket[1]:.4g}", hoverinfo="skip"))
-    for value, name, style in ((published, "published", {"dash": "dash", "color": "#444"}),
-                               (derived, "derived", {"color": "#d62728"})):
+        fig.add_trace(
+            go.Scatter(
+                x=[bracket[0], bracket[1], bracket[1], bracket[0], bracket[0]],
+                y=[y_lo, y_lo, y_hi, y_hi, y_lo],
+                mode="lines",
+                fill="toself",
+                fillcolor="rgba(255,217,47,0.3)",
+                line={"width": 0},
+                name=f"crossover bracket {bracket[0]:.4g}–{bracket[1]:.4g}",
+                hoverinfo="skip",
+            )
+        )
+    for value, name, style in (
+        (published, "published", {"dash": "dash", "color": "#444"}),
+        (derived, "derived", {"color": "#d62728"}),
+    ):
         if value is not None and math.isfinite(value):
-            fig.add_trace(go.Scatter(x=[value, value], y=[y_lo, y_hi], mode="lines",
-                                     line={**style, "width": 2}, name=f"{name} {value:.4g}",
-                                     hoverinfo="name"))
+            fig.add_trace(
+                go.Scatter(
+                    x=[value, value],
+                    y=[y_lo, y_hi],
+                    mode="lines",
+                    line={**style, "width": 2},
+                    name=f"{name} {value:.4g}",
+                    hoverinfo="name",
+                )
+            )
     fig.update_layout(title={"text": title, "font": {"size": 14}})
     positive = (evidence["axis_value"] > 0).all()
     fig.update_xaxes(title_text=label(axis), type="log" if positive else "linear")

@@ -1,6 +1,6 @@
 """Pure builders for the planner page: plan payload pieces in, figures or rows out.
 
-Inputs are the JSON-ready pieces of ``ingest.api_planner.run_plan`` (lists of records or
+Inputs are the JSON-ready pieces of ``api.routes.planner.run_plan`` (lists of records or
 DataFrames), so the page, the API export and the tests all read the same shapes.
 No data access and no Dash components here.
 """
@@ -61,58 +61,96 @@ def na_sweep_figure(
     df = _frame(sweep)
     if df.empty or "na" not in df:
         return message_figure("No na sweep: no disaggregated plan fits memory and the SLO.")
-    feasible_mask = df["feasible"].astype(bool).to_numpy() if "feasible" in df else \
-        np.ones(len(df), dtype=bool)
+    feasible_mask = (
+        df["feasible"].astype(bool).to_numpy() if "feasible" in df else np.ones(len(df), dtype=bool)
+    )
     ok = df.loc[feasible_mask]
     bad = df.loc[~feasible_mask]
     fig = go.Figure()
     if len(ok):
-        balanced = ok["balance_met"].astype(bool).to_numpy() if "balance_met" in ok else \
-            np.zeros(len(ok), dtype=bool)
-        custom = np.column_stack([
-            ok["batch"].to_numpy(float), ok["ta_ms"].to_numpy(float),
-            ok["te_ms"].to_numpy(float), ok["tbt_ms"].to_numpy(float),
-            ok["gpus"].to_numpy(float), ok["tput_per_cost"].to_numpy(float),
-        ])
-        fig.add_trace(go.Scatter(
-            x=ok["na"].to_numpy(int), y=ok["tput_per_gpu"].to_numpy(float),
-            mode="lines+markers", name="throughput per GPU (tokens/s/GPU)",
-            line={"color": SWEEP_COLOR, "width": 2},
-            marker={"size": 9, "color": SWEEP_COLOR,
+        balanced = (
+            ok["balance_met"].astype(bool).to_numpy()
+            if "balance_met" in ok
+            else np.zeros(len(ok), dtype=bool)
+        )
+        custom = np.column_stack(
+            [
+                ok["batch"].to_numpy(float),
+                ok["ta_ms"].to_numpy(float),
+                ok["te_ms"].to_numpy(float),
+                ok["tbt_ms"].to_numpy(float),
+                ok["gpus"].to_numpy(float),
+                ok["tput_per_cost"].to_numpy(float),
+            ]
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=ok["na"].to_numpy(int),
+                y=ok["tput_per_gpu"].to_numpy(float),
+                mode="lines+markers",
+                name="throughput per GPU (tokens/s/GPU)",
+                line={"color": SWEEP_COLOR, "width": 2},
+                marker={
+                    "size": 9,
+                    "color": SWEEP_COLOR,
                     "symbol": np.where(balanced, "circle", "circle-open").tolist(),
-                    "line": {"width": 2, "color": SWEEP_COLOR}},
-            customdata=custom,
-            hovertemplate=("na = %{x}<br>throughput: %{y:.4~g} tokens/s/GPU"
-                           "<br>per cost: %{customdata[5]:.4~g} tokens/s per unit"
-                           "<br>batch B = %{customdata[0]:.0f} sequences"
-                           "<br>Ta = %{customdata[1]:.3f} ms, Te = %{customdata[2]:.3f} ms"
-                           "<br>TBT = %{customdata[3]:.1f} ms, GPUs = %{customdata[4]:.0f}"
-                           "<extra></extra>"),
-        ))
-        fig.add_trace(go.Scatter(
-            x=ok["na"].to_numpy(int), y=ok["tput_per_cost"].to_numpy(float),
-            mode="lines", name="throughput per cost (tokens/s per cost unit)", yaxis="y2",
-            line={"color": COST_COLOR, "width": 1.5, "dash": "dot"},
-            hovertemplate="na = %{x}<br>%{y:.4~g} tokens/s per cost unit<extra></extra>",
-        ))
+                    "line": {"width": 2, "color": SWEEP_COLOR},
+                },
+                customdata=custom,
+                hovertemplate=(
+                    "na = %{x}<br>throughput: %{y:.4~g} tokens/s/GPU"
+                    "<br>per cost: %{customdata[5]:.4~g} tokens/s per unit"
+                    "<br>batch B = %{customdata[0]:.0f} sequences"
+                    "<br>Ta = %{customdata[1]:.3f} ms, Te = %{customdata[2]:.3f} ms"
+                    "<br>TBT = %{customdata[3]:.1f} ms, GPUs = %{customdata[4]:.0f}"
+                    "<extra></extra>"
+                ),
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=ok["na"].to_numpy(int),
+                y=ok["tput_per_cost"].to_numpy(float),
+                mode="lines",
+                name="throughput per cost (tokens/s per cost unit)",
+                yaxis="y2",
+                line={"color": COST_COLOR, "width": 1.5, "dash": "dot"},
+                hovertemplate="na = %{x}<br>%{y:.4~g} tokens/s per cost unit<extra></extra>",
+            )
+        )
     if len(bad):
-        fig.add_trace(go.Scatter(
-            x=bad["na"].to_numpy(int), y=np.zeros(len(bad)), mode="markers",
-            name="infeasible (memory or SLO)",
-            marker={"symbol": "x", "size": 8, "color": "#98a2b3"},
-            hovertemplate="na = %{x}: no batch meets the SLO and memory<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=bad["na"].to_numpy(int),
+                y=np.zeros(len(bad)),
+                mode="markers",
+                name="infeasible (memory or SLO)",
+                marker={"symbol": "x", "size": 8, "color": "#98a2b3"},
+                hovertemplate="na = %{x}: no batch meets the SLO and memory<extra></extra>",
+            )
+        )
     if best_na is not None:
-        fig.add_vline(x=best_na, line={"dash": "dash", "color": "#344054", "width": 1},
-                      annotation_text=f"chosen na = {best_na}", annotation_position="top")
+        fig.add_vline(
+            x=best_na,
+            line={"dash": "dash", "color": "#344054", "width": 1},
+            annotation_text=f"chosen na = {best_na}",
+            annotation_position="top",
+        )
     fig.update_layout(
         title={"text": title, "font": {"size": 15}},
-        xaxis={"title": {"text": "attention nodes na (data-parallel replicas)"},
-               "dtick": 1 if df["na"].max() <= 24 else None},
+        xaxis={
+            "title": {"text": "attention nodes na (data-parallel replicas)"},
+            "dtick": 1 if df["na"].max() <= 24 else None,
+        },
         yaxis={"title": {"text": "throughput per GPU (tokens/s/GPU)"}, "rangemode": "tozero"},
-        yaxis2={"title": {"text": "tokens/s per cost unit", "font": {"color": COST_COLOR}},
-                "overlaying": "y", "side": "right", "rangemode": "tozero",
-                "showgrid": False, "tickfont": {"color": COST_COLOR}},
+        yaxis2={
+            "title": {"text": "tokens/s per cost unit", "font": {"color": COST_COLOR}},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+            "tickfont": {"color": COST_COLOR},
+        },
     )
     _layout(fig, 430)
     fig.update_layout(margin={"r": 80})
@@ -136,21 +174,32 @@ def timeline_figure(
         labels = [LANE_LABELS.get(str(x), str(x)) for x in part["lane"]]
         multi_layer = part["layer"].nunique() > 1 or df["layer"].max() > 1
         text = [f"{mb}·L{layer}" if multi_layer else str(mb) for layer in part["layer"]]
-        fig.add_trace(go.Bar(
-            orientation="h", y=labels, x=part["duration"].to_numpy(float),
-            base=part["start_ms"].to_numpy(float), name=f"micro-batch {mb}",
-            marker={"color": color, "line": {"color": "#ffffff", "width": 1}},
-            text=text, textposition="inside", insidetextanchor="middle",
-            customdata=np.column_stack([part["layer"].to_numpy(int),
-                                        part["end_ms"].to_numpy(float)]),
-            hovertemplate=(f"micro-batch {mb}, layer %{{customdata[0]}}<br>%{{y}}"
-                           "<br>%{base:.3f} → %{customdata[1]:.3f} ms"
-                           "<br>duration %{x:.3f} ms<extra></extra>"),
-        ))
+        fig.add_trace(
+            go.Bar(
+                orientation="h",
+                y=labels,
+                x=part["duration"].to_numpy(float),
+                base=part["start_ms"].to_numpy(float),
+                name=f"micro-batch {mb}",
+                marker={"color": color, "line": {"color": "#ffffff", "width": 1}},
+                text=text,
+                textposition="inside",
+                insidetextanchor="middle",
+                customdata=np.column_stack(
+                    [part["layer"].to_numpy(int), part["end_ms"].to_numpy(float)]
+                ),
+                hovertemplate=(
+                    f"micro-batch {mb}, layer %{{customdata[0]}}<br>%{{y}}"
+                    "<br>%{base:.3f} → %{customdata[1]:.3f} ms"
+                    "<br>duration %{x:.3f} ms<extra></extra>"
+                ),
+            )
+        )
     order = [LANE_LABELS[lane] for lane in LANES]
     fig.update_layout(
         title={"text": title, "font": {"size": 15}},
-        barmode="overlay", bargap=0.25,
+        barmode="overlay",
+        bargap=0.25,
         xaxis={"title": {"text": "time (ms)"}, "rangemode": "tozero"},
         yaxis={"categoryorder": "array", "categoryarray": order[::-1], "title": None},
     )
@@ -162,14 +211,16 @@ def constraint_rows(constraints: Sequence[Mapping[str, Any]] | None) -> list[dic
     and the detail text with the numbers."""
     out = []
     for c in constraints or ():
-        out.append({
-            "constraint": c.get("label") or c.get("name"),
-            "status": "met" if c.get("met") else "violated",
-            "met": bool(c.get("met")),
-            "value": c.get("value"),
-            "bound": c.get("bound"),
-            "detail": c.get("detail", ""),
-        })
+        out.append(
+            {
+                "constraint": c.get("label") or c.get("name"),
+                "status": "met" if c.get("met") else "violated",
+                "met": bool(c.get("met")),
+                "value": c.get("value"),
+                "bound": c.get("bound"),
+                "detail": c.get("detail", ""),
+            }
+        )
     return out
 
 
@@ -181,32 +232,42 @@ def fit_rows(fits: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
         roof = f.get("roofline_slope_ms")
         slope = f.get("slope_ms")
         ratio = slope / roof if slope is not None and roof else None
-        out.append({
-            "GPU": f.get("gpu"),
-            "source": f.get("source"),
-            "points": f.get("n_points"),
-            "R²": f.get("r2"),
-            "k3 (ms/token)": slope,
-            "k4 (ms)": f.get("intercept_ms"),
-            "k3 / roofline": ratio,
-            "residual max (ms)": f.get("residual_max_ms"),
-            "note": f.get("note", ""),
-        })
+        out.append(
+            {
+                "GPU": f.get("gpu"),
+                "source": f.get("source"),
+                "points": f.get("n_points"),
+                "R²": f.get("r2"),
+                "k3 (ms/token)": slope,
+                "k4 (ms)": f.get("intercept_ms"),
+                "k3 / roofline": ratio,
+                "residual max (ms)": f.get("residual_max_ms"),
+                "note": f.get("note", ""),
+            }
+        )
     return out
 
 
-def comparison_rows(best: Mapping[str, Any] | None,
-                    colocated: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def comparison_rows(
+    best: Mapping[str, Any] | None, colocated: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
     """Disaggregated best vs the co-located deployment, metric by metric."""
-    metrics = (("GPUs", "gpus", "gpus"), ("batch (sequences)", "batch", "batch"),
-               ("TBT (ms)", "tbt_ms", "tbt_ms"),
-               ("throughput (tokens/s)", "throughput", "throughput"),
-               ("tokens/s per GPU", "tput_per_gpu", "tput_per_gpu"),
-               ("tokens/s per cost unit", "tput_per_cost", "tput_per_cost"),
-               ("tokens/s per W", "tput_per_watt", "tput_per_watt"))
+    metrics = (
+        ("GPUs", "gpus", "gpus"),
+        ("batch (sequences)", "batch", "batch"),
+        ("TBT (ms)", "tbt_ms", "tbt_ms"),
+        ("throughput (tokens/s)", "throughput", "throughput"),
+        ("tokens/s per GPU", "tput_per_gpu", "tput_per_gpu"),
+        ("tokens/s per cost unit", "tput_per_cost", "tput_per_cost"),
+        ("tokens/s per W", "tput_per_watt", "tput_per_watt"),
+    )
     rows = []
     for text, bkey, ckey in metrics:
-        rows.append({"metric": text,
-                     "disaggregated": (best or {}).get(bkey),
-                     "co-located": (colocated or {}).get(ckey)})
+        rows.append(
+            {
+                "metric": text,
+                "disaggregated": (best or {}).get(bkey),
+                "co-located": (colocated or {}).get(ckey),
+            }
+        )
     return rows

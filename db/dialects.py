@@ -136,8 +136,12 @@ def _categorical(col: pa.ChunkedArray) -> pd.Categorical:
     enc = pa.table({"c": pc.dictionary_encode(col)}).unify_dictionaries().column(0)
     if enc.num_chunks:
         values = enc.chunk(0).dictionary.to_numpy(zero_copy_only=False).astype(object)
-        codes = np.concatenate([np.asarray(c.indices.fill_null(-1).to_numpy(
-            zero_copy_only=False), dtype=np.int32) for c in enc.chunks])
+        codes = np.concatenate(
+            [
+                np.asarray(c.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int32)
+                for c in enc.chunks
+            ]
+        )
     else:
         values, codes = np.zeros(0, dtype=object), np.zeros(0, dtype=np.int32)
     order = np.argsort(values, kind="stable") if len(values) else np.zeros(0, np.int64)

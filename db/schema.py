@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from analysis import columns as C
-from db.records import RUN_EXTRA_KEYS
+from ingest.records import RUN_EXTRA_KEYS
 
 metadata = sa.MetaData()
 

@@ -41,8 +41,8 @@ from db import dialects, migrations, schema, tokens
 from db.crossval_store import CrossvalStoreMixin
 from db.dialects import plain_scalar as _plain
 from db.errors import Conflict, NotFound, StoreError
-from db.records import RUN_EXTRA_KEYS, Sweep, UploadMeta
 from db.tokens import TokenInfo
+from ingest.records import RUN_EXTRA_KEYS, Sweep, UploadMeta
 
 # Upload metadata fields compared when the same bytes arrive twice.
 _META_FIELDS = tuple(f.name for f in dataclasses.fields(UploadMeta) if f.name != "filename")

@@ -1,4 +1,4 @@
-"""Parse a TensorRT-LLM ``bench_moe`` JSON report into one :class:`db.records.Sweep`.
+"""Parse a TensorRT-LLM ``bench_moe`` JSON report into one :class:`ingest.records.Sweep`.
 
 Format: ``/work/shared/reference/bench_moe_schema.md`` (§1 top level, §2 rows). One
 report is one process group, so it becomes exactly one Sweep with key "".
@@ -26,8 +26,8 @@ Decisions worth knowing:
   then one DataFrame is built column by column. Building the Python objects of the
   parsed JSON dominates (a 100k-row report is ~30M objects), so reports of at least
   :data:`PARALLEL_MIN_BYTES` are cut into one run of rows per CPU and parsed by forked
-  processes (:func:`parse_forked`), with the sequential parser as the fallback and
-  the reference (same frame, same run dict).
+  processes (:func:`ingest.forked.split_for_workers`), with the sequential parser as
+  the fallback and the reference (same frame, same run dict).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from collections.abc import Callable
 from typing import Any
 
 from analysis import columns as C
-from db.records import Sweep, UploadMeta
 from ingest import legacy
 from ingest.bench_moe_rows import ROW_KEYS, RowFlattener, dispatch_label
 from ingest.errors import InputError, UnsupportedFormat
@@ -48,7 +47,7 @@ from ingest.fields import (
     json_type,
     run_meta_fields,
 )
-from ingest.forked import parse_forked, worker_count
+from ingest.forked import Fallback, split_for_workers, worker_count
 from ingest.hardware import infer_hardware
 from ingest.lenient_json import (
     SPLIT_MARKER,
@@ -57,6 +56,7 @@ from ingest.lenient_json import (
     gc_paused,
     load_document,
 )
+from ingest.records import Sweep, UploadMeta
 
 __all__ = [
     "ROW_KEYS",
@@ -65,6 +65,7 @@ __all__ = [
     "dispatch_label",
     "parse_bench_moe",
     "parse_bench_moe_document",
+    "parse_parallel",
 ]
 
 TOP_KEYS = ("benchmark", "environment", "model", "search", "base_config", "results", "rankings")
@@ -77,15 +78,28 @@ def parse_bench_moe(raw: bytes, meta: UploadMeta, *, workers: int | None = None)
     Raises InputError (field path, problem, HTTP status) for unusable input and
     UnsupportedFormat for a pre-merge (schema_version 2) report. ``workers`` > 1 lets
     reports of at least :data:`PARALLEL_MIN_BYTES` be parsed by that many forked
-    processes (see :func:`parse_forked`); None means one per CPU (at most 4),
+    processes (see :func:`ingest.forked.split_for_workers`); None means one per CPU (at most 4),
     1 disables it. The result is identical either way.
     """
     count = worker_count(workers, len(raw))
     if count > 1:
-        sweeps = parse_forked(raw, meta, count)
+        sweeps = parse_parallel(raw, meta, count)
         if sweeps is not None:
             return sweeps
     return parse_bench_moe_document(load_document(raw), meta)
+
+
+def parse_parallel(raw: bytes, meta: UploadMeta, workers: int) -> list[Sweep] | None:
+    """Parse with ``workers`` forked processes (:func:`ingest.forked.split_for_workers`);
+    None when the parallel path cannot decide and the sequential parser must answer."""
+    split = split_for_workers(raw, workers)
+    if split is None:
+        return None
+    doc, flatten = split
+    try:
+        return parse_bench_moe_document(doc, meta, flatten=flatten)
+    except Fallback:
+        return None
 
 
 def parse_bench_moe_document(

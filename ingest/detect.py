@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from db.records import Sweep, UploadMeta
 from ingest.bench_moe import parse_bench_moe, parse_bench_moe_document
 from ingest.errors import InputError, UnsupportedFormat
 from ingest.fields import json_type
@@ -25,6 +24,7 @@ from ingest.nvidia_dashboard import (
     parse_dashboard_csv,
     parse_dashboard_datajs,
 )
+from ingest.records import Sweep, UploadMeta
 
 _SUPPORTED = "a bench_moe JSON report, the dashboard data.js, or a dashboard CSV"
 _MAGIC: tuple[tuple[bytes, str], ...] = (

@@ -13,9 +13,9 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis import columns as C
-from db.records import UploadMeta
 from ingest.errors import InputError
 from ingest.hardware import normalize_hardware_label
+from ingest.records import UploadMeta
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_EXCEPT_WHITESPACE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -166,5 +166,3 @@ def candidate_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
             # via Arrow: 10x faster than pd.array(..., dtype="str") for 100k rows
             data[name] = pd.Series(pa.array(values, type=pa.large_string()), dtype=_TEXT_DTYPE)
     return pd.DataFrame(data, columns=list(names))
-
-

@@ -1,6 +1,6 @@
 """Parallel parsing of big bench_moe reports in forked processes.
 
-Used by :func:`ingest.bench_moe.parse_bench_moe` for reports of at least
+Used by :func:`ingest.bench_moe.parse_bench_moe`, which it does not import, for reports of at least
 :data:`PARALLEL_MIN_BYTES`; the sequential parser stays the reference and the fallback.
 """
 
@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pydantic_core
 
-from db.records import Sweep, UploadMeta
 from ingest.errors import InputError, UnsupportedFormat
 from ingest.lenient_json import SPLIT_MARKER, LenientDocument, load_document, split_top_array
 
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 PARALLEL_MIN_BYTES = 64 << 20
 
 
-class _Fallback(Exception):
+class Fallback(Exception):
     """The parallel path cannot decide; parse sequentially instead."""
 
 
@@ -36,8 +35,12 @@ def worker_count(workers: int | None, size: int) -> int:
     return max(1, workers)
 
 
-def parse_forked(raw: bytes, meta: UploadMeta, workers: int) -> list[Sweep] | None:
-    """Parse a big report with ``workers`` forked processes; None → parse sequentially.
+def split_for_workers(raw: bytes, workers: int) -> tuple[LenientDocument, _ForkedRows] | None:
+    """Cut a big report for ``workers`` forked processes; None → parse sequentially.
+
+    Returns the parsed skeleton (the document with ``results`` replaced by one marker)
+    and the row producer to hand to ``parse_bench_moe_document(doc, meta, flatten=...)``;
+    the producer raises :class:`Fallback` when the parallel path cannot decide.
 
     Why: parsing is CPU-bound (building ~300 Python objects per row dominates), and a
     forked child can also exit without freeing its objects. How: the ``results`` array
@@ -45,8 +48,8 @@ def parse_forked(raw: bytes, meta: UploadMeta, workers: int) -> list[Sweep] | No
     parses the rest of the document (model, environment, rankings...), each child parses
     and flattens one run of rows and sends back the row tuples (pickle over a pipe).
     Correctness does not rest on the byte search: the skeleton and every chunk must
-    parse (which proves the cut), else we return None. A child that meets invalid JSON
-    also makes us return None, so the sequential parser produces the exact message;
+    parse (which proves the cut), else we fall back. A child that meets invalid JSON
+    also makes us fall back, so the sequential parser produces the exact message;
     a child's InputError is re-raised with its row index made global. The children only
     run Python, jiter and orjson code (no threads, no database, no pandas) and leave
     with ``os._exit``, so forking from a threaded server is safe for them.
@@ -66,12 +69,7 @@ def parse_forked(raw: bytes, meta: UploadMeta, workers: int) -> list[Sweep] | No
         # non-finite floats may sit in the rows: children must use the safe writer
         known = doc.nonfinite_keys
         doc = LenientDocument(doc.value, None if known is None else known | {"results"})
-    from ingest.bench_moe import parse_bench_moe_document  # the module that calls us
-
-    try:
-        return parse_bench_moe_document(doc, meta, flatten=_ForkedRows(raw, spans))
-    except _Fallback:
-        return None
+    return doc, _ForkedRows(raw, spans)
 
 
 class _ForkedRows:
@@ -116,7 +114,7 @@ class _ForkedRows:
                     raise UnsupportedFormat(problem, field, status)
                 raise InputError(field, problem, status)
             if kind != "ok":
-                raise _Fallback(str(payload[1:]))
+                raise Fallback(str(payload[1:]))
             tuples, state = payload[1], payload[2]
             offset = len(out)
             out += tuples if offset == 0 else [(t[0] + offset, *t[1:]) for t in tuples]

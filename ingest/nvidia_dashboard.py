@@ -30,7 +30,6 @@ from typing import Any
 import orjson
 
 from analysis import columns as C
-from db.records import Sweep, UploadMeta
 from ingest.comm import resolve_comm
 from ingest.errors import InputError
 from ingest.failures import categorize
@@ -44,6 +43,7 @@ from ingest.fields import (
 from ingest.hardware import normalize_hardware_label
 from ingest.lenient_json import decode_text, dumps, load_document
 from ingest.parallel import ParallelModeError, attn_family, normalize_mode, resolve_parallel_mode
+from ingest.records import Sweep, UploadMeta
 
 CSV_COLUMNS: tuple[str, ...] = (
     "world_size", "num_tokens", "dispatch", "cuda_graph", "rank", "parallel_mode", "attn",

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from db.store import Store, open_store
-from ingest.app import create_app
-from ingest.settings import Settings
+from moedash.app import create_app
+from moedash.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("MOEDASH_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")

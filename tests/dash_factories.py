@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 
 from analysis import columns as C
-from db.records import Sweep, UploadMeta
 from db.store import Store
+from ingest.records import Sweep, UploadMeta
 from tests import factories, sweeps
 
 HOSTILE = "<script>alert('x')</script> **bold** [link](javascript:alert(1))"
@@ -26,19 +26,39 @@ KNOWN_FRONTIER_TRTLLM = {0, 2}
 
 
 def known_candidates() -> pd.DataFrame:
-    per_rank = json.dumps({"per_rank": {"rank0": [0.8, 0.81], "rank1": [0.79, 0.9]},
-                           "status_per_rank": {"rank0": "success", "rank1": "success"}})
+    per_rank = json.dumps(
+        {
+            "per_rank": {"rank0": [0.8, 0.81], "rank1": [0.79, 0.9]},
+            "status_per_rank": {"rank0": "success", "rank1": "success"},
+        }
+    )
     rows: list[dict[str, Any]] = [
         {C.NUM_TOKENS: 256, C.BACKEND: "TRTLLM", C.SCORE_MS: 1.0},
-        {C.NUM_TOKENS: 256, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 0.8,
-         C.PER_RANK_JSON: per_rank, C.OUTLIER_COUNT: 1},
+        {
+            C.NUM_TOKENS: 256,
+            C.BACKEND: "MEGAMOE_CUTEDSL",
+            C.COMM: "NONE",
+            C.SCORE_MS: 0.8,
+            C.PER_RANK_JSON: per_rank,
+            C.OUTLIER_COUNT: 1,
+        },
         {C.NUM_TOKENS: 1024, C.BACKEND: "TRTLLM", C.SCORE_MS: 2.0},
         {C.NUM_TOKENS: 1024, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 3.0},
         {C.NUM_TOKENS: 256, C.BACKEND: "TRTLLM", C.CUDA_GRAPH: False, C.SCORE_MS: 1.5},
-        {C.NUM_TOKENS: 4096, C.BACKEND: "TRTLLM", C.STATUS: "failed",
-         C.FAILURE_CATEGORY: "timed_phase_error", C.SKIP_REASON: HOSTILE},
-        {C.NUM_TOKENS: 4096, C.BACKEND: "CUTEDSL", C.STATUS: "skipped",
-         C.FAILURE_CATEGORY: "pruned_unsupported", C.SKIP_REASON: "not supported"},
+        {
+            C.NUM_TOKENS: 4096,
+            C.BACKEND: "TRTLLM",
+            C.STATUS: "failed",
+            C.FAILURE_CATEGORY: "timed_phase_error",
+            C.SKIP_REASON: HOSTILE,
+        },
+        {
+            C.NUM_TOKENS: 4096,
+            C.BACKEND: "CUTEDSL",
+            C.STATUS: "skipped",
+            C.FAILURE_CATEGORY: "pruned_unsupported",
+            C.SKIP_REASON: "not supported",
+        },
     ]
     frame = factories.make_candidates([{C.CANDIDATE_INDEX: i, **r} for i, r in enumerate(rows)])
     return frame[list(C.CANDIDATE_COLUMNS)]
@@ -47,22 +67,41 @@ def known_candidates() -> pd.DataFrame:
 def known_sweep() -> Sweep:
     # Parsers copy upload metadata onto the run; these Sweeps are built by hand, so the
     # run carries it directly.
-    run = sweeps.make_run(world_size=8, synthetic=False, trtllm_version="v1.3.0rc26",
-                          run_date="2026-09-13", notes=HOSTILE, ci_url="javascript:alert(1)")
+    run = sweeps.make_run(
+        world_size=8,
+        synthetic=False,
+        trtllm_version="v1.3.0rc26",
+        run_date="2026-09-13",
+        notes=HOSTILE,
+        ci_url="javascript:alert(1)",
+    )
     return Sweep(key="", run=run, candidates=known_candidates())
 
 
 def seed_store(store: Store) -> dict[str, int]:
     """Store the known sweep (run "known") and a 40-candidate sweep of another cell
     (run "other", kimi_k2 · B300 · NVFP4, synthetic). Returns their run ids."""
-    known = store.ingest([known_sweep()], b"known-sweep",
-                         UploadMeta(hardware="GB300", notes=HOSTILE, filename=HOSTILE,
-                                    ci_url="javascript:alert(1)"))
-    other = store.ingest([sweeps.make_sweep(40, seed=3, model="kimi_k2", hardware="B300",
-                                            num_experts=384, top_k=8, synthetic=True,
-                                            ci_url="https://ci.example/run/1")],
-                         b"other-sweep", UploadMeta(hardware="B300", synthetic=True,
-                                                    ci_url="https://ci.example/run/1"))
+    known = store.ingest(
+        [known_sweep()],
+        b"known-sweep",
+        UploadMeta(hardware="GB300", notes=HOSTILE, filename=HOSTILE, ci_url="javascript:alert(1)"),
+    )
+    other = store.ingest(
+        [
+            sweeps.make_sweep(
+                40,
+                seed=3,
+                model="kimi_k2",
+                hardware="B300",
+                num_experts=384,
+                top_k=8,
+                synthetic=True,
+                ci_url="https://ci.example/run/1",
+            )
+        ],
+        b"other-sweep",
+        UploadMeta(hardware="B300", synthetic=True, ci_url="https://ci.example/run/1"),
+    )
     return {"known": known.runs[0].run_id, "other": other.runs[0].run_id}
 
 

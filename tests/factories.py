@@ -74,10 +74,15 @@ def candidate_row(**values: Any) -> dict[str, Any]:
             row[dst] = row[src]
     if row[C.STATUS] == "success" and row[C.SCORE_MS] is not None:
         score = float(row[C.SCORE_MS])
-        for col, factor in ((C.RAW_SCORE_MS, 1.0), (C.ITER_MEAN_MS, 1.0),
-                            (C.ITER_MEDIAN_MS, 1.0), (C.ITER_MIN_MS, 0.98),
-                            (C.ITER_MAX_MS, 1.02), (C.ITER_P90_MS, 1.01),
-                            (C.ITER_STDEV_MS, 0.005)):
+        for col, factor in (
+            (C.RAW_SCORE_MS, 1.0),
+            (C.ITER_MEAN_MS, 1.0),
+            (C.ITER_MEDIAN_MS, 1.0),
+            (C.ITER_MIN_MS, 0.98),
+            (C.ITER_MAX_MS, 1.02),
+            (C.ITER_P90_MS, 1.01),
+            (C.ITER_STDEV_MS, 0.005),
+        ):
             if col not in values:
                 row[col] = score * factor
     if row[C.STATUS] != "success" and C.SCORE_MS not in values:

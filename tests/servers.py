@@ -28,7 +28,7 @@ def running_server(
 ) -> Iterator[str]:
     """Run `moedash serve` on a free port until the block ends; yields the base URL."""
     port = free_port()
-    cmd = [sys.executable, "-m", "ingest.cli", "serve", "--db", db_url, "--port", str(port)]
+    cmd = [sys.executable, "-m", "moedash.cli", "serve", "--db", db_url, "--port", str(port)]
     if not demo:
         cmd.append("--no-demo")
     full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
-from db.records import RUN_EXTRA_KEYS, Sweep
+from ingest.records import RUN_EXTRA_KEYS, Sweep
 from tests.factories import DEFAULTS
 
 

@@ -15,14 +15,16 @@ def frame() -> pd.DataFrame:
     # GB300 ws 8 decode. n=256 (192 tokens/rank): tree says TRTLLM, TRTLLM best -> agree.
     # n=2048 (1536/rank): tree says MEGAMOE_CUTEDSL, but TRTLLM best (regret 25 %).
     # n=4096: tree says MEGAMOE_CUTEDSL, never measured -> unmeasured.
-    return make_candidates([
-        {C.NUM_TOKENS: 256, C.BACKEND: "TRTLLM", C.SCORE_MS: 1.0},
-        {C.NUM_TOKENS: 256, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 1.3},
-        {C.NUM_TOKENS: 2048, C.BACKEND: "TRTLLM", C.SCORE_MS: 2.0},
-        {C.NUM_TOKENS: 2048, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 2.5},
-        {C.NUM_TOKENS: 4096, C.BACKEND: "TRTLLM", C.SCORE_MS: 3.0},
-        {C.NUM_TOKENS: 4096, C.BACKEND: "CUTEDSL", C.SCORE_MS: 3.5, C.MODEL: "other"},
-    ])
+    return make_candidates(
+        [
+            {C.NUM_TOKENS: 256, C.BACKEND: "TRTLLM", C.SCORE_MS: 1.0},
+            {C.NUM_TOKENS: 256, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 1.3},
+            {C.NUM_TOKENS: 2048, C.BACKEND: "TRTLLM", C.SCORE_MS: 2.0},
+            {C.NUM_TOKENS: 2048, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 2.5},
+            {C.NUM_TOKENS: 4096, C.BACKEND: "TRTLLM", C.SCORE_MS: 3.0},
+            {C.NUM_TOKENS: 4096, C.BACKEND: "CUTEDSL", C.SCORE_MS: 3.5, C.MODEL: "other"},
+        ]
+    )
 
 
 def test_detail_and_summary() -> None:
@@ -40,10 +42,16 @@ def test_detail_and_summary() -> None:
 
 
 def test_forced_comm_must_match() -> None:
-    df = make_candidates([
-        {C.COMM: "ALLGATHER", C.SCORE_MS: 1.0},
-        {C.COMM: "DEEPEPLOWLATENCY", C.SCORE_MS: 1.1},
-    ], hardware="B300", world_size=16, backend="CUTEDSL", num_tokens=256)
+    df = make_candidates(
+        [
+            {C.COMM: "ALLGATHER", C.SCORE_MS: 1.0},
+            {C.COMM: "DEEPEPLOWLATENCY", C.SCORE_MS: 1.1},
+        ],
+        hardware="B300",
+        world_size=16,
+        backend="CUTEDSL",
+        num_tokens=256,
+    )
     detail, _ = agreement_report(df)
     r = detail.iloc[0]
     assert (r["tree_comm"], bool(r["tree_force_comm"])) == ("DEEPEPLOWLATENCY", True)

@@ -6,8 +6,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from db.store import Store
-from ingest.app import create_app
-from ingest.settings import Settings
+from moedash.app import create_app
+from moedash.settings import Settings
 from tests.conftest import shared_dir
 
 EXAMPLE = shared_dir() / "fixtures" / "bench_moe_example.json"

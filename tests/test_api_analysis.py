@@ -10,12 +10,12 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from db.records import UploadMeta
 from db.store import Store
-from ingest.app import create_app
-from ingest.demo import dump_report, generate_report
+from ingest.demo.generate import dump_report, generate_report
 from ingest.detect import parse_upload
-from ingest.settings import Settings
+from ingest.records import UploadMeta
+from moedash.app import create_app
+from moedash.settings import Settings
 
 TOKENS = [1, 8, 64, 512, 4096]
 

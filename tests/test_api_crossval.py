@@ -14,11 +14,11 @@ from fastapi.testclient import TestClient
 
 from analysis import columns as C
 from analysis import crossval_columns as cc
-from db.records import Sweep, UploadMeta
 from db.store import Store
-from ingest.app import create_app
+from ingest.records import Sweep, UploadMeta
 from ingest.serving_configs import import_directory
-from ingest.settings import Settings
+from moedash.app import create_app
+from moedash.settings import Settings
 from tests.factories import make_candidates
 from tests.sweeps import make_run
 
@@ -353,7 +353,7 @@ def test_cli_import_serving_and_outcomes(
     db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from db.store import open_store
-    from ingest.cli import main
+    from moedash.cli import main
 
     assert main(["import-serving", str(FIXTURE), "--db", db_url]) == 0
     out = capsys.readouterr().out

@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 from analysis import columns as C
 from analysis.planner import GPUS, MODELS
 from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
-from db.records import Sweep, UploadMeta
 from db.store import Store
-from ingest.app import create_app
-from ingest.settings import Settings
+from ingest.records import Sweep, UploadMeta
+from moedash.app import create_app
+from moedash.settings import Settings
 from tests.sweeps import make_run
 
 K3, K4 = 0.004, 0.3  # ms per token per expert, ms per expert (one GPU, whole expert)
@@ -49,17 +49,46 @@ def linear_sweep(
         for tokens in (64, 128, 256, 512, 1024, 2048, 4096):
             be = tokens * k / e
             score = (k3 * be + k4) * e / (ep * tp)
-            rows.append({C.NUM_TOKENS: tokens, C.MOE_EP_SIZE: ep, C.MOE_TP_SIZE: tp,
-                         C.CUDA_GRAPH: True, C.DISPATCH: "balanced", C.STATUS: "success",
-                         C.SCORE_MS: score})
+            rows.append(
+                {
+                    C.NUM_TOKENS: tokens,
+                    C.MOE_EP_SIZE: ep,
+                    C.MOE_TP_SIZE: tp,
+                    C.CUDA_GRAPH: True,
+                    C.DISPATCH: "balanced",
+                    C.STATUS: "success",
+                    C.SCORE_MS: score,
+                }
+            )
     rows += [
-        {C.NUM_TOKENS: 1024, C.MOE_EP_SIZE: 8, C.MOE_TP_SIZE: 1, C.CUDA_GRAPH: False,
-         C.DISPATCH: "balanced", C.STATUS: "success", C.SCORE_MS: 99.0},
-        {C.NUM_TOKENS: 1024, C.MOE_EP_SIZE: 8, C.MOE_TP_SIZE: 1, C.CUDA_GRAPH: True,
-         C.DISPATCH: "recv_hotspot", C.STATUS: "success", C.SCORE_MS: 77.0},
-        {C.NUM_TOKENS: 2048, C.MOE_EP_SIZE: 8, C.MOE_TP_SIZE: 1, C.CUDA_GRAPH: True,
-         C.DISPATCH: "balanced", C.STATUS: "failed", C.SCORE_MS: None,
-         C.FAILURE_CATEGORY: "timed_phase_error"},
+        {
+            C.NUM_TOKENS: 1024,
+            C.MOE_EP_SIZE: 8,
+            C.MOE_TP_SIZE: 1,
+            C.CUDA_GRAPH: False,
+            C.DISPATCH: "balanced",
+            C.STATUS: "success",
+            C.SCORE_MS: 99.0,
+        },
+        {
+            C.NUM_TOKENS: 1024,
+            C.MOE_EP_SIZE: 8,
+            C.MOE_TP_SIZE: 1,
+            C.CUDA_GRAPH: True,
+            C.DISPATCH: "recv_hotspot",
+            C.STATUS: "success",
+            C.SCORE_MS: 77.0,
+        },
+        {
+            C.NUM_TOKENS: 2048,
+            C.MOE_EP_SIZE: 8,
+            C.MOE_TP_SIZE: 1,
+            C.CUDA_GRAPH: True,
+            C.DISPATCH: "balanced",
+            C.STATUS: "failed",
+            C.SCORE_MS: None,
+            C.FAILURE_CATEGORY: "timed_phase_error",
+        },
     ]
     n = len(rows)
     data: dict[str, list[object]] = {c: [None] * n for c in C.CANDIDATE_COLUMNS}
@@ -75,17 +104,27 @@ def linear_sweep(
     frame = pd.DataFrame(data, columns=list(C.CANDIDATE_COLUMNS))
     frame[C.SCORE_MS] = pd.to_numeric(frame[C.SCORE_MS], errors="coerce")
     run = make_run(
-        **{C.MODEL: model, C.NUM_EXPERTS: e, C.TOP_K: k, C.HIDDEN_SIZE: spec.hidden_size,
-           C.INTERMEDIATE_SIZE: spec.intermediate_size, C.QUANT: "BF16", C.HARDWARE: hardware,
-           C.WORLD_SIZE: 8, C.SYNTHETIC: True, "model_json": json.dumps({"name": model})}
+        **{
+            C.MODEL: model,
+            C.NUM_EXPERTS: e,
+            C.TOP_K: k,
+            C.HIDDEN_SIZE: spec.hidden_size,
+            C.INTERMEDIATE_SIZE: spec.intermediate_size,
+            C.QUANT: "BF16",
+            C.HARDWARE: hardware,
+            C.WORLD_SIZE: 8,
+            C.SYNTHETIC: True,
+            "model_json": json.dumps({"name": model}),
+        }
     )
     return Sweep(key=key, run=run, candidates=frame)
 
 
 def ingest_linear(store: Store, hardware: str = "H20", **kw: object) -> None:
     sweep = linear_sweep(hardware=hardware, **kw)  # type: ignore[arg-type]
-    meta = UploadMeta(hardware=hardware, trtllm_version="v1.3.0rc26",
-                      filename=f"linear-{hardware}.json")
+    meta = UploadMeta(
+        hardware=hardware, trtllm_version="v1.3.0rc26", filename=f"linear-{hardware}.json"
+    )
     store.ingest([sweep], f"linear {hardware} {kw}".encode(), meta, uploaded_by="test")
 
 
@@ -126,8 +165,7 @@ def test_plan_defaults_return_every_section(client: TestClient) -> None:
     best = body["best"]
     assert best["attention_gpu"] == best["expert_gpu"] == "H20"
     assert best["tbt_ms"] <= 150.0
-    assert [c["label"] for c in best["constraints"]] == [
-        "Ta ≈ Te", "Tc < Tf", "m ≥ 2·(1 + Tc/Tf)"]
+    assert [c["label"] for c in best["constraints"]] == ["Ta ≈ Te", "Tc < Tf", "m ≥ 2·(1 + Tc/Tf)"]
     for c in best["constraints"]:
         assert isinstance(c["met"], bool) and c["value"] > 0 and c["bound"] > 0
         assert "=" in c["detail"]
@@ -136,7 +174,8 @@ def test_plan_defaults_return_every_section(client: TestClient) -> None:
     assert depth["bound"] == pytest.approx(2 * (1 + best["tc_ms"] / best["tf_ms"]))
     assert body["colocated"]["gpu"] == "H20"
     assert body["disaggregation_gain"] == pytest.approx(
-        best["tput_per_cost"] / body["colocated"]["tput_per_cost"])
+        best["tput_per_cost"] / body["colocated"]["tput_per_cost"]
+    )
     assert body["verdict"].startswith("disaggregation")
     assert 1 <= len(body["alternatives"]) <= 20 <= body["n_alternatives"]
     assert set(body["alternatives"][0]) == set(ALTERNATIVE_COLUMNS)
@@ -179,16 +218,18 @@ def test_fit_respects_hardware_label_quant_and_opt_out(client: TestClient, store
     assert fits["H20"]["slope_ms"] == pytest.approx(K3)
     assert fits["L20"]["slope_ms"] == pytest.approx(0.02)
     # the fit may read another label's sweeps when told to
-    mapped = client.post(f"{URL}/plan", json={"gpus": ["A800"], "fit": {"hardware": {
-        "A800": "H20"}}}).json()["expert_fits"][0]
+    mapped = client.post(
+        f"{URL}/plan", json={"gpus": ["A800"], "fit": {"hardware": {"A800": "H20"}}}
+    ).json()["expert_fits"][0]
     assert mapped["source"] == "fit" and mapped["hardware_label"] == "H20"
     wrong_quant = client.post(f"{URL}/plan", json={"fit": {"quant": "NVFP4"}}).json()
     assert wrong_quant["expert_fits"][0]["source"] == "roofline"
     assert "0 usable" in wrong_quant["expert_fits"][0]["note"]
     off = client.post(f"{URL}/plan", json={"fit": {"use_stored": False}}).json()
     assert off["expert_fits"][0]["source"] == "roofline"
-    own = client.post(f"{URL}/plan", json={"expert_fits": {"h20": {
-        "slope_ms": 0.01, "intercept_ms": 0.1}}}).json()
+    own = client.post(
+        f"{URL}/plan", json={"expert_fits": {"h20": {"slope_ms": 0.01, "intercept_ms": 0.1}}}
+    ).json()
     assert own["expert_fits"][0]["source"] == "user"
     assert own["best"]["expert_fit"] == "user"
 
@@ -205,13 +246,37 @@ def test_overrides_change_the_plan(client: TestClient) -> None:
 
 
 def test_custom_model_and_gpu(client: TestClient) -> None:
-    spec = {k: getattr(MODELS["mixtral_8x22b"], k) for k in (
-        "num_experts", "top_k", "hidden_size", "intermediate_size", "num_layers", "gqa_groups",
-        "attention_param_bytes", "expert_param_bytes")}
-    gpu = {"memory_gb": 96, "bandwidth_gb_s": 4096, "bf16_tflops": 148, "price": 1.85,
-           "power_w": 500, "nic_gbps": 200, "intra_node_gb_s": 450}
-    resp = client.post(f"{URL}/plan", json={"model": "my_moe", "model_overrides": spec,
-                                            "gpus": ["MYGPU"], "gpu_overrides": {"MYGPU": gpu}})
+    spec = {
+        k: getattr(MODELS["mixtral_8x22b"], k)
+        for k in (
+            "num_experts",
+            "top_k",
+            "hidden_size",
+            "intermediate_size",
+            "num_layers",
+            "gqa_groups",
+            "attention_param_bytes",
+            "expert_param_bytes",
+        )
+    }
+    gpu = {
+        "memory_gb": 96,
+        "bandwidth_gb_s": 4096,
+        "bf16_tflops": 148,
+        "price": 1.85,
+        "power_w": 500,
+        "nic_gbps": 200,
+        "intra_node_gb_s": 450,
+    }
+    resp = client.post(
+        f"{URL}/plan",
+        json={
+            "model": "my_moe",
+            "model_overrides": spec,
+            "gpus": ["MYGPU"],
+            "gpu_overrides": {"MYGPU": gpu},
+        },
+    )
     assert resp.status_code == 200
     body = resp.json()
     assert body["model"]["name"] == "my_moe" and body["model"]["source"] == "user-defined"
@@ -221,8 +286,9 @@ def test_custom_model_and_gpu(client: TestClient) -> None:
 
 
 def test_heterogeneous_mode_pairs_gpus(client: TestClient) -> None:
-    body = client.post(f"{URL}/plan", json={"gpus": ["H20", "L40S"],
-                                            "mode": "heterogeneous"}).json()
+    body = client.post(
+        f"{URL}/plan", json={"gpus": ["H20", "L40S"], "mode": "heterogeneous"}
+    ).json()
     pairs = {(a["attention_gpu"], a["expert_gpu"]) for a in body["alternatives"]}
     homo = client.post(f"{URL}/plan", json={"gpus": ["H20", "L40S"]}).json()
     assert all(a["attention_gpu"] == a["expert_gpu"] for a in homo["alternatives"])
@@ -248,16 +314,25 @@ def test_nothing_fits_is_a_200_with_notes(client: TestClient) -> None:
 
 
 def test_get_form_and_download(client: TestClient) -> None:
-    resp = client.get(f"{URL}/plan", params=[("gpu", "H20"), ("gpu", "L40S"),
-                                             ("mode", "heterogeneous"), ("top", "5"),
-                                             ("download", "true")])
+    resp = client.get(
+        f"{URL}/plan",
+        params=[
+            ("gpu", "H20"),
+            ("gpu", "L40S"),
+            ("mode", "heterogeneous"),
+            ("top", "5"),
+            ("download", "true"),
+        ],
+    )
     assert resp.status_code == 200
     disposition = resp.headers["content-disposition"]
-    assert disposition.startswith("attachment; filename=\"plan-mixtral_8x22b-")
+    assert disposition.startswith('attachment; filename="plan-mixtral_8x22b-')
     body = resp.json()
     assert len(body["alternatives"]) == 5
-    post = client.post(f"{URL}/plan?download=false", json={
-        "gpus": ["H20", "L40S"], "mode": "heterogeneous", "top": 5}).json()
+    post = client.post(
+        f"{URL}/plan?download=false",
+        json={"gpus": ["H20", "L40S"], "mode": "heterogeneous", "top": 5},
+    ).json()
     assert post["best"] == body["best"]
     assert "content-disposition" not in client.post(f"{URL}/plan", json={}).headers
 
@@ -278,8 +353,10 @@ def test_get_form_and_download(client: TestClient) -> None:
         ({"model_overrides": {"top_k": 9}}, ["body", "model_overrides", "top_k"]),
         ({"model_overrides": {"wat": 1}}, ["body", "model_overrides", "wat"]),
         ({"options": {"experts_per_node": [3]}}, ["body", "options", "experts_per_node"]),
-        ({"gpus": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous"},
-         ["body", "gpus"]),
+        (
+            {"gpus": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous"},
+            ["body", "gpus"],
+        ),
         ({"top": 0}, ["body", "top"]),
     ],
 )
@@ -296,9 +373,15 @@ def test_bad_input_is_422_naming_the_field(
 def test_heterogeneous_over_many_gpus_allowed_with_pinned_experts_per_node(
     client: TestClient,
 ) -> None:
-    resp = client.post(f"{URL}/plan", json={
-        "gpus": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous",
-        "options": {"experts_per_node": [1]}, "top": 3})
+    resp = client.post(
+        f"{URL}/plan",
+        json={
+            "gpus": ["H20", "L40S", "A800", "H800", "L20"],
+            "mode": "heterogeneous",
+            "options": {"experts_per_node": [1]},
+            "top": 3,
+        },
+    )
     assert resp.status_code == 200
     assert resp.json()["best"]["experts_per_node"] == 1
 
@@ -313,8 +396,9 @@ def test_get_form_bad_query_is_422(client: TestClient) -> None:
 
 
 def test_reads_closed_need_a_token(db_url: str, store: Store) -> None:
-    app = create_app(Settings(database_url=db_url, enable_dashboard=False,
-                              read_requires_token=True), store=store)
+    app = create_app(
+        Settings(database_url=db_url, enable_dashboard=False, read_requires_token=True), store=store
+    )
     with TestClient(app) as c:
         assert c.get(f"{URL}/catalog").status_code == 401
         assert c.post(f"{URL}/plan", json={}).status_code == 401
@@ -324,8 +408,7 @@ def test_reads_closed_need_a_token(db_url: str, store: Store) -> None:
 
 
 def test_export_is_valid_json_without_nan(client: TestClient) -> None:
-    text = client.post(f"{URL}/plan", json={"gpus": ["H20", "L40S"],
-                                            "mode": "heterogeneous"}).text
+    text = client.post(f"{URL}/plan", json={"gpus": ["H20", "L40S"], "mode": "heterogeneous"}).text
     assert "NaN" not in text and "Infinity" not in text
     body = json.loads(text)
     assert np.isfinite(body["best"]["throughput"])

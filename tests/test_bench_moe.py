@@ -14,14 +14,13 @@ import pandas as pd
 import pytest
 
 from analysis import columns as C
-from db.records import RUN_EXTRA_KEYS, UploadMeta
-from ingest.bench_moe import dispatch_label, parse_bench_moe
+from ingest.bench_moe import dispatch_label, parse_bench_moe, parse_parallel
 from ingest.detect import parse_path, parse_upload
 from ingest.errors import InputError, UnsupportedFormat
 from ingest.failures import CATEGORIES, categorize
-from ingest.forked import parse_forked
 from ingest.hardware import infer_hardware, normalize_hardware_label
 from ingest.lenient_json import loads
+from ingest.records import RUN_EXTRA_KEYS, UploadMeta
 from tests.hostile_cases import (
     ACCEPTED_ODD_CASES,
     HOSTILE_CASES,
@@ -513,7 +512,7 @@ def test_forked_parse_equals_sequential(indent: int | None) -> None:
         doc["results"][i + 2]["requested_config"]["parallel_mode"] = "QTP9"
     raw = json.dumps(doc, indent=indent).encode()
     meta = UploadMeta(hardware="H100")  # disagrees with the device: a run-level warning
-    forked = parse_forked(raw, meta, 3)
+    forked = parse_parallel(raw, meta, 3)
     assert forked is not None
     (sequential,) = parse_bench_moe(raw, meta, workers=1)
     (sweep,) = forked
@@ -527,19 +526,19 @@ def test_forked_parse_reports_global_row_index() -> None:
     doc = _big_report(200)
     doc["results"][180]["latency_ms"]["score"] = "slow"
     with pytest.raises(InputError) as info:
-        parse_forked(json.dumps(doc).encode(), UploadMeta(), 2)
+        parse_parallel(json.dumps(doc).encode(), UploadMeta(), 2)
     assert info.value.field == "results[180].latency_ms.score"
     doc = _big_report(200)
     doc["results"][150]["latency_us"] = {"score": 1.0}
     with pytest.raises(UnsupportedFormat):
-        parse_forked(json.dumps(doc).encode(), UploadMeta(), 2)
+        parse_parallel(json.dumps(doc).encode(), UploadMeta(), 2)
 
 
 def test_forked_parse_falls_back_when_unsure(monkeypatch: pytest.MonkeyPatch) -> None:
     raw = json.dumps(_big_report(200)).encode()
     # broken JSON inside the second half: the sequential parser gives the message
     broken = raw.replace(b'"num_tokens": 150,', b'"num_tokens": 150,,')
-    assert parse_forked(broken, UploadMeta(), 2) is None
+    assert parse_parallel(broken, UploadMeta(), 2) is None
     monkeypatch.setattr("ingest.forked.PARALLEL_MIN_BYTES", 0)
     with pytest.raises(InputError, match="invalid JSON"):
         parse_bench_moe(broken, UploadMeta())
@@ -547,7 +546,7 @@ def test_forked_parse_falls_back_when_unsure(monkeypatch: pytest.MonkeyPatch) ->
     doc = _big_report(50)
     reordered = {"results": doc.pop("results"), **doc}
     raw2 = json.dumps(reordered).encode()
-    assert parse_forked(raw2, UploadMeta(), 2) is None
+    assert parse_parallel(raw2, UploadMeta(), 2) is None
     (sweep,) = parse_bench_moe(raw2, UploadMeta())
     assert len(sweep.candidates) == 50
     # a "results" string that looks like the array start but is not

@@ -19,8 +19,8 @@ import httpx
 import pytest
 import yaml
 
-from db.records import UploadMeta
 from db.store import open_store
+from ingest.records import UploadMeta
 from tests.conftest import REPO
 from tests.dash_factories import seed_store
 
@@ -37,14 +37,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _demo_upload(model: str, hardware: str, ws: int, tokens: list[int],
-                 seed: int) -> tuple[bytes, UploadMeta]:
-    from ingest.demo import dump_report, generate_report
+def _demo_upload(
+    model: str, hardware: str, ws: int, tokens: list[int], seed: int
+) -> tuple[bytes, UploadMeta]:
+    from ingest.demo.generate import dump_report, generate_report
 
-    report = generate_report(model, hardware, "NVFP4", ws, tokens, seed=seed,
-                             with_raw_samples=False)
-    meta = UploadMeta(hardware=hardware, trtllm_version="v1.3.0rc26-synthetic",
-                      synthetic=True, filename=f"{model}_{hardware}_ws{ws}.json")
+    report = generate_report(
+        model, hardware, "NVFP4", ws, tokens, seed=seed, with_raw_samples=False
+    )
+    meta = UploadMeta(
+        hardware=hardware,
+        trtllm_version="v1.3.0rc26-synthetic",
+        synthetic=True,
+        filename=f"{model}_{hardware}_ws{ws}.json",
+    )
     return dump_report(report), meta
 
 
@@ -65,8 +71,22 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     log_path = db.parent / "server.log"
     log = log_path.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ingest.cli", "serve", "--db", url, "--port", str(port),
-         "--no-demo"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "moedash.cli",
+            "serve",
+            "--db",
+            url,
+            "--port",
+            str(port),
+            "--no-demo",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -90,15 +110,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         log.close()
 
 
-
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1440, "height": 1000},
-                                  accept_downloads=True)
+    context = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
     pg = context.new_page()
     errors: list[str] = []
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error"
-          and not any(s in m.text for s in _IGNORED) else None)
+    pg.on(
+        "console",
+        lambda m: (
+            errors.append(m.text)
+            if m.type == "error" and not any(s in m.text for s in _IGNORED)
+            else None
+        ),
+    )
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.errors = errors
     yield pg
@@ -113,8 +137,11 @@ def _settle(pg: Any) -> None:
 
 def _trace_names(pg: Any) -> list[str]:
     """Names of the traces plotly actually drew in the Pareto graph."""
-    return list(pg.evaluate(
-        "() => document.querySelector('.pareto-graph .js-plotly-plot').data.map(t => t.name)"))
+    return list(
+        pg.evaluate(
+            "() => document.querySelector('.pareto-graph .js-plotly-plot').data.map(t => t.name)"
+        )
+    )
 
 
 def test_every_page_loads_without_console_errors(server: dict[str, Any], page: Any) -> None:
@@ -125,12 +152,15 @@ def test_every_page_loads_without_console_errors(server: dict[str, Any], page: A
         "pareto": "/pareto?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&ws=8",
         "best": "/best?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4",
         "run": f"/run?id={known}",
-        "recommend": "/recommend?hardware=GB300&model=deepseek_v4_pro&quant=NVFP4&ws=8"
-                     "&tokens=1024",
+        "recommend": "/recommend?hardware=GB300&model=deepseek_v4_pro&quant=NVFP4&ws=8&tokens=1024",
     }
-    expect = {"overview": "[data-testid=coverage]", "pareto": "[data-testid=pareto-count]",
-              "best": "[data-testid=best-count]", "run": "[data-testid=run-count]",
-              "recommend": "[data-testid=rec-path]"}
+    expect = {
+        "overview": "[data-testid=coverage]",
+        "pareto": "[data-testid=pareto-count]",
+        "best": "[data-testid=best-count]",
+        "run": "[data-testid=run-count]",
+        "recommend": "[data-testid=rec-path]",
+    }
     for name, url in urls.items():
         page.goto(server["base"] + url)
         page.wait_for_selector(expect[name], timeout=20_000)
@@ -148,8 +178,9 @@ def test_hostile_strings_render_as_text(server: dict[str, Any], page: Any) -> No
     assert page.errors == []
 
 
-def test_filter_change_updates_pareto_and_permalink_restores(server: dict[str, Any],
-                                                             page: Any) -> None:
+def test_filter_change_updates_pareto_and_permalink_restores(
+    server: dict[str, Any], page: Any
+) -> None:
     base = server["base"]
     page.goto(base + "/pareto?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&ws=8")
     count = page.locator("[data-testid=pareto-count]")
@@ -160,7 +191,9 @@ def test_filter_change_updates_pareto_and_permalink_restores(server: dict[str, A
     page.get_by_label("prefill (CUDA graph off)").check()
     page.wait_for_function(
         "(b) => document.querySelector('[data-testid=pareto-count]')?.innerText !== b",
-        arg=before, timeout=20_000)
+        arg=before,
+        timeout=20_000,
+    )
     _settle(page)
     after = count.inner_text()
     assert after != before
@@ -177,8 +210,10 @@ def test_filter_change_updates_pareto_and_permalink_restores(server: dict[str, A
 
 
 def test_recommend_export_downloads_the_yaml(server: dict[str, Any], page: Any) -> None:
-    page.goto(server["base"] + "/recommend?hardware=GB300&model=deepseek_v4_pro&quant=NVFP4"
-                               "&ws=8&attn=DP&phase=decode&tokens=1024")
+    page.goto(
+        server["base"] + "/recommend?hardware=GB300&model=deepseek_v4_pro&quant=NVFP4"
+        "&ws=8&attn=DP&phase=decode&tokens=1024"
+    )
     page.wait_for_selector("#rec-yaml")
     _settle(page)
     with page.expect_download() as info:
@@ -193,13 +228,15 @@ def test_recommend_export_downloads_the_yaml(server: dict[str, Any], page: Any) 
     assert page.errors == []
 
 
-def test_api_upload_appears_on_overview_without_restart(server: dict[str, Any],
-                                                        page: Any) -> None:
+def test_api_upload_appears_on_overview_without_restart(server: dict[str, Any], page: Any) -> None:
     raw, _ = _demo_upload("glm_5", "GB300", 16, [64, 1024], 7)
-    resp = httpx.post(server["base"] + "/api/v1/runs", content=raw,
-                      params={"hardware": "GB300", "filename": "fresh-upload.json"},
-                      headers={"Authorization": f"Bearer {server['token']}",
-                               "Content-Type": "application/json"}, timeout=60)
+    resp = httpx.post(
+        server["base"] + "/api/v1/runs",
+        content=raw,
+        params={"hardware": "GB300", "filename": "fresh-upload.json"},
+        headers={"Authorization": f"Bearer {server['token']}", "Content-Type": "application/json"},
+        timeout=60,
+    )
     assert resp.status_code == 201, resp.text
     deadline = time.monotonic() + 10
     while True:  # the dashboard re-reads the store version at most once per second

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from analysis import crossval_columns as cc
+from api.routes.crossval import import_serving_directory
 from db.store import open_store
-from ingest.api_crossval import import_serving_directory
 from tests.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -39,8 +39,16 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
         decode = store.serving_workloads({cc.PHASE: "decode", "hardware": "H200"})
         mism = decode[(decode[cc.ENTRY] == H200) & (decode[cc.CONC] == 64)]
         mismatch_id = str(mism[cc.WORKLOAD_ID].iloc[0])
-        store.add_outcomes([{"workload_id": mismatch_id, "tps_per_user_deployed": 100.0,
-                             "tps_per_user_candidate": 110.0, "source": "e2e run 1"}])
+        store.add_outcomes(
+            [
+                {
+                    "workload_id": mismatch_id,
+                    "tps_per_user_deployed": 100.0,
+                    "tps_per_user_candidate": 110.0,
+                    "source": "e2e run 1",
+                }
+            ]
+        )
     finally:
         store.close()
     return db_url, mismatch_id
@@ -54,14 +62,15 @@ def server(prepared: tuple[str, str]) -> Iterator[str]:
         yield base
 
 
-
 def _wait_rows(page: object, n: int) -> None:
     """Wait until the ledger grid displays ``n`` rows (AG Grid's own count: the DOM only
     holds the rows in view)."""
     page.wait_for_function(  # type: ignore[attr-defined]
         """n => { try { return window.dash_ag_grid.getApi('cv-ledger-grid')
                               .getDisplayedRowCount() === n; } catch (e) { return false; } }""",
-        arg=n, timeout=20_000)
+        arg=n,
+        timeout=20_000,
+    )
 
 
 def _download(page: object, button: str, tmp_path: Path, name: str) -> str:
@@ -77,8 +86,10 @@ def test_crossval_page_renders_filters_and_downloads(
     server: str, prepared: tuple[str, str], browser: object, tmp_path: Path
 ) -> None:
     mismatch_id = prepared[1]
-    page = browser.new_page(viewport={"width": 1440, "height": 1100},  # type: ignore[attr-defined]
-                            accept_downloads=True)
+    page = browser.new_page(
+        viewport={"width": 1440, "height": 1100},  # type: ignore[attr-defined]
+        accept_downloads=True,
+    )
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -92,8 +103,16 @@ def test_crossval_page_renders_filters_and_downloads(
     # summary table in the guide's format
     page.wait_for_selector("#cv-summary-grid .ag-row", timeout=30_000)
     headers = page.locator("#cv-summary-grid .ag-header-cell-text").all_inner_texts()
-    for h in ("Model", "Hardware", "Match (count, %, prefill, decode)", "Mismatch",
-              "Improvement", "Flat", "Regression", "Regression after Perfect Routing"):
+    for h in (
+        "Model",
+        "Hardware",
+        "Match (count, %, prefill, decode)",
+        "Mismatch",
+        "Improvement",
+        "Flat",
+        "Regression",
+        "Regression after Perfect Routing",
+    ):
         assert h in headers, headers
     summary = page.locator("#cv-summary-grid").inner_text()
     assert "1/2 (50%, prefill 0/0, decode 1/2)" in summary
@@ -111,11 +130,17 @@ def test_crossval_page_renders_filters_and_downloads(
     count = page.locator("[data-testid=cv-ledger-count]").inner_text()
     assert count.startswith("32 workloads: 1 Match, 1 Mismatch")
     assert "1 with a stored end-to-end outcome" in count
-    groups = page.evaluate("() => window.dash_ag_grid.getApi('cv-ledger-grid')"
-                           ".getColumnDefs().map(g => g.headerName)")
-    assert groups[:6] == ["status", "Workload", "Deployed (serving recipe)",
-                          "bench_moe best (lowest score)", "Deployed vs best",
-                          "End to end (stored outcome)"]
+    groups = page.evaluate(
+        "() => window.dash_ag_grid.getApi('cv-ledger-grid').getColumnDefs().map(g => g.headerName)"
+    )
+    assert groups[:6] == [
+        "status",
+        "Workload",
+        "Deployed (serving recipe)",
+        "bench_moe best (lowest score)",
+        "Deployed vs best",
+        "End to end (stored outcome)",
+    ]
 
     # a screenshot of the full view for a person
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -127,24 +152,35 @@ def test_crossval_page_renders_filters_and_downloads(
     page.keyboard.press("Escape")
     _wait_rows(page, 1)
     page.wait_for_url("**status=Mismatch**", timeout=10_000)
-    row = page.evaluate("() => window.dash_ag_grid.getApi('cv-ledger-grid')"
-                        ".getDisplayedRowAtIndex(0).data")
+    row = page.evaluate(
+        "() => window.dash_ag_grid.getApi('cv-ledger-grid').getDisplayedRowAtIndex(0).data"
+    )
     assert (row[cc.WORKLOAD_ID], row[cc.DIFFERS], row[cc.OUTCOME]) == (
-        mismatch_id, "backend: CUTLASS->TRTLLM", "Improvement")
+        mismatch_id,
+        "backend: CUTLASS->TRTLLM",
+        "Improvement",
+    )
     assert row[cc.DEPLOYED_GAP_PCT] == 100.0
     assert "Mismatch" in page.locator("#cv-ledger-grid").inner_text()
     # the summary keeps its model/hardware scope (status filters the ledger only)
     assert "1/2 (50%, prefill 0/0, decode 1/2)" in page.locator("#cv-summary-grid").inner_text()
 
     # ledger CSV = the filtered ledger
-    rows = list(csv.DictReader(io.StringIO(
-        _download(page, "#cv-ledger-csv-btn", tmp_path, "crossval-ledger.csv"))))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(_download(page, "#cv-ledger-csv-btn", tmp_path, "crossval-ledger.csv"))
+        )
+    )
     assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
     assert rows[0][cc.OUTCOME] == "Improvement" and rows[0][cc.DIFFERS] == (
-        "backend: CUTLASS->TRTLLM")
+        "backend: CUTLASS->TRTLLM"
+    )
     # summary CSV in the API's columns
-    summ = list(csv.DictReader(io.StringIO(
-        _download(page, "#cv-summary-csv-btn", tmp_path, "crossval-summary.csv"))))
+    summ = list(
+        csv.DictReader(
+            io.StringIO(_download(page, "#cv-summary-csv-btn", tmp_path, "crossval-summary.csv"))
+        )
+    )
     h200 = [r for r in summ if r["Hardware"] == "H200"]
     assert h200[0]["Match"] == "1/2 (50%, prefill 0/0, decode 1/2)"
     assert h200[0]["Improvement"] == "1/1"
@@ -157,7 +193,9 @@ def test_crossval_page_renders_filters_and_downloads(
     page.wait_for_function(
         """() => { try { return window.dash_ag_grid.getApi('cv-ledger-grid')
                      .getDisplayedRowAtIndex(0).data.outcome === 'Flat'; }
-                   catch (e) { return false; } }""", timeout=15_000)
+                   catch (e) { return false; } }""",
+        timeout=15_000,
+    )
 
     # the permalink restores the filters in a fresh page
     link = page.url
@@ -169,8 +207,13 @@ def test_crossval_page_renders_filters_and_downloads(
     again.wait_for_selector("#cv-ledger-grid .ag-row", timeout=30_000)
     _wait_rows(again, 1)
     assert again.locator("#cv-band").input_value() == "15"
-    assert again.evaluate("() => window.dash_ag_grid.getApi('cv-ledger-grid')"
-                          ".getDisplayedRowAtIndex(0).data.outcome") == "Flat"
+    assert (
+        again.evaluate(
+            "() => window.dash_ag_grid.getApi('cv-ledger-grid')"
+            ".getDisplayedRowAtIndex(0).data.outcome"
+        )
+        == "Flat"
+    )
 
     # a filter with nothing left: its own empty state
     again.goto(f"{server}/crossval?hardware=GB300&status=Match", wait_until="networkidle")

@@ -35,10 +35,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
-
 def test_planner_page_plans_and_renders(server: str, browser: object, tmp_path: Path) -> None:
-    page = browser.new_page(viewport={"width": 1440, "height": 1000},  # type: ignore[attr-defined]
-                            accept_downloads=True)
+    page = browser.new_page(
+        viewport={"width": 1440, "height": 1000},  # type: ignore[attr-defined]
+        accept_downloads=True,
+    )
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -56,8 +57,7 @@ def test_planner_page_plans_and_renders(server: str, browser: object, tmp_path: 
     page.get_by_text("GPU figures", exact=False).click()
     cell = page.locator("#plan-gpu-grid .ag-row[row-index='1'] [col-id=price]")
     cell.wait_for(timeout=10_000)
-    assert page.locator("#plan-gpu-grid .ag-row[row-index='1'] [col-id=gpu]").inner_text() \
-        == "L40S"
+    assert page.locator("#plan-gpu-grid .ag-row[row-index='1'] [col-id=gpu]").inner_text() == "L40S"
     cell.click()
     page.keyboard.press("Control+A")
     page.keyboard.type("1.2")
@@ -70,7 +70,8 @@ def test_planner_page_plans_and_renders(server: str, browser: object, tmp_path: 
     page.wait_for_function(
         "() => document.querySelector('#plan-status') && "
         "document.querySelector('#plan-status').textContent.includes('heterogeneous')",
-        timeout=60_000)
+        timeout=60_000,
+    )
 
     page.wait_for_selector("#plan-run:not([disabled])")
     best = page.locator("[data-testid=planner-best]")
@@ -84,8 +85,7 @@ def test_planner_page_plans_and_renders(server: str, browser: object, tmp_path: 
     fits = page.locator("[data-testid=planner-fits]").inner_text()
     assert "fit" in fits and "H20" in fits and "L40S" in fits and "roofline" in fits
     assert page.locator("[data-testid=planner-colocated]").count() == 1
-    assert page.locator("[data-testid=planner-verdict]").inner_text().startswith(
-        "disaggregation")
+    assert page.locator("[data-testid=planner-verdict]").inner_text().startswith("disaggregation")
 
     # both charts drew (plotly adds .main-svg with traces)
     for graph in ("#plan-sweep", "#plan-timeline"):
@@ -120,14 +120,17 @@ def test_planner_permalink_and_bound(server: str, browser: object) -> None:
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     # a permalink with an edited GPU price plans on load and keeps the edit
-    page.goto(f"{server}/planner?model=dbrx&gpu=H20&H20.price=1.2&slo=120",
-              wait_until="networkidle")
+    page.goto(
+        f"{server}/planner?model=dbrx&gpu=H20&H20.price=1.2&slo=120", wait_until="networkidle"
+    )
     page.wait_for_selector("[data-testid=planner-best]", timeout=30_000)
     assert page.locator("#plan-status").inner_text().count("dbrx") == 1
     assert "H20.price=1.2" in page.url
     # five GPUs heterogeneous without pinning experts per node: refused, with the reason
-    page.goto(f"{server}/planner?gpu=H20&gpu=L40S&gpu=A800&gpu=H800&gpu=L20"
-              "&mode=heterogeneous", wait_until="networkidle")
+    page.goto(
+        f"{server}/planner?gpu=H20&gpu=L40S&gpu=A800&gpu=H800&gpu=L20&mode=heterogeneous",
+        wait_until="networkidle",
+    )
     err = page.wait_for_selector("[data-testid=planner-error]", timeout=30_000)
     assert "at most 4 GPUs" in err.inner_text()
     assert not errors, errors

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from db.store import open_store
-from ingest.cli import main
+from moedash.cli import main
 from tests.conftest import shared_dir
 from tests.servers import running_server
 

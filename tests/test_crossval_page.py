@@ -23,15 +23,15 @@ from fastapi.testclient import TestClient
 
 from analysis import columns as C
 from analysis import crossval_columns as cc
+from api.routes.crossval import import_serving_directory
 from dashboard import crossval_figures as XF
 from dashboard.app import _NAV, PAGES, create_dash, render_page
-from dashboard.data import DashData
 from dashboard.pages import crossval as P
-from db.records import Sweep, UploadMeta
 from db.store import Store, open_store
-from ingest.api_crossval import import_serving_directory
-from ingest.app import create_app
-from ingest.settings import Settings
+from ingest.records import Sweep, UploadMeta
+from moedash.app import create_app
+from moedash.settings import Settings
+from service.frames import DashData
 from tests.dash_factories import HOSTILE, walk
 from tests.factories import make_candidates
 from tests.sweeps import make_run
@@ -93,14 +93,34 @@ def h200_decode(data: DashData) -> tuple[str, str]:
 
 # ------------------------------------------------------------------ filters <-> URL
 def test_filters_round_trip_and_defaults() -> None:
-    f, notes = P.parse_query({"model": "deepseek_r1", "hardware": "h200", "phase": "decode",
-                              "status": "no data", "tol": "4", "band": "2.5"})
+    f, notes = P.parse_query(
+        {
+            "model": "deepseek_r1",
+            "hardware": "h200",
+            "phase": "decode",
+            "status": "no data",
+            "tol": "4",
+            "band": "2.5",
+        }
+    )
     assert notes == []
     assert f == P.Filters("deepseek_r1", "H200", "decode", "no data", 4.0, 2.5)
-    assert f.search() == ("?model=deepseek_r1&hardware=H200&phase=decode&status=no+data"
-                          "&tol=4&band=2.5")
-    assert P.parse_query({"tol": "4", "band": "2.5", "status": "no data", "model":
-                          "deepseek_r1", "hardware": "H200", "phase": "decode"})[0] == f
+    assert f.search() == (
+        "?model=deepseek_r1&hardware=H200&phase=decode&status=no+data&tol=4&band=2.5"
+    )
+    assert (
+        P.parse_query(
+            {
+                "tol": "4",
+                "band": "2.5",
+                "status": "no data",
+                "model": "deepseek_r1",
+                "hardware": "H200",
+                "phase": "decode",
+            }
+        )[0]
+        == f
+    )
 
     default, notes = P.make_filters()
     assert default == P.Filters() and notes == []
@@ -109,13 +129,23 @@ def test_filters_round_trip_and_defaults() -> None:
     assert P.make_filters("all", "all", "both", "maybe")[0] == P.Filters()
 
 
-@pytest.mark.parametrize("tol,band,n_notes", [
-    ("0.5", "3", 1), ("2000", "3", 1), ("x", "3", 1), ("nan", "3", 1), ("inf", "3", 1),
-    ("2", "-1", 1), ("2", "101", 1), ("0.5", "abc", 2), (None, None, 0), ("", "", 0),
-    (True, 3, 1),
-])
-def test_bad_numbers_fall_back_to_defaults_with_a_note(tol: Any, band: Any,
-                                                       n_notes: int) -> None:
+@pytest.mark.parametrize(
+    "tol,band,n_notes",
+    [
+        ("0.5", "3", 1),
+        ("2000", "3", 1),
+        ("x", "3", 1),
+        ("nan", "3", 1),
+        ("inf", "3", 1),
+        ("2", "-1", 1),
+        ("2", "101", 1),
+        ("0.5", "abc", 2),
+        (None, None, 0),
+        ("", "", 0),
+        (True, 3, 1),
+    ],
+)
+def test_bad_numbers_fall_back_to_defaults_with_a_note(tol: Any, band: Any, n_notes: int) -> None:
     f, notes = P.make_filters(tol=tol, band=band)
     assert len(notes) == n_notes
     if n_notes:
@@ -136,8 +166,13 @@ def test_page_is_registered(data: DashData) -> None:
     assert PAGES["/crossval"][0] is P and "/crossval" in _NAV
     app = create_dash(data.store, data=data)
     outputs = " ".join(app.callback_map)
-    for out in ("cv-ledger.children", "cv-summary.children", "cv-url.search",
-                "cv-ledger-download.data", "cv-summary-download.data"):
+    for out in (
+        "cv-ledger.children",
+        "cv-summary.children",
+        "cv-url.search",
+        "cv-ledger-download.data",
+        "cv-summary-download.data",
+    ):
         assert out in outputs
     # the registered callback is the page's update
     cb = next(v for k, v in app.callback_map.items() if "cv-ledger.children" in k)
@@ -147,9 +182,11 @@ def test_page_is_registered(data: DashData) -> None:
 
 
 def test_layout_reads_the_permalink(data: DashData) -> None:
-    page = render_page(data, "/crossval",
-                       "?model=deepseek_r1&hardware=H200&phase=decode&status=Mismatch"
-                       "&tol=4&band=5")
+    page = render_page(
+        data,
+        "/crossval",
+        "?model=deepseek_r1&hardware=H200&phase=decode&status=Mismatch&tol=4&band=5",
+    )
     assert by_id(page, "cv-model").value == "deepseek_r1"
     assert by_id(page, "cv-hardware").value == "H200"
     assert by_id(page, "cv-phase").value == "decode"
@@ -182,8 +219,9 @@ def test_no_imports_empty_state(empty: DashData) -> None:
 
 
 def test_no_candidates_empty_state(imported_only: DashData) -> None:
-    notes, summary, figure, ledger, search = P.update(imported_only, None, None, None, None,
-                                                      "2", "3")
+    notes, summary, figure, ledger, search = P.update(
+        imported_only, None, None, None, None, "2", "3"
+    )
     box = by_testid(summary, "cv-no-candidates")
     assert box is not None and "No bench_moe candidates" in text(box)
     assert "x2" in text(box)
@@ -210,8 +248,9 @@ def test_ledger_and_summary_known_answers(data: DashData) -> None:
     assert view.loc[match_id, cc.DEPLOYED_RANK] == 1
 
     assert res.summary[cc.S_MATCH].tolist() == ["1/2 (50%, prefill 0/0, decode 1/2)"]
-    assert res.summary[[cc.S_MISMATCH, cc.N_NOT_EVALUATED, cc.N_NO_DATA]].values.tolist() \
-        == [["1/2", 1, 2]]
+    assert res.summary[[cc.S_MISMATCH, cc.N_NOT_EVALUATED, cc.N_NO_DATA]].values.tolist() == [
+        ["1/2", 1, 2]
+    ]
 
     notes, summary, figure, ledger, search = P.update(data, None, "H200", None, None, 2, 3)
     grid = by_id(summary, "cv-summary-grid")
@@ -225,8 +264,7 @@ def test_ledger_and_summary_known_answers(data: DashData) -> None:
 
 def test_filters_narrow_the_ledger(data: DashData) -> None:
     _, mismatch_id = h200_decode(data)
-    _, _, _, ledger, search = P.update(data, "deepseek_r1", "H200", "decode", "Mismatch",
-                                       2, 3)
+    _, _, _, ledger, search = P.update(data, "deepseek_r1", "H200", "decode", "Mismatch", 2, 3)
     rows = by_id(ledger, "cv-ledger-grid").rowData
     assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
     assert search == "?model=deepseek_r1&hardware=H200&phase=decode&status=Mismatch&tol=2&band=3"
@@ -237,13 +275,23 @@ def test_filters_narrow_the_ledger(data: DashData) -> None:
 
 def ingest_h200_tokens8_only(store: Store) -> None:
     """H200 decode candidates at num_tokens 8 only (CUTLASS 1.0 ms, TRTLLM 2.0 ms)."""
-    rows = [{C.NUM_TOKENS: 8, C.BACKEND: "CUTLASS", C.SCORE_MS: 1.0},
-            {C.NUM_TOKENS: 8, C.BACKEND: "TRTLLM", C.SCORE_MS: 2.0}]
-    shape = {C.MODEL: "deepseek_r1", C.QUANT: "FP8_BLOCK_SCALES", C.HARDWARE: "H200",
-             C.WORLD_SIZE: 8}
-    frame = make_candidates([{**r, C.CANDIDATE_INDEX: i} for i, r in enumerate(rows)],
-                            **shape, parallel_mode="TEP", cuda_graph=True,
-                            comm="NVLINK_ONE_SIDED")
+    rows = [
+        {C.NUM_TOKENS: 8, C.BACKEND: "CUTLASS", C.SCORE_MS: 1.0},
+        {C.NUM_TOKENS: 8, C.BACKEND: "TRTLLM", C.SCORE_MS: 2.0},
+    ]
+    shape = {
+        C.MODEL: "deepseek_r1",
+        C.QUANT: "FP8_BLOCK_SCALES",
+        C.HARDWARE: "H200",
+        C.WORLD_SIZE: 8,
+    }
+    frame = make_candidates(
+        [{**r, C.CANDIDATE_INDEX: i} for i, r in enumerate(rows)],
+        **shape,
+        parallel_mode="TEP",
+        cuda_graph=True,
+        comm="NVLINK_ONE_SIDED",
+    )
     run = make_run(**shape, num_experts=256, top_k=8, hidden_size=7168, intermediate_size=2048)
     sweep = Sweep(key="", run=run, candidates=frame[list(C.CANDIDATE_COLUMNS)])
     store.ingest([sweep], b"h200 tokens 8", UploadMeta(trtllm_version="v1.3.0rc26"))
@@ -273,8 +321,16 @@ def test_token_tolerance_changes_the_ledger(imported_only: DashData) -> None:
 
 def test_outcomes_join_the_ledger_and_follow_the_band(data: DashData) -> None:
     _, mismatch_id = h200_decode(data)
-    data.store.add_outcomes([{"workload_id": mismatch_id, "tps_per_user_deployed": 100.0,
-                              "tps_per_user_candidate": 110.0, "source": HOSTILE}])
+    data.store.add_outcomes(
+        [
+            {
+                "workload_id": mismatch_id,
+                "tps_per_user_deployed": 100.0,
+                "tps_per_user_candidate": 110.0,
+                "source": HOSTILE,
+            }
+        ]
+    )
     at3 = P.compute(data, P.make_filters(hardware="H200", band=3)[0])
     row = at3.view.set_index(cc.WORKLOAD_ID).loc[mismatch_id]
     assert (row[cc.OUTCOME], row[cc.CHANGE_PCT]) == (cc.IMPROVEMENT, pytest.approx(10.0))
@@ -288,24 +344,44 @@ def test_outcomes_join_the_ledger_and_follow_the_band(data: DashData) -> None:
 
 def test_page_numbers_equal_the_api(data: DashData, duck: Store, tmp_path: Path) -> None:
     _, mismatch_id = h200_decode(data)
-    duck.add_outcomes([{"workload_id": mismatch_id, "tps_per_user_deployed": 100.0,
-                        "tps_per_user_candidate": 90.0,
-                        "tps_per_user_candidate_perfect_routing": 99.0}])
+    duck.add_outcomes(
+        [
+            {
+                "workload_id": mismatch_id,
+                "tps_per_user_deployed": 100.0,
+                "tps_per_user_candidate": 90.0,
+                "tps_per_user_candidate_perfect_routing": 99.0,
+            }
+        ]
+    )
     settings = Settings(database_url=f"duckdb:///{tmp_path}/x.duckdb", enable_dashboard=False)
     with TestClient(create_app(settings, store=duck)) as client:
-        for params in ({}, {"hardware": "H200", "band_pct": 5, "token_tolerance": 4},
-                       {"model": "deepseek_r1"}):
+        for params in (
+            {},
+            {"hardware": "H200", "band_pct": 5, "token_tolerance": 4},
+            {"model": "deepseek_r1"},
+        ):
             api = client.get("/api/v1/crossval/summary", params=params).json()["items"]
-            f, _ = P.make_filters(params.get("model"), params.get("hardware"), None, None,
-                                  params.get("token_tolerance", 2), params.get("band_pct", 3))
+            f, _ = P.make_filters(
+                params.get("model"),
+                params.get("hardware"),
+                None,
+                None,
+                params.get("token_tolerance", 2),
+                params.get("band_pct", 3),
+            )
             page = P.compute(data, f).summary
-            assert pd.DataFrame(api)[list(cc.SUMMARY_COLUMNS)].astype(str).values.tolist() \
+            assert (
+                pd.DataFrame(api)[list(cc.SUMMARY_COLUMNS)].astype(str).values.tolist()
                 == page[list(cc.SUMMARY_COLUMNS)].astype(str).values.tolist()
-        api_csv = client.get("/api/v1/crossval/ledger",
-                             params={"phase": "decode", "format": "csv"}).text
+            )
+        api_csv = client.get(
+            "/api/v1/crossval/ledger", params={"phase": "decode", "format": "csv"}
+        ).text
     api_led = pd.read_csv(io.StringIO(api_csv))
-    page_led = pd.read_csv(io.StringIO(
-        P.ledger_csv(data, P.make_filters(phase="decode")[0])["content"]))
+    page_led = pd.read_csv(
+        io.StringIO(P.ledger_csv(data, P.make_filters(phase="decode")[0])["content"])
+    )
     assert page_led[list(cc.LEDGER_COLUMNS)].equals(api_led)
     row = page_led.set_index(cc.WORKLOAD_ID).loc[mismatch_id]
     assert row[cc.OUTCOME] == cc.REGRESSION  # -10 %, perfect routing -1 % (within band)
@@ -358,8 +434,10 @@ def test_status_counts_and_figure(data: DashData) -> None:
     led = P.compute(data, P.make_filters()[0]).ledger
     counts = XF.status_counts(led)
     h200 = counts[counts["hardware"] == "H200"]
-    assert h200[XF.GROUP].tolist() == ["DeepSeek-R1 · H200 · prefill",
-                                       "DeepSeek-R1 · H200 · decode"]
+    assert h200[XF.GROUP].tolist() == [
+        "DeepSeek-R1 · H200 · prefill",
+        "DeepSeek-R1 · H200 · decode",
+    ]
     assert h200[[cc.MATCH, cc.MISMATCH, cc.NO_DATA]].values.tolist() == [[0, 0, 2], [1, 1, 0]]
     # sorted by display model, hardware, prefill first
     assert counts[XF.GROUP].tolist()[0] == "DeepSeek-R1 · B300 · prefill"
@@ -374,8 +452,9 @@ def test_status_counts_and_figure(data: DashData) -> None:
 
 def test_status_figure_empty_and_unmappable_only() -> None:
     assert XF.status_counts(pd.DataFrame()).empty
-    only = pd.DataFrame({cc.STATUS: [cc.NOT_MAPPABLE], "model": [None], "hardware": ["H200"],
-                         cc.PHASE: ["decode"]})
+    only = pd.DataFrame(
+        {cc.STATUS: [cc.NOT_MAPPABLE], "model": [None], "hardware": ["H200"], cc.PHASE: ["decode"]}
+    )
     assert XF.status_counts(only).empty
     fig = XF.status_figure(only)
     assert not fig.data and "No mappable" in fig.layout.annotations[0].text

@@ -13,10 +13,10 @@ from dash import dcc, html
 from analysis import columns as C
 from dashboard import components as ui
 from dashboard.app import create_dash, parse_search, render_page
-from dashboard.data import Cell, DashData
 from dashboard.pages import best, overview, pareto, recommend, run
-from db.records import UploadMeta
 from db.store import Store
+from ingest.records import UploadMeta
+from service.frames import Cell, DashData
 from tests import sweeps
 from tests.dash_factories import HOSTILE, KNOWN_FRONTIER, KNOWN_FRONTIER_TRTLLM, seed_store, walk
 
@@ -54,16 +54,38 @@ def test_pareto_figure_callback_highlights_the_known_frontier(seeded: Any) -> No
 
 def test_pareto_filter_change_changes_the_frontier(seeded: Any) -> None:
     data, _ = seeded
-    q = pareto.query_from_controls(KNOWN.key, "all", "decode", "all", [], [], ["TRTLLM"], [],
-                                   C.SCORE_MS, C.TOKENS_PER_S_PER_GPU, ["x", "y"])
+    q = pareto.query_from_controls(
+        KNOWN.key,
+        "all",
+        "decode",
+        "all",
+        [],
+        [],
+        ["TRTLLM"],
+        [],
+        C.SCORE_MS,
+        C.TOKENS_PER_S_PER_GPU,
+        ["x", "y"],
+    )
     fig, _ = pareto.update_figure(data, q)
     assert _keys_to_candidates(data, frontier_candidates(fig)) == KNOWN_FRONTIER_TRTLLM
 
 
 def test_pareto_empty_filter_says_what_to_relax(seeded: Any) -> None:
     data, _ = seeded
-    q = pareto.query_from_controls(KNOWN.key, 8, "prefill", "T", [], [], ["CUTEDSL"], [],
-                                   C.SCORE_MS, C.TOKENS_PER_S_PER_GPU, [])
+    q = pareto.query_from_controls(
+        KNOWN.key,
+        8,
+        "prefill",
+        "T",
+        [],
+        [],
+        ["CUTEDSL"],
+        [],
+        C.SCORE_MS,
+        C.TOKENS_PER_S_PER_GPU,
+        [],
+    )
     _, status = pareto.update_figure(data, q)
     words = " ".join(texts(status))
     assert "No runs for this filter" in words
@@ -72,17 +94,30 @@ def test_pareto_empty_filter_says_what_to_relax(seeded: Any) -> None:
 
 def test_pareto_query_round_trips_through_the_url(seeded: Any) -> None:
     data, _ = seeded
-    q = pareto.ParetoQuery(cell=KNOWN, ws=8, phase="all", attn="D", backend=("TRTLLM", "CUTEDSL"),
-                           comm=("NONE",), x=C.ACTIVATED_TOKENS_PER_RANK, y=C.SCORE_MS,
-                           logx=False, logy=True, point="1:2")
+    q = pareto.ParetoQuery(
+        cell=KNOWN,
+        ws=8,
+        phase="all",
+        attn="D",
+        backend=("TRTLLM", "CUTEDSL"),
+        comm=("NONE",),
+        x=C.ACTIVATED_TOKENS_PER_RANK,
+        y=C.SCORE_MS,
+        logx=False,
+        logy=True,
+        point="1:2",
+    )
     again = pareto.parse_query(parse_search(q.search()), data.cells())
     assert again == q
 
 
 def test_pareto_layout_restores_controls_from_the_query(seeded: Any) -> None:
     data, _ = seeded
-    page = render_page(data, "/pareto", "?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4"
-                                        "&backend=TRTLLM&phase=prefill&logx=0")
+    page = render_page(
+        data,
+        "/pareto",
+        "?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&backend=TRTLLM&phase=prefill&logx=0",
+    )
     by_id = {getattr(c, "id", None): c for c in walk(page)}
     assert by_id["pareto-backend"].value == ["TRTLLM"]
     assert by_id["pareto-phase"].value == "prefill"
@@ -104,8 +139,9 @@ def test_pareto_click_gives_detail_and_exportable_yaml(seeded: Any) -> None:
     dl = pareto.download_yaml(data, KNOWN.key, point)
     assert dl is not None and yaml.safe_load(dl["content"]) == body
     assert pareto.render_detail(data, KNOWN.key, "999:1").__class__ is html.Div
-    assert pareto.point_from_click(data, KNOWN.key, {"points": [{"customdata": [10**6, 0]}]}) \
-        is None
+    assert (
+        pareto.point_from_click(data, KNOWN.key, {"points": [{"customdata": [10**6, 0]}]}) is None
+    )
 
 
 def test_cell_change_resets_filters_to_the_new_cells_values(seeded: Any) -> None:
@@ -183,8 +219,11 @@ def test_overview_links_cells_to_pareto_and_marks_synthetic(seeded: Any) -> None
     hrefs = [c.href for c in walk(page) if isinstance(c, dcc.Link)]
     assert "/pareto?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&ws=8" in hrefs
     assert "/pareto?model=kimi_k2&hardware=B300&quant=NVFP4&ws=4" in hrefs
-    badges = [c for c in walk(page) if isinstance(c, html.Span)
-              and "badge-synthetic" in (getattr(c, "className", None) or "")]
+    badges = [
+        c
+        for c in walk(page)
+        if isinstance(c, html.Span) and "badge-synthetic" in (getattr(c, "className", None) or "")
+    ]
     assert badges, "synthetic data carries a badge"
     anchors = [c for c in walk(page) if isinstance(c, html.A)]
     assert all(not a.href.startswith("javascript") for a in anchors)
@@ -194,9 +233,11 @@ def test_overview_links_cells_to_pareto_and_marks_synthetic(seeded: Any) -> None
 def test_new_upload_appears_without_restart(seeded: Any) -> None:
     data, _ = seeded
     before = len(data.cells())
-    data.store.ingest([sweeps.make_sweep(10, seed=9, model="glm_5", num_experts=256,
-                                         top_k=8, hidden_size=6144)], b"new-bytes",
-                      UploadMeta(hardware="GB300", filename="fresh.json"))
+    data.store.ingest(
+        [sweeps.make_sweep(10, seed=9, model="glm_5", num_experts=256, top_k=8, hidden_size=6144)],
+        b"new-bytes",
+        UploadMeta(hardware="GB300", filename="fresh.json"),
+    )
     assert len(data.cells()) == before + 1
     assert "fresh.json" in texts(overview.layout(data))
 
@@ -205,15 +246,24 @@ def test_empty_database_pages_explain_what_to_do(store: Store) -> None:
     data = DashData(store)
     for path in ("/", "/pareto", "/best"):
         page = render_page(data, path, "")
-        assert any(isinstance(c, html.Div) and getattr(c, "className", None) == "empty-state"
-                   for c in walk(page)), path
+        assert any(
+            isinstance(c, html.Div) and getattr(c, "className", None) == "empty-state"
+            for c in walk(page)
+        ), path
 
 
 # ------------------------------------------------------------------ recommend
 def test_recommend_shows_path_measured_best_and_exports(seeded: Any) -> None:
     data, _ = seeded
-    form = recommend.Form(hardware="GB300", model="deepseek_v4_pro", quant="NVFP4", ws=8,
-                          attn="DP", phase="decode", tokens=300)
+    form = recommend.Form(
+        hardware="GB300",
+        model="deepseek_v4_pro",
+        quant="NVFP4",
+        ws=8,
+        attn="DP",
+        phase="decode",
+        tokens=300,
+    )
     body, search = recommend.update(data, form)
     words = " ".join(texts(body))
     assert "decode_megamoe_tokens_per_rank" in words
@@ -230,14 +280,22 @@ def test_recommend_shows_path_measured_best_and_exports(seeded: Any) -> None:
 
 def test_recommend_forces_comm_across_the_nvlink_domain(seeded: Any) -> None:
     data, _ = seeded
-    form = recommend.Form(hardware="B300", model="deepseek_v4_pro", quant="NVFP4", ws=16,
-                          attn="DP", phase="decode", tokens=256)
+    form = recommend.Form(
+        hardware="B300",
+        model="deepseek_v4_pro",
+        quant="NVFP4",
+        ws=16,
+        attn="DP",
+        phase="decode",
+        tokens=256,
+    )
     env = recommend.download(data, "env", form)
-    assert env is not None and env["content"].strip() == \
-        "TRTLLM_FORCE_COMM_METHOD=DEEPEPLOWLATENCY"
+    assert env is not None and env["content"].strip() == "TRTLLM_FORCE_COMM_METHOD=DEEPEPLOWLATENCY"
     body, _ = recommend.update(data, form)
-    assert any(c.__class__ is html.Div and getattr(c, "className", None) == "empty-state"
-               for c in walk(body)), "no measured data for B300 ws16 is said plainly"
+    assert any(
+        c.__class__ is html.Div and getattr(c, "className", None) == "empty-state"
+        for c in walk(body)
+    ), "no measured data for B300 ws16 is said plainly"
 
 
 def test_recommend_unknown_model_is_an_empty_state(seeded: Any) -> None:
@@ -247,8 +305,17 @@ def test_recommend_unknown_model_is_an_empty_state(seeded: Any) -> None:
 
 
 def test_recommend_form_round_trips_through_the_url() -> None:
-    form = recommend.Form(hardware="B300", model="kimi_k2", quant="NVFP4", ws=16, attn="TP",
-                          phase="prefill", tokens=4096, th="derived", check="small_world_size")
+    form = recommend.Form(
+        hardware="B300",
+        model="kimi_k2",
+        quant="NVFP4",
+        ws=16,
+        attn="TP",
+        phase="prefill",
+        tokens=4096,
+        th="derived",
+        check="small_world_size",
+    )
     assert recommend.parse_form(parse_search(form.search())) == form
 
 
@@ -263,9 +330,12 @@ def test_router_renders_every_page_and_a_clear_not_found(seeded: Any) -> None:
 
 def test_no_component_renders_user_text_as_html(seeded: Any) -> None:
     data, ids = seeded
-    pages = [overview.layout(data), run.layout(data, id=str(ids["known"])),
-             run.update_grid(data, ids["known"], None)[0],
-             pareto.render_detail(data, KNOWN.key, f"{ids['known']}:1")]
+    pages = [
+        overview.layout(data),
+        run.layout(data, id=str(ids["known"])),
+        run.update_grid(data, ids["known"], None)[0],
+        pareto.render_detail(data, KNOWN.key, f"{ids['known']}:1"),
+    ]
     for page in pages:
         for c in walk(page):
             assert not isinstance(c, dcc.Markdown)
@@ -275,8 +345,10 @@ def test_no_component_renders_user_text_as_html(seeded: Any) -> None:
 
 
 def test_search_string_skips_empty_values() -> None:
-    assert ui.search_string({"a": None, "b": [], "c": ["x", "y"], "d": 0, "e": True}) == \
-        "?c=x&c=y&d=0&e=1"
+    assert (
+        ui.search_string({"a": None, "b": [], "c": ["x", "y"], "d": 0, "e": True})
+        == "?c=x&c=y&d=0&e=1"
+    )
     assert parse_search("?c=x&c=y&d=0") == {"c": ["x", "y"], "d": "0"}
 
 
@@ -288,18 +360,24 @@ def test_pareto_index_frontiers_equal_the_direct_computation() -> None:
     import numpy as np
     import pandas as pd
 
-    from dashboard.data import prepare_frame
     from dashboard.figures import AXES
+    from service.frames import prepare_frame
     from tests.factories import make_candidates
 
     rng = np.random.default_rng(3)
-    rows = [{C.CANDIDATE_INDEX: i, C.RUN_ID: 1 + i % 3, C.WORLD_SIZE: int(rng.choice([4, 8])),
-             C.NUM_TOKENS: int(2 ** rng.integers(0, 6)),
-             C.BACKEND: str(rng.choice(["TRTLLM", "CUTEDSL", "CUTLASS"])),
-             C.CUDA_GRAPH: bool(rng.random() < 0.5),
-             C.PARALLEL_MODE: str(rng.choice(["DEP", "TEP"])),
-             C.SCORE_MS: float(rng.choice([0.5, 1.0, 1.5, 2.0, 3.0, 0.0, np.nan]))}
-            for i in range(400)]
+    rows = [
+        {
+            C.CANDIDATE_INDEX: i,
+            C.RUN_ID: 1 + i % 3,
+            C.WORLD_SIZE: int(rng.choice([4, 8])),
+            C.NUM_TOKENS: int(2 ** rng.integers(0, 6)),
+            C.BACKEND: str(rng.choice(["TRTLLM", "CUTEDSL", "CUTLASS"])),
+            C.CUDA_GRAPH: bool(rng.random() < 0.5),
+            C.PARALLEL_MODE: str(rng.choice(["DEP", "TEP"])),
+            C.SCORE_MS: float(rng.choice([0.5, 1.0, 1.5, 2.0, 3.0, 0.0, np.nan])),
+        }
+        for i in range(400)
+    ]
     frame = prepare_frame(make_candidates(rows))
     index = pareto.ParetoIndex(frame)
     for x, y in itertools.permutations(AXES, 2):
@@ -307,10 +385,14 @@ def test_pareto_index_frontiers_equal_the_direct_computation() -> None:
             q = pareto.ParetoQuery(cell=KNOWN, x=x, y=y, logx=logx, logy=logy)
             direct = pareto.atomic_frontiers(frame, q)
             pd.testing.assert_frame_equal(index.atomic(q), direct)
-            for ws, phase, backend in ((None, "all", ()), (8, "decode", ("TRTLLM",)),
-                                       (4, "prefill", ("CUTEDSL", "CUTLASS"))):
-                fq = pareto.ParetoQuery(cell=KNOWN, ws=ws, phase=phase, backend=backend,
-                                        x=x, y=y, logx=logx, logy=logy)
+            for ws, phase, backend in (
+                (None, "all", ()),
+                (8, "decode", ("TRTLLM",)),
+                (4, "prefill", ("CUTEDSL", "CUTLASS")),
+            ):
+                fq = pareto.ParetoQuery(
+                    cell=KNOWN, ws=ws, phase=phase, backend=backend, x=x, y=y, logx=logx, logy=logy
+                )
                 fast = pareto.pareto_view(frame, fq, atomic=index.atomic(fq)).frontier
                 slow = pareto.pareto_view(frame, fq).frontier
                 pd.testing.assert_frame_equal(fast, slow)

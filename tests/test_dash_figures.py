@@ -8,14 +8,20 @@ import plotly.graph_objects as go
 
 from analysis import columns as C
 from dashboard import figures as F
-from dashboard.data import prepare_frame
+from service.frames import prepare_frame
 from tests import factories
 
 
 def _cloud(n: int = 6) -> pd.DataFrame:
-    rows = [{C.CANDIDATE_INDEX: i, C.NUM_TOKENS: 2 ** (i % 4 + 6),
-             C.BACKEND: ("TRTLLM", "CUTEDSL")[i % 2], C.SCORE_MS: 0.5 + i * 0.25}
-            for i in range(n)]
+    rows = [
+        {
+            C.CANDIDATE_INDEX: i,
+            C.NUM_TOKENS: 2 ** (i % 4 + 6),
+            C.BACKEND: ("TRTLLM", "CUTEDSL")[i % 2],
+            C.SCORE_MS: 0.5 + i * 0.25,
+        }
+        for i in range(n)
+    ]
     frame = prepare_frame(factories.make_candidates(rows))
     return frame.assign(**{F.KEY: np.arange(n)})
 
@@ -43,8 +49,16 @@ def test_pareto_figure_hover_names_the_recipe_and_units() -> None:
     cloud = _cloud(2)
     fig = F.pareto_figure(cloud, cloud.iloc[[0]], C.SCORE_MS, C.TOKENS_PER_S_PER_GPU)
     first = fig.data[0].hovertemplate
-    for text in ("TRTLLM" if "TRTLLM" in first else "CUTEDSL", "NVLINK_ONE_SIDED", "DEP",
-                 "EP 8 / TP 1", "CUDA graph on", " ms", "tokens/s/GPU", "activated tokens"):
+    for text in (
+        "TRTLLM" if "TRTLLM" in first else "CUTEDSL",
+        "NVLINK_ONE_SIDED",
+        "DEP",
+        "EP 8 / TP 1",
+        "CUDA graph on",
+        " ms",
+        "tokens/s/GPU",
+        "activated tokens",
+    ):
         assert text in first
     assert "frontier" in _frontier_trace(fig).hovertemplate
     assert "TRTLLM" in _frontier_trace(fig).text[0] or "CUTEDSL" in _frontier_trace(fig).text[0]
@@ -53,8 +67,9 @@ def test_pareto_figure_hover_names_the_recipe_and_units() -> None:
 def test_pareto_figure_axes_have_units_and_log_toggle() -> None:
     cloud = _cloud()
     lin = F.pareto_figure(cloud, cloud.iloc[:0], C.ACTIVATED_TOKENS_PER_RANK, C.SCORE_MS)
-    log = F.pareto_figure(cloud, cloud.iloc[:0], C.ACTIVATED_TOKENS_PER_RANK, C.SCORE_MS,
-                          logx=True, logy=True)
+    log = F.pareto_figure(
+        cloud, cloud.iloc[:0], C.ACTIVATED_TOKENS_PER_RANK, C.SCORE_MS, logx=True, logy=True
+    )
     assert lin.layout.xaxis.title.text == "activated tokens per rank (tokens)"
     assert lin.layout.yaxis.title.text == "latency, score (ms)"
     assert lin.layout.xaxis.type == "linear" and log.layout.xaxis.type == "log"
@@ -63,8 +78,9 @@ def test_pareto_figure_axes_have_units_and_log_toggle() -> None:
 
 def test_pareto_figure_title_says_when_downsampled() -> None:
     cloud = _cloud()
-    fig = F.pareto_figure(cloud, cloud.iloc[:1], C.SCORE_MS, C.TOKENS_PER_S_PER_GPU,
-                          n_cloud_total=60_000)
+    fig = F.pareto_figure(
+        cloud, cloud.iloc[:1], C.SCORE_MS, C.TOKENS_PER_S_PER_GPU, n_cloud_total=60_000
+    )
     assert "of 60,000" in fig.layout.title.text and "downsampled" in fig.layout.title.text
 
 
@@ -85,8 +101,9 @@ def test_downsample_caps_is_deterministic_and_keeps_small_frames() -> None:
 
 
 def test_downsample_drops_non_positive_on_log_axes_and_keeps_extremes_cells() -> None:
-    df = pd.DataFrame({"x": [0.0, -1.0, 1.0, 1000.0] + [10.0] * 50,
-                       "y": [1.0, 1.0, 1.0, 1.0] + [2.0] * 50})
+    df = pd.DataFrame(
+        {"x": [0.0, -1.0, 1.0, 1000.0] + [10.0] * 50, "y": [1.0, 1.0, 1.0, 1.0] + [2.0] * 50}
+    )
     out = F.downsample(df, "x", "y", 10, logx=True)
     assert (out["x"] > 0).all()
     # 50 identical points collapse to one grid cell; both extremes survive
@@ -94,10 +111,22 @@ def test_downsample_drops_non_positive_on_log_axes_and_keeps_extremes_cells() ->
 
 
 def test_path_figure_has_one_bar_pair_per_threshold_step() -> None:
-    steps = [{"step": "STEP2", "threshold_name": "decode_megamoe_tokens_per_rank",
-              "threshold_value": 512.0, "observed": 768.0, "answer": "no -> MEGAMOE"},
-             {"step": "STEP1", "threshold_name": None, "threshold_value": None,
-              "observed": None, "answer": "EP"}]
+    steps = [
+        {
+            "step": "STEP2",
+            "threshold_name": "decode_megamoe_tokens_per_rank",
+            "threshold_value": 512.0,
+            "observed": 768.0,
+            "answer": "no -> MEGAMOE",
+        },
+        {
+            "step": "STEP1",
+            "threshold_name": None,
+            "threshold_value": None,
+            "observed": None,
+            "answer": "EP",
+        },
+    ]
     fig = F.path_figure(steps)
     assert [list(t.x) for t in fig.data] == [[512.0], [768.0]]
     assert fig.layout.xaxis.type == "log"
@@ -105,12 +134,21 @@ def test_path_figure_has_one_bar_pair_per_threshold_step() -> None:
 
 
 def test_evidence_figure_marks_bracket_published_and_derived() -> None:
-    ev = pd.DataFrame({"axis_value": [64.0, 128.0, 1024.0, 2048.0],
-                       "margin_pct": [5.0, 2.0, 4.0, 9.0],
-                       "winner": ["backend=TRTLLM", "backend=TRTLLM",
-                                  "backend=MEGAMOE_CUTEDSL", "backend=MEGAMOE_CUTEDSL"]})
-    fig = F.evidence_figure(ev, C.ACTIVATED_TOKENS_PER_RANK, 512.0, 362.0, (128.0, 1024.0),
-                            "decode")
+    ev = pd.DataFrame(
+        {
+            "axis_value": [64.0, 128.0, 1024.0, 2048.0],
+            "margin_pct": [5.0, 2.0, 4.0, 9.0],
+            "winner": [
+                "backend=TRTLLM",
+                "backend=TRTLLM",
+                "backend=MEGAMOE_CUTEDSL",
+                "backend=MEGAMOE_CUTEDSL",
+            ],
+        }
+    )
+    fig = F.evidence_figure(
+        ev, C.ACTIVATED_TOKENS_PER_RANK, 512.0, 362.0, (128.0, 1024.0), "decode"
+    )
     names = {t.name for t in fig.data}
     assert {"backend=TRTLLM wins", "backend=MEGAMOE_CUTEDSL wins"} <= names
     by_name = {t.name: t for t in fig.data}

@@ -1,4 +1,4 @@
-"""Tests for ingest.demo: the synthetic bench_moe report generator."""
+"""Tests for ingest.demo.generate: the synthetic bench_moe report generator."""
 
 from __future__ import annotations
 
@@ -10,34 +10,117 @@ import struct
 
 import pytest
 
-from ingest import demo
+from ingest.demo import generate as demo
 
 TOP_KEYS = ["benchmark", "environment", "model", "search", "base_config", "results", "rankings"]
-ROW_KEYS = ["workload", "requested_config", "actual_config", "status", "skip_reason",
-            "status_per_rank", "instrumentation", "latency_ms", "phase_times_ms", "overlap",
-            "bottleneck", "kernel_breakdown", "raw_data", "routing_control"]
-CONFIG_KEYS = ["backend", "parallel_mode", "moe_ep_size", "moe_tp_size", "enable_attention_dp",
-               "comm_method", "cuda_graph", "use_low_precision_moe_combine"]
-ACTUAL_KEYS = ["backend", "comm_method", "comm_fallback_reason", "scheduler_kind", "moe_ep_size",
-               "moe_tp_size", "enable_attention_dp", "num_chunks"]
-ENTRY_KEYS = ["backend", "requested_backend", "comm_method", "cuda_graph",
-              "use_low_precision_moe_combine", "score_ms", "raw_score_ms", "outlier_count",
-              "status", "skip_reason", "autotune_status"]
-MODEL_KEYS = ["name", "num_experts", "top_k", "hidden_size", "intermediate_size", "quant_algo",
-              "routing_method", "n_group", "topk_group", "n_shared_experts",
-              "shared_expert_mode", "swiglu_alpha", "swiglu_beta", "swiglu_limit",
-              "activation_type", "situ_beta", "situ_linear_beta", "routing_method_class"]
-ENV_KEYS = ["world_size", "world_size_per_node", "hostname", "username", "device_name", "sm",
-            "cuda_version", "driver_version", "torch_version", "trtllm_commit", "platform",
-            "nvlink_topology", "memory_type", "clock_locked", "cuda_graph_default"]
+ROW_KEYS = [
+    "workload",
+    "requested_config",
+    "actual_config",
+    "status",
+    "skip_reason",
+    "status_per_rank",
+    "instrumentation",
+    "latency_ms",
+    "phase_times_ms",
+    "overlap",
+    "bottleneck",
+    "kernel_breakdown",
+    "raw_data",
+    "routing_control",
+]
+CONFIG_KEYS = [
+    "backend",
+    "parallel_mode",
+    "moe_ep_size",
+    "moe_tp_size",
+    "enable_attention_dp",
+    "comm_method",
+    "cuda_graph",
+    "use_low_precision_moe_combine",
+]
+ACTUAL_KEYS = [
+    "backend",
+    "comm_method",
+    "comm_fallback_reason",
+    "scheduler_kind",
+    "moe_ep_size",
+    "moe_tp_size",
+    "enable_attention_dp",
+    "num_chunks",
+]
+ENTRY_KEYS = [
+    "backend",
+    "requested_backend",
+    "comm_method",
+    "cuda_graph",
+    "use_low_precision_moe_combine",
+    "score_ms",
+    "raw_score_ms",
+    "outlier_count",
+    "status",
+    "skip_reason",
+    "autotune_status",
+]
+MODEL_KEYS = [
+    "name",
+    "num_experts",
+    "top_k",
+    "hidden_size",
+    "intermediate_size",
+    "quant_algo",
+    "routing_method",
+    "n_group",
+    "topk_group",
+    "n_shared_experts",
+    "shared_expert_mode",
+    "swiglu_alpha",
+    "swiglu_beta",
+    "swiglu_limit",
+    "activation_type",
+    "situ_beta",
+    "situ_linear_beta",
+    "routing_method_class",
+]
+ENV_KEYS = [
+    "world_size",
+    "world_size_per_node",
+    "hostname",
+    "username",
+    "device_name",
+    "sm",
+    "cuda_version",
+    "driver_version",
+    "torch_version",
+    "trtllm_commit",
+    "platform",
+    "nvlink_topology",
+    "memory_type",
+    "clock_locked",
+    "cuda_graph_default",
+]
 STAT_KEYS = ["mean", "median", "stdev", "min", "max", "p90"]
-DEFAULT_LATENCY = {"score": None, "score_type": "slowest_rank_trimmed_mean", "raw_score": None,
-                   "raw_score_type": "slowest_rank_mean", "iter_max_stats": {},
-                   "iter_max_outliers": {}, "per_rank": {}}
-DEFAULT_RAW = {"forward_times_ms": {"per_rank": {}},
-               "kernel_times_ms": {"moe_forward_kernels": [], "other_kernels": []}}
-PRUNED_INSTR = ["level", "cuda_graph", "cupti_available", "nsys_capture",
-                "phase_timing_available", "kernel_breakdown_available"]
+DEFAULT_LATENCY = {
+    "score": None,
+    "score_type": "slowest_rank_trimmed_mean",
+    "raw_score": None,
+    "raw_score_type": "slowest_rank_mean",
+    "iter_max_stats": {},
+    "iter_max_outliers": {},
+    "per_rank": {},
+}
+DEFAULT_RAW = {
+    "forward_times_ms": {"per_rank": {}},
+    "kernel_times_ms": {"moe_forward_kernels": [], "other_kernels": []},
+}
+PRUNED_INSTR = [
+    "level",
+    "cuda_graph",
+    "cupti_available",
+    "nsys_capture",
+    "phase_timing_available",
+    "kernel_breakdown_available",
+]
 
 
 # ---------------------------------------------------------------- fixtures
@@ -51,14 +134,22 @@ def demo_set():
 @pytest.fixture(scope="module")
 def small():
     """A small GB300 report covering all row kinds cheaply."""
-    return demo.generate_report("deepseek_v4_pro", "GB300", "NVFP4", 8,
-                                [1, 16, 256, 4096, 32768], seed=3, time_budget_tail=3)
+    return demo.generate_report(
+        "deepseek_v4_pro",
+        "GB300",
+        "NVFP4",
+        8,
+        [1, 16, 256, 4096, 32768],
+        seed=3,
+        time_budget_tail=3,
+    )
 
 
 @pytest.fixture(scope="module")
 def b300_cross():
-    return demo.generate_report("deepseek_v4_pro", "B300", "NVFP4", 16,
-                                [2**j for j in range(0, 16)], seed=5)
+    return demo.generate_report(
+        "deepseek_v4_pro", "B300", "NVFP4", 16, [2**j for j in range(0, 16)], seed=5
+    )
 
 
 def _rows(reports):
@@ -89,19 +180,30 @@ def _stats(xs):
     for x in xs:
         var += (x - mean) * (x - mean)
     s = sorted(xs)
-    return {"mean": mean, "median": _median(xs), "stdev": math.sqrt(var / n), "min": s[0],
-            "max": s[-1], "p90": s[round(0.9 * (n - 1))]}
+    return {
+        "mean": mean,
+        "median": _median(xs),
+        "stdev": math.sqrt(var / n),
+        "min": s[0],
+        "max": s[-1],
+        "p90": s[round(0.9 * (n - 1))],
+    }
 
 
 def _score_ref(per_rank):
-    """Schema section 2.5, written independently of ingest.demo."""
+    """Schema section 2.5, written independently of ingest.demo.generate."""
     ranks = list(per_rank.values())
     n = min(len(r) for r in ranks)
     iter_max = [max(r[i] for r in ranks) for i in range(n)]
     raw = _seq_mean(iter_max)
     if n < 8:
-        return {"score": _median(iter_max), "type": "slowest_rank_median", "raw": raw,
-                "outliers": [], "iter_max": iter_max}
+        return {
+            "score": _median(iter_max),
+            "type": "slowest_rank_median",
+            "raw": raw,
+            "outliers": [],
+            "iter_max": iter_max,
+        }
     center = _median(iter_max)
     mad = _median([abs(x - center) for x in iter_max])
     outl = []
@@ -112,8 +214,15 @@ def _score_ref(per_rank):
         elif abs(0.6745 * (x - center) / mad) > 3.5:
             outl.append(i)
     kept = [x for i, x in enumerate(iter_max) if i not in outl] or iter_max
-    return {"score": _seq_mean(kept), "type": "slowest_rank_trimmed_mean", "raw": raw,
-            "outliers": outl, "iter_max": iter_max, "center": center, "mad": mad}
+    return {
+        "score": _seq_mean(kept),
+        "type": "slowest_rank_trimmed_mean",
+        "raw": raw,
+        "outliers": outl,
+        "iter_max": iter_max,
+        "center": center,
+        "mad": mad,
+    }
 
 
 def _rankings_ref(results):
@@ -126,8 +235,7 @@ def _rankings_ref(results):
             "requested_backend": r["requested_config"]["backend"],
             "comm_method": r["actual_config"]["comm_method"],
             "cuda_graph": r["requested_config"]["cuda_graph"],
-            "use_low_precision_moe_combine":
-                r["requested_config"]["use_low_precision_moe_combine"],
+            "use_low_precision_moe_combine": r["requested_config"]["use_low_precision_moe_combine"],
             "score_ms": lat["score"],
             "raw_score_ms": lat["raw_score"],
             "outlier_count": lat["iter_max_outliers"].get("count"),
@@ -139,10 +247,19 @@ def _rankings_ref(results):
     out = []
     for key in sorted(groups):
         ranking = sorted(groups[key], key=lambda e: (e["score_ms"] is None, e["score_ms"] or 0))
-        best = next((e for e in ranking if e["score_ms"] is not None and e["status"] == "success"
-                     and not (e["autotune_status"] or "").startswith("failed")), None)
-        out.append({"num_tokens": key[0], "parallel_mode": key[1], "best": best,
-                    "ranking": ranking})
+        best = next(
+            (
+                e
+                for e in ranking
+                if e["score_ms"] is not None
+                and e["status"] == "success"
+                and not (e["autotune_status"] or "").startswith("failed")
+            ),
+            None,
+        )
+        out.append(
+            {"num_tokens": key[0], "parallel_mode": key[1], "best": best, "ranking": ranking}
+        )
     return out
 
 
@@ -183,10 +300,12 @@ def test_demo_reports_deterministic(demo_set):
 
 def test_candidate_noise_independent_of_report_contents():
     a = demo.generate_report("glm_5", "GB300", "NVFP4", 8, [64, 512], seed=7)
-    b = demo.generate_report("glm_5", "GB300", "NVFP4", 8, [512], seed=7,
-                             parallel_modes=["DEP"])
-    pick = [r for r in a["results"] if r["workload"]["num_tokens"] == 512
-            and r["requested_config"]["parallel_mode"] == "DEP"]
+    b = demo.generate_report("glm_5", "GB300", "NVFP4", 8, [512], seed=7, parallel_modes=["DEP"])
+    pick = [
+        r
+        for r in a["results"]
+        if r["workload"]["num_tokens"] == 512 and r["requested_config"]["parallel_mode"] == "DEP"
+    ]
     assert [r["raw_data"] for r in pick] == [r["raw_data"] for r in b["results"]]
 
 
@@ -202,16 +321,41 @@ def test_dump_matches_json_module(small):
 
 def test_dump_float_and_string_edge_cases():
     rng = random.Random(1)
-    floats = [1e-5, 1.5e-7, -2.5e-9, 9.999e-05, 0.0001, 1e16, 1e22, 5e-324, 0.0, -0.0, 1.0,
-              123456789012345.6, 1e-10, 3.0e-100, 0.1, 2.0**-20]
+    floats = [
+        1e-5,
+        1.5e-7,
+        -2.5e-9,
+        9.999e-05,
+        0.0001,
+        1e16,
+        1e22,
+        5e-324,
+        0.0,
+        -0.0,
+        1.0,
+        123456789012345.6,
+        1e-10,
+        3.0e-100,
+        0.1,
+        2.0**-20,
+    ]
     for _ in range(3000):
         v = struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0]
         if math.isfinite(v):
             floats.append(v)
     floats += [10 ** rng.uniform(-9, 3) for _ in range(3000)]
-    rows = [{"v": f, "arr": [f, -f], "s": "e-5 0.00001 \"x\": 1e-05"} for f in floats]
-    rows.append({"ctl": "".join(chr(i) for i in range(32)) + "\\/\"", "big": 2**63 + 5,
-                 "neg": -(2**63), "t": True, "n": None, "e": {}, "l": []})
+    rows = [{"v": f, "arr": [f, -f], "s": 'e-5 0.00001 "x": 1e-05'} for f in floats]
+    rows.append(
+        {
+            "ctl": "".join(chr(i) for i in range(32)) + '\\/"',
+            "big": 2**63 + 5,
+            "neg": -(2**63),
+            "t": True,
+            "n": None,
+            "e": {},
+            "l": [],
+        }
+    )
     doc = {"benchmark": "bench_moe", "results": rows, "model": {"swiglu_limit": math.inf}}
     assert demo.dump_report(doc) == json.dumps(doc, indent=2, allow_nan=True).encode()
     # shapes orjson cannot reproduce go through json: non-finite floats, non-ASCII, tuples,
@@ -231,8 +375,14 @@ def _check_report_shape(rep):
     assert list(rep["model"]) == MODEL_KEYS
     assert rep["model"]["swiglu_limit"] == math.inf
     assert list(rep["base_config"]) == CONFIG_KEYS
-    assert list(rep["search"]) == ["mode", "backends", "parallel_modes", "comm_methods",
-                                   "cuda_graph_options", "combine_precision_options"]
+    assert list(rep["search"]) == [
+        "mode",
+        "backends",
+        "parallel_modes",
+        "comm_methods",
+        "cuda_graph_options",
+        "combine_precision_options",
+    ]
     ws = rep["environment"]["world_size"]
     for row in rep["results"]:
         assert list(row) == ROW_KEYS
@@ -249,8 +399,15 @@ def _check_report_shape(rep):
             assert row["routing_control"] is not None
             assert list(row["routing_control"]) == ["requested", "actual"]
             lat = row["latency_ms"]
-            assert list(lat) == ["score", "score_type", "raw_score", "raw_score_type",
-                                 "iter_max_stats", "iter_max_outliers", "per_rank"]
+            assert list(lat) == [
+                "score",
+                "score_type",
+                "raw_score",
+                "raw_score_type",
+                "iter_max_stats",
+                "iter_max_outliers",
+                "per_rank",
+            ]
             assert list(lat["iter_max_stats"]) == STAT_KEYS
             assert row["actual_config"]["backend"] == row["requested_config"]["backend"]
             assert set(row["status_per_rank"].values()) == {"success"}
@@ -284,8 +441,10 @@ def test_pruned_rows_first_per_workload(demo_set):
         nts = [r["workload"]["num_tokens"] for r in rep["results"]]
         assert nts == sorted(nts)  # workloads are contiguous blocks
         for rows in by_nt.values():
-            pruned = [r["status"] == "skipped" and r["skip_reason"] != "time_budget_exceeded"
-                      for r in rows]
+            pruned = [
+                r["status"] == "skipped" and r["skip_reason"] != "time_budget_exceeded"
+                for r in rows
+            ]
             assert pruned == sorted(pruned, reverse=True)
 
 
@@ -331,8 +490,9 @@ def test_compute_score_helper_agrees():
 
 
 def test_few_iters_uses_median():
-    rep = demo.generate_report("kimi_k2", "GB300", "NVFP4", 4, [32, 64], seed=1, iters=6,
-                               cuda_graph=[True])
+    rep = demo.generate_report(
+        "kimi_k2", "GB300", "NVFP4", 4, [32, 64], seed=1, iters=6, cuda_graph=[True]
+    )
     ok = [r for r in rep["results"] if r["status"] == "success"]
     assert ok
     for row in ok:
@@ -341,14 +501,19 @@ def test_few_iters_uses_median():
         lat = row["latency_ms"]
         assert lat["score_type"] == "slowest_rank_median"
         assert lat["score"] == _score_ref(per_rank)["score"]
-        assert lat["iter_max_outliers"] == {"method": "disabled_insufficient_samples",
-                                            "count": 0, "samples_used": 6,
-                                            "samples_total": 6, "items": []}
+        assert lat["iter_max_outliers"] == {
+            "method": "disabled_insufficient_samples",
+            "count": 0,
+            "samples_used": 6,
+            "samples_total": 6,
+            "items": [],
+        }
 
 
 def test_without_raw_samples():
-    rep = demo.generate_report("glm_5", "H200", "FP8_BLOCK_SCALES", 8, [64], seed=1,
-                               with_raw_samples=False)
+    rep = demo.generate_report(
+        "glm_5", "H200", "FP8_BLOCK_SCALES", 8, [64], seed=1, with_raw_samples=False
+    )
     for row in rep["results"]:
         assert row["raw_data"]["forward_times_ms"] == {"per_rank": {}}
     assert any(r["latency_ms"]["score"] is not None for r in rep["results"])
@@ -413,8 +578,13 @@ def test_capability_matrix(demo_set):
         for row in rep["results"]:
             rc, ac = row["requested_config"], row["actual_config"]
             if meta.hardware == "H200":
-                assert rc["backend"] not in ("TRTLLM", "CUTEDSL", "MEGAMOE_CUTEDSL",
-                                             "MEGAMOE_DEEPGEMM", "DEEPGEMM")
+                assert rc["backend"] not in (
+                    "TRTLLM",
+                    "CUTEDSL",
+                    "MEGAMOE_CUTEDSL",
+                    "MEGAMOE_DEEPGEMM",
+                    "DEEPGEMM",
+                )
             if row["status"] == "success":
                 assert quant in demo.BACKEND_QUANTS[rc["backend"]][arch]
             if rc["backend"].startswith("MEGAMOE"):
@@ -423,17 +593,22 @@ def test_capability_matrix(demo_set):
                     assert ac["comm_method"] == "NONE"
                     assert ac["scheduler_kind"] == "FUSED_COMM"
             if rc["parallel_mode"].startswith("T"):
-                assert rc["comm_method"] == ("NONE" if rc["backend"].startswith("MEGAMOE")
-                                             else "AUTO")
+                assert rc["comm_method"] == (
+                    "NONE" if rc["backend"].startswith("MEGAMOE") else "AUTO"
+                )
                 if ac["comm_method"] is not None:
                     assert ac["comm_method"] == "NONE"
             for k in ("moe_ep_size", "moe_tp_size", "enable_attention_dp"):
                 assert rc[k] is None
             if ac["moe_ep_size"] is not None:
-                ep, tp, adp = demo.parallel_layout(rc["parallel_mode"],
-                                                   rep["environment"]["world_size"])
+                ep, tp, adp = demo.parallel_layout(
+                    rc["parallel_mode"], rep["environment"]["world_size"]
+                )
                 assert (ac["moe_ep_size"], ac["moe_tp_size"], ac["enable_attention_dp"]) == (
-                    ep, tp, adp)
+                    ep,
+                    tp,
+                    adp,
+                )
 
 
 def test_environment_per_gpu(demo_set):
@@ -448,25 +623,47 @@ def test_environment_per_gpu(demo_set):
 
 
 def test_per_rank_tokens_split():
-    rep = demo.generate_report("deepseek_v4_pro", "GB300", "NVFP4", 4, [2, 256], seed=0,
-                               cuda_graph=[True], backends=["TRTLLM"])
-    prt = {(r["workload"]["num_tokens"], r["requested_config"]["parallel_mode"]):
-           r["workload"]["per_rank_num_tokens"] for r in rep["results"]}
+    rep = demo.generate_report(
+        "deepseek_v4_pro",
+        "GB300",
+        "NVFP4",
+        4,
+        [2, 256],
+        seed=0,
+        cuda_graph=[True],
+        backends=["TRTLLM"],
+    )
+    prt = {
+        (r["workload"]["num_tokens"], r["requested_config"]["parallel_mode"]): r["workload"][
+            "per_rank_num_tokens"
+        ]
+        for r in rep["results"]
+    }
     assert prt[(2, "DEP")] == [1, 1, 0, 0]
     assert prt[(256, "DEP")] == [64] * 4
     assert prt[(256, "TEP")] == [256] * 4
 
 
 def test_unsupported_requests_become_pruned_rows():
-    rep = demo.generate_report("kimi_k2", "H200", "FP8_BLOCK_SCALES", 8, [64], seed=0,
-                               backends=["CUTLASS", "TRTLLM"], cuda_graph=[True])
+    rep = demo.generate_report(
+        "kimi_k2",
+        "H200",
+        "FP8_BLOCK_SCALES",
+        8,
+        [64],
+        seed=0,
+        backends=["CUTLASS", "TRTLLM"],
+        cuda_graph=[True],
+    )
     trt = [r for r in rep["results"] if r["requested_config"]["backend"] == "TRTLLM"]
     assert trt and all(r["status"] == "skipped" for r in trt)
     assert all("SM90" in r["skip_reason"] for r in trt)
     # pruned rows come before runnable ones within the workload
-    first_cutlass = next(i for i, r in enumerate(rep["results"])
-                         if r["requested_config"]["backend"] == "CUTLASS"
-                         and r["status"] != "skipped")
+    first_cutlass = next(
+        i
+        for i, r in enumerate(rep["results"])
+        if r["requested_config"]["backend"] == "CUTLASS" and r["status"] != "skipped"
+    )
     assert all(r["status"] == "skipped" for r in rep["results"][:first_cutlass])
 
 
@@ -480,10 +677,16 @@ def test_score_grows_with_tokens_at_large_counts(demo_set):
             if row["status"] != "success":
                 continue
             rc = row["requested_config"]
-            key = (meta.filename, rc["backend"], rc["parallel_mode"], rc["comm_method"],
-                   rc["cuda_graph"])
-            series.setdefault(key, []).append((row["workload"]["num_tokens"],
-                                               row["latency_ms"]["score"]))
+            key = (
+                meta.filename,
+                rc["backend"],
+                rc["parallel_mode"],
+                rc["comm_method"],
+                rc["cuda_graph"],
+            )
+            series.setdefault(key, []).append(
+                (row["workload"]["num_tokens"], row["latency_ms"]["score"])
+            )
     n_pairs = 0
     for key, pts in series.items():
         # graph off: host dispatch hides GPU work up to far larger token counts
@@ -503,8 +706,12 @@ def test_graph_off_slower_at_small_tokens(demo_set):
             if row["status"] != "success" or row["workload"]["num_tokens"] > 64:
                 continue
             rc = row["requested_config"]
-            key = (row["workload"]["num_tokens"], rc["backend"], rc["parallel_mode"],
-                   rc["comm_method"])
+            key = (
+                row["workload"]["num_tokens"],
+                rc["backend"],
+                rc["parallel_mode"],
+                rc["comm_method"],
+            )
             by_cfg.setdefault(key, {})[rc["cuda_graph"]] = row["latency_ms"]["score"]
         for v in by_cfg.values():
             if len(v) == 2:
@@ -516,32 +723,53 @@ def test_graph_off_slower_at_small_tokens(demo_set):
 def test_megamoe_crossover_gb300_nvfp4_dep():
     ws = 8
     nts = [8, 64, 256, 8192, 32768]
-    rep = demo.generate_report("deepseek_v4_pro", "GB300", "NVFP4", ws, nts, seed=4,
-                               parallel_modes=["DEP"])
+    rep = demo.generate_report(
+        "deepseek_v4_pro", "GB300", "NVFP4", ws, nts, seed=4, parallel_modes=["DEP"]
+    )
     top_k = rep["model"]["top_k"]
     for nt in nts:
         act = nt * top_k / ws
-        trt = _score(rep, nt=nt, backend="TRTLLM", parallel_mode="DEP",
-                     comm_method="NVLINK_ONE_SIDED", cuda_graph=True)
-        mega = _score(rep, nt=nt, backend="MEGAMOE_CUTEDSL", parallel_mode="DEP",
-                      cuda_graph=True)
+        trt = _score(
+            rep,
+            nt=nt,
+            backend="TRTLLM",
+            parallel_mode="DEP",
+            comm_method="NVLINK_ONE_SIDED",
+            cuda_graph=True,
+        )
+        mega = _score(rep, nt=nt, backend="MEGAMOE_CUTEDSL", parallel_mode="DEP", cuda_graph=True)
         if act <= 256:
             assert trt < mega, nt
         if act >= 4096:
             assert mega < trt, nt
     # graph off: the crossover moves far out (TRTLLM still ahead at ~6k tokens/rank)
-    trt_off = _score(rep, nt=8192, backend="TRTLLM", parallel_mode="DEP",
-                     comm_method="NVLINK_ONE_SIDED", cuda_graph=False)
-    mega_off = _score(rep, nt=8192, backend="MEGAMOE_CUTEDSL", parallel_mode="DEP",
-                      cuda_graph=False)
+    trt_off = _score(
+        rep,
+        nt=8192,
+        backend="TRTLLM",
+        parallel_mode="DEP",
+        comm_method="NVLINK_ONE_SIDED",
+        cuda_graph=False,
+    )
+    mega_off = _score(
+        rep, nt=8192, backend="MEGAMOE_CUTEDSL", parallel_mode="DEP", cuda_graph=False
+    )
     assert trt_off < mega_off
 
 
 def test_trtllm_vs_cutedsl_by_world_size():
     for ws, trtllm_wins in ((8, True), (32, False)):
-        rep = demo.generate_report("deepseek_v4_pro", "GB300", "NVFP4", ws, [ws * 4], seed=9,
-                                   parallel_modes=["DEP"], cuda_graph=[True],
-                                   comm_methods=["NVLINK_ONE_SIDED"])
+        rep = demo.generate_report(
+            "deepseek_v4_pro",
+            "GB300",
+            "NVFP4",
+            ws,
+            [ws * 4],
+            seed=9,
+            parallel_modes=["DEP"],
+            cuda_graph=[True],
+            comm_methods=["NVLINK_ONE_SIDED"],
+        )
         kw = dict(nt=ws * 4, parallel_mode="DEP", comm_method="NVLINK_ONE_SIDED")
         trt = _score(rep, backend="TRTLLM", **kw)
         cute = _score(rep, backend="CUTEDSL", **kw)
@@ -569,9 +797,17 @@ def test_cross_domain_comm_choice(b300_cross):
 
 
 def test_cross_domain_nvlink_only_paths_fail_to_build():
-    rep = demo.generate_report("kimi_k2", "B300", "NVFP4", 16, [256], seed=0,
-                               comm_methods=["NVLINK_ONE_SIDED", "DEEPEP"],
-                               parallel_modes=["DEP"], cuda_graph=[True])
+    rep = demo.generate_report(
+        "kimi_k2",
+        "B300",
+        "NVFP4",
+        16,
+        [256],
+        seed=0,
+        comm_methods=["NVLINK_ONE_SIDED", "DEEPEP"],
+        parallel_modes=["DEP"],
+        cuda_graph=[True],
+    )
     for row in rep["results"]:
         rc = row["requested_config"]
         if rc["comm_method"] == "NVLINK_ONE_SIDED" or rc["backend"].startswith("MEGAMOE"):
@@ -609,7 +845,7 @@ def test_demo_dataset_size_and_meta(demo_set):
 
 
 def test_demo_upload_kwargs_fit_upload_meta(demo_set):
-    records = pytest.importorskip("db.records")
+    records = pytest.importorskip("ingest.records")
     meta = demo_set[0][1]
     um = records.UploadMeta(**meta.upload_kwargs())
     assert um.synthetic is True and um.hardware == meta.hardware

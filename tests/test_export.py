@@ -13,9 +13,18 @@ from analysis.tree import Deployment, recommend
 
 
 def dep(**kw: object) -> Deployment:
-    base = dict(hardware="B300", num_experts=384, top_k=6, hidden_size=7168, quant="NVFP4",
-                world_size=16, attention_dp=True, cuda_graph=True, num_tokens=250,
-                model="deepseek_v4_pro")
+    base = dict(
+        hardware="B300",
+        num_experts=384,
+        top_k=6,
+        hidden_size=7168,
+        quant="NVFP4",
+        world_size=16,
+        attention_dp=True,
+        cuda_graph=True,
+        num_tokens=250,
+        model="deepseek_v4_pro",
+    )
     base.update(kw)
     return Deployment(**base)  # type: ignore[arg-type]
 
@@ -27,10 +36,14 @@ def test_yaml_round_trips_with_header() -> None:
     rec = recommend(dep())
     text = recommended_config_yaml(rec, PROV)
     parsed = yaml.safe_load(text)
-    assert parsed == {"tensor_parallel_size": 16, "moe_expert_parallel_size": 16,
-                      "moe_tensor_parallel_size": 1, "enable_attention_dp": True,
-                      "moe_config": {"backend": "CUTEDSL"},
-                      "cuda_graph_config": {"enable_padding": True, "max_batch_size": 16}}
+    assert parsed == {
+        "tensor_parallel_size": 16,
+        "moe_expert_parallel_size": 16,
+        "moe_tensor_parallel_size": 1,
+        "enable_attention_dp": True,
+        "moe_config": {"backend": "CUTEDSL"},
+        "cuda_graph_config": {"enable_padding": True, "max_batch_size": 16},
+    }
     header = [ln for ln in text.splitlines() if ln.startswith("#")]
     assert any("run ids: 3, 7" in h for h in header)
     assert any("1.3.0rc26" in h for h in header) and any("2026-09-13" in h for h in header)
@@ -48,8 +61,7 @@ def test_prefill_has_null_graph_and_no_env() -> None:
 
 def test_attention_tp_batch_is_per_rank_tokens() -> None:
     rec = recommend(dep(hardware="GB300", world_size=8, attention_dp=False, num_tokens=32))
-    assert config_dict(rec)["cuda_graph_config"] == {"enable_padding": True,
-                                                     "max_batch_size": 32}
+    assert config_dict(rec)["cuda_graph_config"] == {"enable_padding": True, "max_batch_size": 32}
     assert config_dict(rec)["enable_attention_dp"] is False
 
 
@@ -58,9 +70,14 @@ def test_header_cannot_break_yaml() -> None:
     assert "b: c" not in yaml.safe_load(text)
 
 
-FRAME = pd.DataFrame({"b": [1.5, np.nan, np.inf], "a": pd.array([1, None, 3], dtype="Int64"),
-                      "s": ["x", None, "z,y"], "t": pd.to_datetime(["2026-01-01", None,
-                                                                    "2026-01-03"])})
+FRAME = pd.DataFrame(
+    {
+        "b": [1.5, np.nan, np.inf],
+        "a": pd.array([1, None, 3], dtype="Int64"),
+        "s": ["x", None, "z,y"],
+        "t": pd.to_datetime(["2026-01-01", None, "2026-01-03"]),
+    }
+)
 
 
 def test_json_records_null_and_order() -> None:

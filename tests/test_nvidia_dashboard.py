@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from analysis import columns as C
-from db.records import UploadMeta
 from ingest.detect import parse_path, parse_upload
 from ingest.errors import InputError
 from ingest.lenient_json import loads
@@ -20,6 +19,7 @@ from ingest.nvidia_dashboard import (
     parse_dashboard_csv,
     parse_dashboard_datajs,
 )
+from ingest.records import UploadMeta
 from tests.test_bench_moe import check_sweep_contract
 
 DASH = Path(__file__).parent / "fixtures" / "dashboard"

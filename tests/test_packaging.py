@@ -26,7 +26,7 @@ def test_every_source_directory_is_a_packaged_package() -> None:
 
 def test_console_script_targets_the_cli() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert config["project"]["scripts"]["moedash"] == "ingest.cli:main"
-    from ingest.cli import main
+    assert config["project"]["scripts"]["moedash"] == "moedash.cli:main"
+    from moedash.cli import main
 
     assert callable(main)

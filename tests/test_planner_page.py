@@ -10,12 +10,12 @@ import plotly.graph_objects as go
 import pytest
 
 from analysis.planner import GPUS, MODELS, Workload, search_plans, timeline
+from api.routes.planner import PlanRequest, run_plan
 from dashboard import planner_figures as PF
 from dashboard.app import _NAV, PAGES, create_dash, parse_search, render_page
-from dashboard.data import DashData
 from dashboard.pages import planner as P
 from db.store import Store
-from ingest.api_planner import PlanRequest, run_plan
+from service.frames import DashData
 from tests.test_api_planner import K3, K4, ingest_linear
 
 
@@ -85,12 +85,20 @@ def test_na_sweep_figure_draws_the_sweep_and_marks_the_choice(payload: dict[str,
 
 
 def test_na_sweep_figure_marks_infeasible_and_handles_empty() -> None:
-    sweep = pd.DataFrame({"na": [1, 2, 3], "feasible": [True, True, False],
-                          "batch": [10, 20, None], "ta_ms": [0.1, 0.1, None],
-                          "te_ms": [0.2, 0.1, None], "tbt_ms": [40, 41, None],
-                          "gpus": [9, 10, None], "tput_per_gpu": [100.0, 150.0, None],
-                          "tput_per_cost": [50.0, 60.0, None],
-                          "balance_met": [False, True, None]})
+    sweep = pd.DataFrame(
+        {
+            "na": [1, 2, 3],
+            "feasible": [True, True, False],
+            "batch": [10, 20, None],
+            "ta_ms": [0.1, 0.1, None],
+            "te_ms": [0.2, 0.1, None],
+            "tbt_ms": [40, 41, None],
+            "gpus": [9, 10, None],
+            "tput_per_gpu": [100.0, 150.0, None],
+            "tput_per_cost": [50.0, 60.0, None],
+            "balance_met": [False, True, None],
+        }
+    )
     fig = PF.na_sweep_figure(sweep, 2)
     (bad,) = [t for t in fig.data if t.name.startswith("infeasible")]
     assert list(bad.x) == [3] and list(bad.y) == [0]
@@ -126,8 +134,17 @@ def test_constraint_fit_and_comparison_rows(payload: dict[str, Any]) -> None:
     assert [r["constraint"] for r in rows] == ["Ta ≈ Te", "Tc < Tf", "m ≥ 2·(1 + Tc/Tf)"]
     assert all(r["status"] in ("met", "violated") for r in rows)
     assert rows[2]["value"] == payload["best"]["m"]
-    violated = PF.constraint_rows([{"name": "comm_hidden", "met": False, "value": 2.0,
-                                    "bound": 1.0, "detail": "Tc=2 ms < Tf=1 ms"}])
+    violated = PF.constraint_rows(
+        [
+            {
+                "name": "comm_hidden",
+                "met": False,
+                "value": 2.0,
+                "bound": 1.0,
+                "detail": "Tc=2 ms < Tf=1 ms",
+            }
+        ]
+    )
     assert violated[0]["status"] == "violated" and violated[0]["constraint"] == "comm_hidden"
     fits = PF.fit_rows(payload["expert_fits"])
     assert fits[0]["source"] == "roofline" and fits[0]["k3 / roofline"] == pytest.approx(1.0)
@@ -140,10 +157,22 @@ def test_constraint_fit_and_comparison_rows(payload: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------ form and URL
 def test_form_round_trips_through_the_url() -> None:
-    query = {"model": "dbrx", "seq": "4096.5", "slo": "120", "gpu": ["h20", "L40S", "nope"],
-             "mode": "heterogeneous", "nm": "6", "xpn": "2", "fq": "BF16",
-             "L": "20", "E": str(MODELS["dbrx"].num_experts), "pa": "12.5",
-             "H20.price": "2.5", "L40S.memory_gb": "48", "A800.price": "9"}
+    query = {
+        "model": "dbrx",
+        "seq": "4096.5",
+        "slo": "120",
+        "gpu": ["h20", "L40S", "nope"],
+        "mode": "heterogeneous",
+        "nm": "6",
+        "xpn": "2",
+        "fq": "BF16",
+        "L": "20",
+        "E": str(MODELS["dbrx"].num_experts),
+        "pa": "12.5",
+        "H20.price": "2.5",
+        "L40S.memory_gb": "48",
+        "A800.price": "9",
+    }
     form = P.parse_form(query)
     assert form.model == "dbrx" and form.seq == 4096.5 and form.slo == 120
     assert form.gpus == ("H20", "L40S") and form.mode == "heterogeneous"
@@ -155,17 +184,32 @@ def test_form_round_trips_through_the_url() -> None:
 
 
 def test_bad_query_values_fall_back_to_defaults() -> None:
-    form = P.parse_form({"model": "nope", "seq": "-1", "slo": "abc", "gpu": "XX",
-                         "mode": "weird", "nm": "99", "E": "nan"})
+    form = P.parse_form(
+        {
+            "model": "nope",
+            "seq": "-1",
+            "slo": "abc",
+            "gpu": "XX",
+            "mode": "weird",
+            "nm": "99",
+            "E": "nan",
+        }
+    )
     d = P.Form()
     assert (form.model, form.seq, form.slo, form.gpus, form.mode) == (
-        d.model, d.seq, d.slo, d.gpus, d.mode)
+        d.model,
+        d.seq,
+        d.slo,
+        d.gpus,
+        d.mode,
+    )
     assert form.nm == 8 and form.model_over == {}
 
 
 def test_plan_request_maps_units() -> None:
-    form = P.parse_form({"pa": "12.5", "pe": "3", "L": "20", "H20.gpus_per_node": "4",
-                         "xpn": "2", "fq": "BF16"})
+    form = P.parse_form(
+        {"pa": "12.5", "pe": "3", "L": "20", "H20.gpus_per_node": "4", "xpn": "2", "fq": "BF16"}
+    )
     req = P.plan_request(form)
     over = req.model_overrides
     assert over is not None
@@ -181,8 +225,9 @@ def test_controls_and_grid_rows_make_the_form() -> None:
     rows[1]["price"] = 0.9  # the user's edit in the grid
     values = [P.catalog_model_value("mixtral_8x22b", k) for k in P.MODEL_KEYS]
     values[list(P.MODEL_KEYS).index("L")] = 28
-    form = P.form_from_controls("mixtral_8x22b", 1024, 80, ["H20", "L40S"], "heterogeneous",
-                                3, 0, None, values, rows)
+    form = P.form_from_controls(
+        "mixtral_8x22b", 1024, 80, ["H20", "L40S"], "heterogeneous", 3, 0, None, values, rows
+    )
     assert form.gpu_over == {"L40S": {"price": 0.9}}
     assert form.model_over == {"L": 28.0}
     assert form.xpn is None and form.nm == 3
@@ -205,8 +250,13 @@ def test_update_renders_every_section_with_the_fit(store: Store) -> None:
     data = DashData(store)
     body, search, payload = P.update(data, P.parse_form({"gpu": ["H20"], "slo": "150"}))
     assert search.startswith("?model=mixtral_8x22b") and "gpu=H20" in search
-    for test_id in ("planner-verdict", "planner-best", "planner-constraints",
-                    "planner-colocated", "planner-fits"):
+    for test_id in (
+        "planner-verdict",
+        "planner-best",
+        "planner-constraints",
+        "planner-colocated",
+        "planner-fits",
+    ):
         assert _find(body, test_id) is not None, test_id
     assert {"plan-sweep", "plan-timeline", "plan-alts"} <= _ids(body)
     fits = _text(_find(body, "planner-fits"))
@@ -227,8 +277,9 @@ def test_update_renders_every_section_with_the_fit(store: Store) -> None:
 
 def test_update_explains_refusals_and_empty_results(store: Store) -> None:
     data = DashData(store)
-    body, _, payload = P.update(data, P.parse_form({
-        "gpu": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous"}))
+    body, _, payload = P.update(
+        data, P.parse_form({"gpu": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous"})
+    )
     assert payload is None
     assert "at most 4 GPUs" in _text(_find(body, "planner-error"))
     body, _, payload = P.update(data, P.parse_form({"slo": "0.01"}))
@@ -246,5 +297,12 @@ def test_page_is_routed_and_registered(store: Store) -> None:
     data = app.server.config["MOEDASH_DATA"]
     page = render_page(data, "/planner", "?model=dbrx&gpu=H20&gpu=L40S&H20.price=2&L=20")
     ids = _ids(page)
-    assert {"plan-model", "plan-gpus", "plan-gpu-grid", "plan-run", "plan-body",
-            "plan-download-btn", "plan-m-L"} <= ids
+    assert {
+        "plan-model",
+        "plan-gpus",
+        "plan-gpu-grid",
+        "plan-run",
+        "plan-body",
+        "plan-download-btn",
+        "plan-m-L",
+    } <= ids

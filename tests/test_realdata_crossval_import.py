@@ -14,13 +14,13 @@ import pytest
 from analysis import crossval_columns as cc
 from analysis.serving_map import map_workloads
 from db.store import open_store
-from ingest.cli import main
 from ingest.serving_configs import (
     ImportResult,
     import_directory,
     points_frame,
     recipe_configs,
 )
+from moedash.cli import main
 from tests.conftest import shared_data_dir
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
@@ -97,8 +97,8 @@ def test_upload_of_the_real_tree_equals_the_directory_import(
     same directory: same content hash, same workloads."""
     from fastapi.testclient import TestClient
 
-    from ingest.app import create_app
-    from ingest.settings import Settings
+    from moedash.app import create_app
+    from moedash.settings import Settings
 
     url = f"duckdb:///{tmp_path / 'upload.duckdb'}"
     roots = ("inferencex", "inferencex-1e53c97e", "srt-slurm")

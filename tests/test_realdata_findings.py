@@ -19,8 +19,8 @@ from analysis.derived import add_derived
 from analysis.serving_map import map_workloads
 from analysis.thresholds import derive_guide_thresholds, thresholds_from_check
 from analysis.tree import Thresholds
-from db.records import UploadMeta
 from ingest.detect import parse_path
+from ingest.records import UploadMeta
 from ingest.serving_configs import import_directory, points_frame, recipe_configs
 from tests.conftest import shared_data_dir
 

@@ -9,7 +9,7 @@ import pytest
 
 from analysis import columns as C
 from db.store import open_store
-from ingest.cli import main
+from moedash.cli import main
 from tests.conftest import shared_data_dir
 
 pytestmark = pytest.mark.realdata

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from analysis import columns as C
-from db.records import UploadMeta
 from ingest.detect import parse_path
+from ingest.records import UploadMeta
 from tests.test_bench_moe import check_sweep_contract
 
 pytestmark = pytest.mark.realdata

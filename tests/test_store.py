@@ -9,8 +9,8 @@ import pytest
 
 from analysis import columns as C
 from db import Conflict, NotFound
-from db.records import UploadMeta
 from db.store import Store, open_store
+from ingest.records import UploadMeta
 from tests.sweeps import make_sweep
 
 META = UploadMeta(hardware="GB300", trtllm_version="v1.3.0rc26", filename="a.json")
@@ -199,9 +199,12 @@ def test_partly_known_upload_stores_only_the_new_runs(store: Store) -> None:
 def test_candidate_frame_categorical_has_the_same_values(store: Store) -> None:
     store.ingest([make_sweep(40, seed=7)], b"c1", META)
     store.ingest([make_sweep(20, hardware="B300", model="glm_5", seed=8)], b"c2", META)
-    for kwargs in ({}, {"filters": {C.HARDWARE: "B300"}, "success_only": True},
-                   {"columns": [C.BACKEND, C.SCORE_MS, C.FAILURE_CATEGORY]},
-                   {"filters": {C.HARDWARE: "nope"}}):
+    for kwargs in (
+        {},
+        {"filters": {C.HARDWARE: "B300"}, "success_only": True},
+        {"columns": [C.BACKEND, C.SCORE_MS, C.FAILURE_CATEGORY]},
+        {"filters": {C.HARDWARE: "nope"}},
+    ):
         plain = store.candidate_frame(**kwargs)  # type: ignore[arg-type]
         cats = store.candidate_frame(categorical=True, **kwargs)  # type: ignore[arg-type]
         assert list(cats.columns) == list(plain.columns) and len(cats) == len(plain)

@@ -17,21 +17,33 @@ from analysis.thresholds import (
 )
 from tests.factories import make_candidates
 
-GRID = [2 ** i for i in range(4, 16)]  # 16 .. 32768
+GRID = [2**i for i in range(4, 16)]  # 16 .. 32768
 A, B = {C.BACKEND: "TRTLLM"}, {C.BACKEND: "MEGAMOE_CUTEDSL"}
 
 
-def sweep(cross: float, models: tuple[str, ...] = ("m1", "m2"), grid: list[int] = GRID,
-          **kw: object) -> pd.DataFrame:
+def sweep(
+    cross: float, models: tuple[str, ...] = ("m1", "m2"), grid: list[int] = GRID, **kw: object
+) -> pd.DataFrame:
     """TRTLLM wins where num_tokens < cross, MEGAMOE_CUTEDSL above (10 % margins)."""
     rows = []
     for m in models:
         for n in grid:
             a_wins = n < cross
-            rows += [{C.MODEL: m, C.NUM_TOKENS: n, C.BACKEND: "TRTLLM",
-                      C.SCORE_MS: 1.0 if a_wins else 1.1},
-                     {C.MODEL: m, C.NUM_TOKENS: n, C.BACKEND: "MEGAMOE_CUTEDSL",
-                      C.COMM: "NONE", C.SCORE_MS: 1.1 if a_wins else 1.0}]
+            rows += [
+                {
+                    C.MODEL: m,
+                    C.NUM_TOKENS: n,
+                    C.BACKEND: "TRTLLM",
+                    C.SCORE_MS: 1.0 if a_wins else 1.1,
+                },
+                {
+                    C.MODEL: m,
+                    C.NUM_TOKENS: n,
+                    C.BACKEND: "MEGAMOE_CUTEDSL",
+                    C.COMM: "NONE",
+                    C.SCORE_MS: 1.1 if a_wins else 1.0,
+                },
+            ]
     return make_candidates(rows, **kw)
 
 
@@ -59,7 +71,7 @@ def test_reversed_orientation_and_labels() -> None:
 
 
 def test_no_crossover_and_insufficient() -> None:
-    res = find_crossovers(sweep(10 ** 9), A, B, C.NUM_TOKENS).crossovers.iloc[0]
+    res = find_crossovers(sweep(10**9), A, B, C.NUM_TOKENS).crossovers.iloc[0]
     assert res["status"] == "no_crossover" and res["dominant"] == "A"
     assert math.isnan(res["crossover"])
     tiny = find_crossovers(sweep(700, models=("m1",), grid=[256, 1024]), A, B, C.NUM_TOKENS)
@@ -85,24 +97,23 @@ def test_all_noise_is_not_a_clean_crossover() -> None:
 
 
 def test_groups_and_per_group_brackets() -> None:
-    df = pd.concat([sweep(700, hardware="GB300"), sweep(5000, hardware="B300")],
-                   ignore_index=True)
+    df = pd.concat([sweep(700, hardware="GB300"), sweep(5000, hardware="B300")], ignore_index=True)
     res = find_crossovers(df, A, B, C.NUM_TOKENS, group_cols=[C.HARDWARE]).crossovers
-    got = dict(zip(res[C.HARDWARE], zip(res["bracket_lo"], res["bracket_hi"], strict=True),
-                   strict=True))
+    got = dict(
+        zip(res[C.HARDWARE], zip(res["bracket_lo"], res["bracket_hi"], strict=True), strict=True)
+    )
     assert got == {"B300": (4096, 8192), "GB300": (512, 1024)}
 
 
 def test_model_inconsistency_is_reported() -> None:
-    df = pd.concat([sweep(700, models=("m1",)), sweep(20000, models=("m2",))],
-                   ignore_index=True)
+    df = pd.concat([sweep(700, models=("m1",)), sweep(20000, models=("m2",))], ignore_index=True)
     res = find_crossovers(df, A, B, C.NUM_TOKENS).crossovers.iloc[0]
     assert res["model_spread"] == pytest.approx(32.0)
     assert res["frac_models_agree"] < 1.0
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.sampled_from(GRID[1:]), st.integers(0, 10 ** 6))
+@given(st.sampled_from(GRID[1:]), st.integers(0, 10**6))
 def test_order_independent_and_not_mutating(cross: int, seed: int) -> None:
     df = sweep(cross * 0.9)
     before = df.copy()
@@ -120,13 +131,24 @@ def guide_frame(decode_cross_tokens: int) -> pd.DataFrame:
     ``decode_cross_tokens`` activated tokens per rank."""
     rows = []
     for model in ("deepseek_v4_pro", "kimi_k2"):
-        for n in [2 ** i for i in range(6, 14)]:
+        for n in [2**i for i in range(6, 14)]:
             atpr = n * 6 / 8
             a_wins = atpr <= decode_cross_tokens
-            rows += [{C.MODEL: model, C.NUM_TOKENS: n, C.BACKEND: "TRTLLM",
-                      C.SCORE_MS: 1.0 if a_wins else 1.2},
-                     {C.MODEL: model, C.NUM_TOKENS: n, C.BACKEND: "MEGAMOE_CUTEDSL",
-                      C.COMM: "NONE", C.SCORE_MS: 1.2 if a_wins else 1.0}]
+            rows += [
+                {
+                    C.MODEL: model,
+                    C.NUM_TOKENS: n,
+                    C.BACKEND: "TRTLLM",
+                    C.SCORE_MS: 1.0 if a_wins else 1.2,
+                },
+                {
+                    C.MODEL: model,
+                    C.NUM_TOKENS: n,
+                    C.BACKEND: "MEGAMOE_CUTEDSL",
+                    C.COMM: "NONE",
+                    C.SCORE_MS: 1.2 if a_wins else 1.0,
+                },
+            ]
     return make_candidates(rows, top_k=6, world_size=8, hardware="GB300")
 
 

@@ -60,7 +60,7 @@ _WRITER = """
 import sys, time
 from db.store import open_store
 from tests.sweeps import make_sweep
-from db.records import UploadMeta
+from ingest.records import UploadMeta
 store = open_store(sys.argv[1])
 sweep = make_sweep(int(sys.argv[2]))
 print("ready", flush=True)

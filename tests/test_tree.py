@@ -12,8 +12,17 @@ from analysis.tree import Deployment, Thresholds, recommend
 
 
 def dep(**kw: object) -> Deployment:
-    base = dict(hardware="GB300", num_experts=384, top_k=6, hidden_size=7168, quant="NVFP4",
-                world_size=8, attention_dp=True, cuda_graph=True, num_tokens=256)
+    base = dict(
+        hardware="GB300",
+        num_experts=384,
+        top_k=6,
+        hidden_size=7168,
+        quant="NVFP4",
+        world_size=8,
+        attention_dp=True,
+        cuda_graph=True,
+        num_tokens=256,
+    )
     base.update(kw)
     return Deployment(**base)  # type: ignore[arg-type]
 
@@ -70,8 +79,9 @@ def test_cross_domain_b300_comm() -> None:
     assert (big.comm, big.force_comm) == ("ALLGATHER", True)  # 43008 KiB > 8192
     qwen = recommend(dep(hardware="B300", world_size=16, hidden_size=8192, top_k=10))
     assert (qwen.comm, qwen.force_comm) == ("AUTO", False)  # 8192 unsupported by DeepEP LL
-    assert recommend(dep(hardware="B300", world_size=16,
-                         quant="W4A8_MXFP4_MXFP8")).backend == "TRTLLM"
+    assert (
+        recommend(dep(hardware="B300", world_size=16, quant="W4A8_MXFP4_MXFP8")).backend == "TRTLLM"
+    )
 
 
 def test_within_domain_b300_and_gb300_72() -> None:
@@ -82,11 +92,16 @@ def test_within_domain_b300_and_gb300_72() -> None:
 
 def test_hopper_sm120_and_fallbacks() -> None:
     assert recommend(dep(hardware="H200", quant="FP8_BLOCK_SCALES")).backend == "CUTLASS"
-    spark = recommend(dep(hardware="DGX_SPARK", world_size=1, attention_dp=False,
-                          num_tokens=8, top_k=4))
+    spark = recommend(
+        dep(hardware="DGX_SPARK", world_size=1, attention_dp=False, num_tokens=8, top_k=4)
+    )
     assert spark.backend == "CUTEDSL"  # 32 tokens per rank < 64
-    assert recommend(dep(hardware="DGX_SPARK", world_size=1, attention_dp=False,
-                         num_tokens=64)).backend == "CUTLASS"
+    assert (
+        recommend(
+            dep(hardware="DGX_SPARK", world_size=1, attention_dp=False, num_tokens=64)
+        ).backend
+        == "CUTLASS"
+    )
     fp8 = recommend(dep(quant="FP8_BLOCK_SCALES"))
     assert fp8.backend == "TRTLLM" and not fp8.in_guide_coverage and fp8.notes
     unknown = recommend(dep(hardware="MI300X"))
@@ -107,8 +122,7 @@ def test_capabilities() -> None:
     assert hardware_info("B300").nvlink_domain == 8  # type: ignore[union-attr]
     assert backend_supports("MEGAMOE_CUTEDSL", 103, "NVFP4")
     assert not backend_supports("MEGAMOE_CUTEDSL", 90, "NVFP4")
-    assert not backend_supports("CUTEDSL", 100, "BF16") and backend_supports("CUTEDSL", 107,
-                                                                             "BF16")
+    assert not backend_supports("CUTEDSL", 100, "BF16") and backend_supports("CUTEDSL", 107, "BF16")
     assert supported_backends(90, "FP8_BLOCK_SCALES") == ["CUTLASS"]
     assert deepep_low_latency_supported(7168, 16)
     assert not deepep_low_latency_supported(7168, 17)

@@ -25,20 +25,29 @@ from analysis.best import (
 )
 from analysis.tables import to_csv_text
 from dashboard import components as ui
-from dashboard.data import Cell, DashData
+from service.frames import Cell, DashData
 
 PATH = "/best"
 _DERIVED = (C.ACTIVATED_TOKENS_PER_RANK, C.DISPATCH_KB, C.TOKENS_PER_S_PER_GPU)
 _HEADERS = {
-    "best_backend": "best backend", "best_comm": "best comm",
-    "best_parallel_mode": "best parallel mode", "best_moe_ep_size": "EP",
-    "best_moe_tp_size": "TP", "best_cuda_graph": "CUDA graph",
-    "best_score_ms": "best score (ms)", "runner_up_backend": "runner-up backend",
-    "runner_up_comm": "runner-up comm", "runner_up_parallel_mode": "runner-up mode",
-    "runner_up_score_ms": "runner-up score (ms)", MARGIN_PCT: "margin (%)",
-    NOISE_BAND_PCT: "noise band (%)", IS_TIE: "tie (within noise)",
-    N_CANDIDATES: "candidates", C.DISPATCH_KB: "dispatch_KB (KiB)",
-    "best_run_id": "run", C.RUN_ID: "run",
+    "best_backend": "best backend",
+    "best_comm": "best comm",
+    "best_parallel_mode": "best parallel mode",
+    "best_moe_ep_size": "EP",
+    "best_moe_tp_size": "TP",
+    "best_cuda_graph": "CUDA graph",
+    "best_score_ms": "best score (ms)",
+    "runner_up_backend": "runner-up backend",
+    "runner_up_comm": "runner-up comm",
+    "runner_up_parallel_mode": "runner-up mode",
+    "runner_up_score_ms": "runner-up score (ms)",
+    MARGIN_PCT: "margin (%)",
+    NOISE_BAND_PCT: "noise band (%)",
+    IS_TIE: "tie (within noise)",
+    N_CANDIDATES: "candidates",
+    C.DISPATCH_KB: "dispatch_KB (KiB)",
+    "best_run_id": "run",
+    C.RUN_ID: "run",
 }
 
 
@@ -48,8 +57,11 @@ def best_table(frame: pd.DataFrame, grouping: str) -> pd.DataFrame:
     res = best_by_workload(frame, grouping)
     if res.empty:
         return res
-    pos = _positions(frame, res["best_" + C.RUN_ID].to_numpy(np.int64),
-                     res["best_" + C.CANDIDATE_INDEX].to_numpy(np.int64))
+    pos = _positions(
+        frame,
+        res["best_" + C.RUN_ID].to_numpy(np.int64),
+        res["best_" + C.CANDIDATE_INDEX].to_numpy(np.int64),
+    )
     for col in (C.WORLD_SIZE, C.PHASE, *_DERIVED):
         if col not in res:
             values = frame[col].take(pos).to_numpy()
@@ -62,8 +74,13 @@ def _positions(frame: pd.DataFrame, run_ids: np.ndarray, cand: np.ndarray) -> np
     Cell frames are sorted by that pair, so a binary search does; otherwise an index."""
     runs = frame[C.RUN_ID].to_numpy()
     idx = frame[C.CANDIDATE_INDEX].to_numpy()
-    if (len(runs) and runs.dtype.kind == idx.dtype.kind == "i" and idx.min() >= 0
-            and run_ids.min(initial=0) >= 0 and cand.min(initial=0) >= 0):
+    if (
+        len(runs)
+        and runs.dtype.kind == idx.dtype.kind == "i"
+        and idx.min() >= 0
+        and run_ids.min(initial=0) >= 0
+        and cand.min(initial=0) >= 0
+    ):
         width = int(max(idx.max(), cand.max(initial=0))) + 1
         if max(int(runs.max()), int(run_ids.max(initial=0))) < np.iinfo(np.int64).max // width:
             key = runs.astype(np.int64) * width + idx
@@ -80,17 +97,35 @@ def _positions(frame: pd.DataFrame, run_ids: np.ndarray, cand: np.ndarray) -> np
 def display_columns(grouping: str) -> list[str]:
     keys = [k for k in GROUPINGS[grouping] if k not in (C.MODEL, C.HARDWARE, C.QUANT)]
     extra = [C.WORLD_SIZE, C.PHASE] if grouping == "bench_moe" else [C.PHASE]
-    return [*keys, *extra, "best_backend", "best_comm", "best_parallel_mode",
-            "best_moe_ep_size", "best_moe_tp_size", "best_cuda_graph", "best_score_ms",
-            C.TOKENS_PER_S_PER_GPU, C.ACTIVATED_TOKENS_PER_RANK, C.DISPATCH_KB,
-            "runner_up_backend", "runner_up_comm", "runner_up_score_ms", MARGIN_PCT,
-            NOISE_BAND_PCT, IS_TIE, N_CANDIDATES, "best_run_id"]
+    return [
+        *keys,
+        *extra,
+        "best_backend",
+        "best_comm",
+        "best_parallel_mode",
+        "best_moe_ep_size",
+        "best_moe_tp_size",
+        "best_cuda_graph",
+        "best_score_ms",
+        C.TOKENS_PER_S_PER_GPU,
+        C.ACTIVATED_TOKENS_PER_RANK,
+        C.DISPATCH_KB,
+        "runner_up_backend",
+        "runner_up_comm",
+        "runner_up_score_ms",
+        MARGIN_PCT,
+        NOISE_BAND_PCT,
+        IS_TIE,
+        N_CANDIDATES,
+        "best_run_id",
+    ]
 
 
 def table_for(data: DashData, cell: Cell, grouping: str, ws: int | None) -> pd.DataFrame:
     """The (cached) table of one cell and grouping, optionally for one world size."""
-    table = data.cached(("best", cell, grouping),
-                        lambda: best_table(data.cell_frame(cell), grouping))
+    table = data.cached(
+        ("best", cell, grouping), lambda: best_table(data.cell_frame(cell), grouping)
+    )
     if ws is not None and not table.empty:
         table = table[table[C.WORLD_SIZE].to_numpy() == ws]
     return table
@@ -99,76 +134,139 @@ def table_for(data: DashData, cell: Cell, grouping: str, ws: int | None) -> pd.D
 def _grid(table: pd.DataFrame, grouping: str) -> Any:
     cols = display_columns(grouping)
     overrides: dict[str, dict[str, Any]] = {c: {"headerName": h} for c, h in _HEADERS.items()}
-    overrides[IS_TIE] = {"headerName": _HEADERS[IS_TIE],
-                         "cellClassRules": {"tie-cell": "params.value === true"}}
+    overrides[IS_TIE] = {
+        "headerName": _HEADERS[IS_TIE],
+        "cellClassRules": {"tie-cell": "params.value === true"},
+    }
     overrides[MARGIN_PCT] = {**overrides[MARGIN_PCT], "sort": None}
-    return ui.grid("best-grid", table, cols, page_size=50, height="600px",
-                   col_overrides=overrides)
+    return ui.grid("best-grid", table, cols, page_size=50, height="600px", col_overrides=overrides)
 
 
 def layout(data: DashData, **query: Any) -> html.Div:
     cells = data.cells()
     if not cells:
-        return html.Div([html.H2("Best by workload"),
-                         ui.empty_state("No runs in the database yet.")])
-    want = Cell(ui.first(query, "model") or "", ui.first(query, "hardware") or "",
-                ui.first(query, "quant") or "")
+        return html.Div(
+            [html.H2("Best by workload"), ui.empty_state("No runs in the database yet.")]
+        )
+    want = Cell(
+        ui.first(query, "model") or "",
+        ui.first(query, "hardware") or "",
+        ui.first(query, "quant") or "",
+    )
     cell = want if want in cells else cells[0]
     grouping = ui.first(query, "grouping") or "bench_moe"
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
     ws = ui.as_int(ui.first(query, "ws"))
     sizes = sorted(int(w) for w in data.cell_frame(cell)[C.WORLD_SIZE].unique())
-    return html.Div([
-        dcc.Location(id="best-url", refresh=False),
-        html.H2("Best configuration by workload"),
-        html.P("Winner per workload with its runner-up. Margin = how much slower the "
-               "runner-up is; a tie means the margin is within the measurement noise band "
-               "(3 % when the spread is unknown). Sort and filter in the column headers.",
-               className="lead"),
-        html.Div([
-            html.Div([html.Label("model · hardware · precision"), dcc.Dropdown(
-                id="best-cell", options=[{"label": c.label, "value": c.key} for c in cells],
-                value=cell.key, clearable=False)], className="control wide"),
-            html.Div([html.Label("grouping"), dcc.RadioItems(id="best-grouping", options=[
-                {"label": "bench_moe (num_tokens, parallel mode)", "value": "bench_moe"},
-                {"label": "NVIDIA dashboard (ws, num_tokens, dispatch, CUDA graph, attention)",
-                 "value": "dashboard"}], value=grouping)], className="control wide"),
-            html.Div([html.Label("world size (GPUs)"), dcc.Dropdown(
-                id="best-ws", options=[{"label": "all", "value": "all"}, *ui.options(sizes)],
-                value="all" if ws is None else ws, clearable=False)], className="control"),
-            html.Div([html.Label("\u00a0"), ui.download_button("best-csv-btn",
-                                                               "Download CSV")],
-                     className="control"),
-        ], className="controls"),
-        ui.loading(html.Div(id="best-body"), "best-loading"),
-        dcc.Download(id="best-download"),
-    ])
+    return html.Div(
+        [
+            dcc.Location(id="best-url", refresh=False),
+            html.H2("Best configuration by workload"),
+            html.P(
+                "Winner per workload with its runner-up. Margin = how much slower the "
+                "runner-up is; a tie means the margin is within the measurement noise band "
+                "(3 % when the spread is unknown). Sort and filter in the column headers.",
+                className="lead",
+            ),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            html.Label("model · hardware · precision"),
+                            dcc.Dropdown(
+                                id="best-cell",
+                                options=[{"label": c.label, "value": c.key} for c in cells],
+                                value=cell.key,
+                                clearable=False,
+                            ),
+                        ],
+                        className="control wide",
+                    ),
+                    html.Div(
+                        [
+                            html.Label("grouping"),
+                            dcc.RadioItems(
+                                id="best-grouping",
+                                options=[
+                                    {
+                                        "label": "bench_moe (num_tokens, parallel mode)",
+                                        "value": "bench_moe",
+                                    },
+                                    {
+                                        "label": "NVIDIA dashboard "
+                                        "(ws, num_tokens, dispatch, CUDA graph, attention)",
+                                        "value": "dashboard",
+                                    },
+                                ],
+                                value=grouping,
+                            ),
+                        ],
+                        className="control wide",
+                    ),
+                    html.Div(
+                        [
+                            html.Label("world size (GPUs)"),
+                            dcc.Dropdown(
+                                id="best-ws",
+                                options=[{"label": "all", "value": "all"}, *ui.options(sizes)],
+                                value="all" if ws is None else ws,
+                                clearable=False,
+                            ),
+                        ],
+                        className="control",
+                    ),
+                    html.Div(
+                        [html.Label("\u00a0"), ui.download_button("best-csv-btn", "Download CSV")],
+                        className="control",
+                    ),
+                ],
+                className="controls",
+            ),
+            ui.loading(html.Div(id="best-body"), "best-loading"),
+            dcc.Download(id="best-download"),
+        ]
+    )
 
 
-def update_table(data: DashData, cell_key: str | None, grouping: str | None,
-                 ws: Any) -> tuple[Any, str]:
+def update_table(
+    data: DashData, cell_key: str | None, grouping: str | None, ws: Any
+) -> tuple[Any, str]:
     """Controls -> (grid or empty state, URL search)."""
     cell = Cell.from_key(cell_key)
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
     wsi = None if ws in (None, "all") else ui.as_int(ws)
-    search = ui.search_string({"model": cell and cell.model, "hardware": cell and cell.hardware,
-                               "quant": cell and cell.quant, "grouping": grouping, "ws": wsi})
+    search = ui.search_string(
+        {
+            "model": cell and cell.model,
+            "hardware": cell and cell.hardware,
+            "quant": cell and cell.quant,
+            "grouping": grouping,
+            "ws": wsi,
+        }
+    )
     if cell is None:
         return ui.empty_state("Pick a model · hardware · precision."), search
     table = table_for(data, cell, grouping, wsi)
     if table.empty:
-        return ui.empty_state(f"No successful candidates for {cell.label}"
-                              + (f" at world size {wsi}" if wsi else "") + ".",
-                              ["choose “all” world sizes", "pick another cell"]), search
+        return ui.empty_state(
+            f"No successful candidates for {cell.label}"
+            + (f" at world size {wsi}" if wsi else "")
+            + ".",
+            ["choose “all” world sizes", "pick another cell"],
+        ), search
     n_tie = int(table[IS_TIE].sum())
     counts = f"{len(table):,} workloads; {n_tie} ties within noise."
-    summary = html.P(ui.with_synthetic_note(data.is_synthetic(cell), counts),
-                     className="status", **{"data-testid": "best-count"})
+    summary = html.P(
+        ui.with_synthetic_note(data.is_synthetic(cell), counts),
+        className="status",
+        **{"data-testid": "best-count"},
+    )
     return html.Div([summary, _grid(table, grouping)]), search
 
 
-def csv_download(data: DashData, cell_key: str | None, grouping: str | None,
-                 ws: Any) -> dict[str, Any] | None:
+def csv_download(
+    data: DashData, cell_key: str | None, grouping: str | None, ws: Any
+) -> dict[str, Any] | None:
     cell = Cell.from_key(cell_key)
     if cell is None:
         return None
@@ -176,28 +274,42 @@ def csv_download(data: DashData, cell_key: str | None, grouping: str | None,
     wsi = None if ws in (None, "all") else ui.as_int(ws)
     table = table_for(data, cell, grouping, wsi)
     name = f"best_{cell.model}_{cell.hardware}_{cell.quant}_{grouping}.csv"
-    return {"content": to_csv_text(table, display_columns(grouping)), "filename": name,
-            "type": "text/csv"}
+    return {
+        "content": to_csv_text(table, display_columns(grouping)),
+        "filename": name,
+        "type": "text/csv",
+    }
 
 
 def register(app: dash.Dash, data: DashData) -> None:
-    controls = [Input("best-cell", "value"), Input("best-grouping", "value"),
-                Input("best-ws", "value")]
+    controls = [
+        Input("best-cell", "value"),
+        Input("best-grouping", "value"),
+        Input("best-ws", "value"),
+    ]
 
-    @app.callback(Output("best-ws", "options"), Output("best-ws", "value"),
-                  Input("best-cell", "value"), prevent_initial_call=True)
+    @app.callback(
+        Output("best-ws", "options"),
+        Output("best-ws", "value"),
+        Input("best-cell", "value"),
+        prevent_initial_call=True,
+    )
     def _cell(cell_key: str | None) -> tuple[list[dict[str, Any]], str]:
         cell = Cell.from_key(cell_key)
-        sizes = (sorted(int(w) for w in data.cell_frame(cell)[C.WORLD_SIZE].unique())
-                 if cell else [])
+        sizes = sorted(int(w) for w in data.cell_frame(cell)[C.WORLD_SIZE].unique()) if cell else []
         return [{"label": "all", "value": "all"}, *ui.options(sizes)], "all"
 
     @app.callback(Output("best-body", "children"), Output("best-url", "search"), *controls)
     def _table(cell_key: str | None, grouping: str | None, ws: Any) -> tuple[Any, str]:
         return update_table(data, cell_key, grouping, ws)
 
-    @app.callback(Output("best-download", "data"), Input("best-csv-btn", "n_clicks"),
-                  State("best-cell", "value"), State("best-grouping", "value"),
-                  State("best-ws", "value"), prevent_initial_call=True)
+    @app.callback(
+        Output("best-download", "data"),
+        Input("best-csv-btn", "n_clicks"),
+        State("best-cell", "value"),
+        State("best-grouping", "value"),
+        State("best-ws", "value"),
+        prevent_initial_call=True,
+    )
     def _csv(n: int | None, cell_key: str | None, grouping: str | None, ws: Any) -> Any:
         return csv_download(data, cell_key, grouping, ws) if n else dash.no_update

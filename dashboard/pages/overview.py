@@ -15,7 +15,7 @@ from dash import dcc, html
 
 from analysis import columns as C
 from dashboard import components as ui
-from dashboard.data import DashData
+from service.frames import DashData
 
 PATH = "/"
 
@@ -24,8 +24,15 @@ def coverage_matrix(cov: pd.DataFrame) -> html.Table:
     """Rows model x hardware x quant, columns world size; each cell is the number of
     workloads, linked to ``/pareto`` for that model/hardware/quant/world size."""
     sizes = sorted(int(w) for w in cov[C.WORLD_SIZE].unique())
-    head = html.Tr([html.Th("model"), html.Th("hardware"), html.Th("precision"),
-                    *[html.Th(f"ws {w}") for w in sizes], html.Th("data")])
+    head = html.Tr(
+        [
+            html.Th("model"),
+            html.Th("hardware"),
+            html.Th("precision"),
+            *[html.Th(f"ws {w}") for w in sizes],
+            html.Th("data"),
+        ]
+    )
     body = []
     for (model, hw, quant), part in cov.groupby([C.MODEL, C.HARDWARE, C.QUANT], sort=True):
         by_ws = {int(r[C.WORLD_SIZE]): r for r in part.to_dict("records")}
@@ -35,19 +42,36 @@ def coverage_matrix(cov: pd.DataFrame) -> html.Table:
             if r is None:
                 cells.append(html.Td("", className="cov-empty"))
                 continue
-            href = "/pareto" + ui.search_string({"model": model, "hardware": hw,
-                                                 "quant": quant, "ws": w})
-            cells.append(html.Td(dcc.Link(
-                f"{int(r['workloads'])}", href=href,
-                title=f"{int(r['runs'])} run(s), {int(r['candidates']):,} candidates"),
-                className="cov-cell"))
+            href = "/pareto" + ui.search_string(
+                {"model": model, "hardware": hw, "quant": quant, "ws": w}
+            )
+            cells.append(
+                html.Td(
+                    dcc.Link(
+                        f"{int(r['workloads'])}",
+                        href=href,
+                        title=f"{int(r['runs'])} run(s), {int(r['candidates']):,} candidates",
+                    ),
+                    className="cov-cell",
+                )
+            )
         synthetic = bool(part[C.SYNTHETIC].any())
-        body.append(html.Tr([html.Td(str(model)), html.Td(str(hw)), html.Td(str(quant)),
-                             *cells,
-                             html.Td(ui.badge("synthetic") if synthetic
-                                     else ui.badge("measured", "measured"))]))
-    return html.Table([html.Thead(head), html.Tbody(body)], className="coverage",
-                      **{"data-testid": "coverage"})
+        body.append(
+            html.Tr(
+                [
+                    html.Td(str(model)),
+                    html.Td(str(hw)),
+                    html.Td(str(quant)),
+                    *cells,
+                    html.Td(
+                        ui.badge("synthetic") if synthetic else ui.badge("measured", "measured")
+                    ),
+                ]
+            )
+        )
+    return html.Table(
+        [html.Thead(head), html.Tbody(body)], className="coverage", **{"data-testid": "coverage"}
+    )
 
 
 def _link_or_text(url: Any) -> Any:
@@ -58,50 +82,99 @@ def _link_or_text(url: Any) -> Any:
 
 
 def recent_table(runs: pd.DataFrame) -> html.Table:
-    cols = ("run", "file", "uploaded", "run date", "TRT-LLM", "hardware", "model",
-            "precision", "ws", "candidates (ok/failed/skipped)", "CI", "notes", "")
+    cols = (
+        "run",
+        "file",
+        "uploaded",
+        "run date",
+        "TRT-LLM",
+        "hardware",
+        "model",
+        "precision",
+        "ws",
+        "candidates (ok/failed/skipped)",
+        "CI",
+        "notes",
+        "",
+    )
     rows = []
     for r in runs.to_dict("records"):
         uploaded = r.get("uploaded_at")
-        rows.append(html.Tr([
-            html.Td(dcc.Link(str(r[C.RUN_ID]), href=f"/run?id={r[C.RUN_ID]}")),
-            html.Td(ui.fmt(r.get("filename")), className="wrap"),
-            html.Td(str(uploaded)[:16] if uploaded is not None else "—"),
-            html.Td(ui.fmt(r.get(C.RUN_DATE))), html.Td(ui.fmt(r.get(C.TRTLLM_VERSION))),
-            html.Td(ui.fmt(r.get(C.HARDWARE))), html.Td(ui.fmt(r.get(C.MODEL))),
-            html.Td(ui.fmt(r.get(C.QUANT))), html.Td(ui.fmt(r.get(C.WORLD_SIZE))),
-            html.Td(f"{r['n_candidates']} ({r['n_success']}/{r['n_failed']}/"
-                    f"{r['n_skipped']})"),
-            html.Td(_link_or_text(r.get("ci_url")), className="wrap"),
-            html.Td(ui.fmt(r.get("notes")), className="wrap notes"),
-            html.Td(ui.badge("synthetic") if r.get(C.SYNTHETIC) else ""),
-        ]))
-    return html.Table([html.Thead(html.Tr([html.Th(c) for c in cols])), html.Tbody(rows)],
-                      className="recent", **{"data-testid": "recent"})
+        rows.append(
+            html.Tr(
+                [
+                    html.Td(dcc.Link(str(r[C.RUN_ID]), href=f"/run?id={r[C.RUN_ID]}")),
+                    html.Td(ui.fmt(r.get("filename")), className="wrap"),
+                    html.Td(str(uploaded)[:16] if uploaded is not None else "—"),
+                    html.Td(ui.fmt(r.get(C.RUN_DATE))),
+                    html.Td(ui.fmt(r.get(C.TRTLLM_VERSION))),
+                    html.Td(ui.fmt(r.get(C.HARDWARE))),
+                    html.Td(ui.fmt(r.get(C.MODEL))),
+                    html.Td(ui.fmt(r.get(C.QUANT))),
+                    html.Td(ui.fmt(r.get(C.WORLD_SIZE))),
+                    html.Td(
+                        f"{r['n_candidates']} ({r['n_success']}/{r['n_failed']}/{r['n_skipped']})"
+                    ),
+                    html.Td(_link_or_text(r.get("ci_url")), className="wrap"),
+                    html.Td(ui.fmt(r.get("notes")), className="wrap notes"),
+                    html.Td(ui.badge("synthetic") if r.get(C.SYNTHETIC) else ""),
+                ]
+            )
+        )
+    return html.Table(
+        [html.Thead(html.Tr([html.Th(c) for c in cols])), html.Tbody(rows)],
+        className="recent",
+        **{"data-testid": "recent"},
+    )
 
 
 def layout(data: DashData, **query: Any) -> html.Div:
     cov = data.coverage()
     if cov.empty:
-        return html.Div([html.H2("What is in the database"), ui.empty_state(
-            "No runs yet.", ["upload a bench_moe JSON: POST /api/v1/runs with a token from "
-                             "`moedash token create`", "or load local files: `moedash ingest "
-                             "FILE.json --hardware GB300`", "or the demo: `moedash demo`"])])
+        return html.Div(
+            [
+                html.H2("What is in the database"),
+                ui.empty_state(
+                    "No runs yet.",
+                    [
+                        "upload a bench_moe JSON: POST /api/v1/runs with a token from "
+                        "`moedash token create`",
+                        "or load local files: `moedash ingest FILE.json --hardware GB300`",
+                        "or the demo: `moedash demo`",
+                    ],
+                ),
+            ]
+        )
     runs = data.recent_runs(20)
     n_syn = int(cov[C.SYNTHETIC].sum())
-    return html.Div([
-        html.H2("What is in the database"),
-        html.P([f"{int(cov['runs'].sum())} runs, {int(cov['candidates'].sum()):,} "
-                f"candidates over {len(cov)} model × hardware × precision × world-size "
-                "combinations. Numbers are distinct workloads (num_tokens × parallel mode "
-                "× CUDA graph) with a successful candidate; click one for its Pareto view.",
-                html.Br(),
-                (html.Span([ui.badge("synthetic"), " rows are generated demo data, "
-                            "not measurements."]) if n_syn else "")], className="lead"),
-        coverage_matrix(cov),
-        html.H3("Recent uploads"),
-        html.Div(recent_table(runs), className="scroll-x"),
-    ])
+    return html.Div(
+        [
+            html.H2("What is in the database"),
+            html.P(
+                [
+                    f"{int(cov['runs'].sum())} runs, {int(cov['candidates'].sum()):,} "
+                    f"candidates over {len(cov)} model × hardware × precision × world-size "
+                    "combinations. Numbers are distinct workloads (num_tokens × parallel mode "
+                    "× CUDA graph) with a successful candidate; click one for its Pareto view.",
+                    html.Br(),
+                    (
+                        html.Span(
+                            [
+                                ui.badge("synthetic"),
+                                " rows are generated demo data, not measurements.",
+                            ]
+                        )
+                        if n_syn
+                        else ""
+                    ),
+                ],
+                className="lead",
+            ),
+            coverage_matrix(cov),
+            html.H3("Recent uploads"),
+            html.Div(recent_table(runs), className="scroll-x"),
+        ]
+    )
 
 
 def register(app: dash.Dash, data: DashData) -> None:

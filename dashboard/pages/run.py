@@ -13,21 +13,63 @@ from dash import Input, Output, State, dcc, html
 
 from analysis import columns as C
 from dashboard import components as ui
-from dashboard.data import DashData
 from db.errors import NotFound
+from service.frames import DashData
 
 PATH = "/run"
 MAX_ROWS = 20_000  # rows sent to the grid; larger runs are filtered by status first
-GRID_COLUMNS = (C.CANDIDATE_INDEX, C.STATUS, C.FAILURE_CATEGORY, C.SKIP_REASON,
-                C.NUM_TOKENS, C.PARALLEL_MODE, C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.BACKEND,
-                C.COMM, C.CUDA_GRAPH, C.DISPATCH, C.SCORE_MS, C.RAW_SCORE_MS,
-                C.ITER_MEDIAN_MS, C.ITER_STDEV_MS, C.ITER_P90_MS, C.OUTLIER_COUNT,
-                C.AUTOTUNE_STATUS, C.BOTTLENECK, C.ROUTING_STATUS)
-_META = ("filename", "uploaded_at", "uploaded_by", C.SOURCE_FORMAT, C.MODEL, C.QUANT,
-         C.HARDWARE, C.WORLD_SIZE, "device_name", C.TRTLLM_VERSION, C.TRTLLM_COMMIT,
-         C.RUN_DATE, "cuda_version", "torch_version", "driver_version", "ci_url", "notes",
-         C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE, C.INTERMEDIATE_SIZE, "n_candidates",
-         "n_success", "n_failed", "n_skipped", "sha256", C.SYNTHETIC)
+GRID_COLUMNS = (
+    C.CANDIDATE_INDEX,
+    C.STATUS,
+    C.FAILURE_CATEGORY,
+    C.SKIP_REASON,
+    C.NUM_TOKENS,
+    C.PARALLEL_MODE,
+    C.MOE_EP_SIZE,
+    C.MOE_TP_SIZE,
+    C.BACKEND,
+    C.COMM,
+    C.CUDA_GRAPH,
+    C.DISPATCH,
+    C.SCORE_MS,
+    C.RAW_SCORE_MS,
+    C.ITER_MEDIAN_MS,
+    C.ITER_STDEV_MS,
+    C.ITER_P90_MS,
+    C.OUTLIER_COUNT,
+    C.AUTOTUNE_STATUS,
+    C.BOTTLENECK,
+    C.ROUTING_STATUS,
+)
+_META = (
+    "filename",
+    "uploaded_at",
+    "uploaded_by",
+    C.SOURCE_FORMAT,
+    C.MODEL,
+    C.QUANT,
+    C.HARDWARE,
+    C.WORLD_SIZE,
+    "device_name",
+    C.TRTLLM_VERSION,
+    C.TRTLLM_COMMIT,
+    C.RUN_DATE,
+    "cuda_version",
+    "torch_version",
+    "driver_version",
+    "ci_url",
+    "notes",
+    C.NUM_EXPERTS,
+    C.TOP_K,
+    C.HIDDEN_SIZE,
+    C.INTERMEDIATE_SIZE,
+    "n_candidates",
+    "n_success",
+    "n_failed",
+    "n_skipped",
+    "sha256",
+    C.SYNTHETIC,
+)
 
 
 def run_metadata(run: dict[str, Any]) -> dict[str, Any]:
@@ -44,46 +86,87 @@ def candidates_page(data: DashData, run_id: int, status: str | None) -> tuple[An
 def layout(data: DashData, **query: Any) -> html.Div:
     run_id = ui.as_int(ui.first(query, "id"))
     if run_id is None:
-        return html.Div([html.H2("Run"), ui.empty_state(
-            "No run id given.", ["open a run from the Overview's recent uploads, "
-                                 "or use /run?id=N"])])
+        return html.Div(
+            [
+                html.H2("Run"),
+                ui.empty_state(
+                    "No run id given.",
+                    ["open a run from the Overview's recent uploads, or use /run?id=N"],
+                ),
+            ]
+        )
     try:
         run = data.store.get_run(run_id)
     except NotFound:
-        return html.Div([html.H2(f"Run {run_id}"), ui.empty_state(
-            f"Run {run_id} does not exist.", ["it may have been deleted; see the Overview "
-                                             "for the runs that exist"], test_id="run-missing")])
+        return html.Div(
+            [
+                html.H2(f"Run {run_id}"),
+                ui.empty_state(
+                    f"Run {run_id} does not exist.",
+                    ["it may have been deleted; see the Overview for the runs that exist"],
+                    test_id="run-missing",
+                ),
+            ]
+        )
     status = ui.first(query, "status")
     status = status if status in ("success", "failed", "skipped") else None
     cand = ui.as_int(ui.first(query, "cand"))
     warnings = run.get("blocks", {}).get("warnings") or []
-    return html.Div([
-        dcc.Location(id="run-url", refresh=False),
-        dcc.Store(id="run-id", data=run_id),
-        html.H2([f"Run {run_id}: {run.get(C.MODEL)} · {run.get(C.HARDWARE)} · "
-                 f"{run.get(C.QUANT)} · ws {run.get(C.WORLD_SIZE)} ",
-                 ui.badge("synthetic") if run.get(C.SYNTHETIC) else ""]),
-        html.Div([
-            html.Div([html.H3("Metadata"), ui.kv_table(run_metadata(run), "run-meta"),
-                      html.A("Download the raw upload", href=f"/api/v1/runs/{run_id}/raw",
-                             className="button", id="run-raw-link"),
-                      html.Ul([html.Li(str(w)) for w in warnings], className="warnings")
-                      if warnings else None],
-                     className="third"),
-            html.Div([
-                html.H3("Candidates"),
-                dcc.RadioItems(id="run-status", options=[
-                    {"label": "all", "value": "all"}, {"label": "success", "value": "success"},
-                    {"label": "failed", "value": "failed"},
-                    {"label": "skipped", "value": "skipped"}],
-                    value=status or "all", inline=True),
-                ui.loading(html.Div(id="run-grid-box"), "run-loading"),
-                html.H3("Selected candidate: per-rank and outlier details"),
-                dcc.Store(id="run-cand", data=cand),
-                html.Div(id="run-cand-detail"),
-            ], className="two-thirds"),
-        ], className="row"),
-    ])
+    return html.Div(
+        [
+            dcc.Location(id="run-url", refresh=False),
+            dcc.Store(id="run-id", data=run_id),
+            html.H2(
+                [
+                    f"Run {run_id}: {run.get(C.MODEL)} · {run.get(C.HARDWARE)} · "
+                    f"{run.get(C.QUANT)} · ws {run.get(C.WORLD_SIZE)} ",
+                    ui.badge("synthetic") if run.get(C.SYNTHETIC) else "",
+                ]
+            ),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            html.H3("Metadata"),
+                            ui.kv_table(run_metadata(run), "run-meta"),
+                            html.A(
+                                "Download the raw upload",
+                                href=f"/api/v1/runs/{run_id}/raw",
+                                className="button",
+                                id="run-raw-link",
+                            ),
+                            html.Ul([html.Li(str(w)) for w in warnings], className="warnings")
+                            if warnings
+                            else None,
+                        ],
+                        className="third",
+                    ),
+                    html.Div(
+                        [
+                            html.H3("Candidates"),
+                            dcc.RadioItems(
+                                id="run-status",
+                                options=[
+                                    {"label": "all", "value": "all"},
+                                    {"label": "success", "value": "success"},
+                                    {"label": "failed", "value": "failed"},
+                                    {"label": "skipped", "value": "skipped"},
+                                ],
+                                value=status or "all",
+                                inline=True,
+                            ),
+                            ui.loading(html.Div(id="run-grid-box"), "run-loading"),
+                            html.H3("Selected candidate: per-rank and outlier details"),
+                            dcc.Store(id="run-cand", data=cand),
+                            html.Div(id="run-cand-detail"),
+                        ],
+                        className="two-thirds",
+                    ),
+                ],
+                className="row",
+            ),
+        ]
+    )
 
 
 def run_search(run_id: int, status: str | None, cand: int | None) -> str:
@@ -100,24 +183,39 @@ def update_grid(data: DashData, run_id: int, status: str | None) -> tuple[Any, s
     except NotFound:
         return ui.empty_state(f"Run {run_id} does not exist."), search
     if items.empty:
-        return ui.empty_state(f"No {status or ''} candidates in run {run_id}.",
-                              ["set the status filter to “all”"]), search
-    note = (f"{total:,} candidates" if total <= len(items)
-            else f"showing the first {len(items):,} of {total:,} candidates; filter by "
-                 "status to see the rest")
-    return html.Div([html.P(note, className="status", **{"data-testid": "run-count"}),
-                     ui.grid("run-grid", items, GRID_COLUMNS, page_size=25, height="460px",
-                             col_overrides={C.SKIP_REASON: {"wrapText": False, "width": 320,
-                                                            "tooltipField": C.SKIP_REASON}})]
-                    ), search
+        return ui.empty_state(
+            f"No {status or ''} candidates in run {run_id}.", ["set the status filter to “all”"]
+        ), search
+    note = (
+        f"{total:,} candidates"
+        if total <= len(items)
+        else f"showing the first {len(items):,} of {total:,} candidates; filter by "
+        "status to see the rest"
+    )
+    return html.Div(
+        [
+            html.P(note, className="status", **{"data-testid": "run-count"}),
+            ui.grid(
+                "run-grid",
+                items,
+                GRID_COLUMNS,
+                page_size=25,
+                height="460px",
+                col_overrides={
+                    C.SKIP_REASON: {"wrapText": False, "width": 320, "tooltipField": C.SKIP_REASON}
+                },
+            ),
+        ]
+    ), search
 
 
 def candidate_detail(data: DashData, run_id: int, cand: int | None) -> Any:
     """Every stored field of one candidate, with per_rank_json and extra_json pretty
     printed (as text)."""
     if cand is None:
-        return html.P("Select a row to see its per-rank latencies and outlier details.",
-                      className="muted")
+        return html.P(
+            "Select a row to see its per-rank latencies and outlier details.", className="muted"
+        )
     page = data.store.list_candidates(run_id, filters={C.CANDIDATE_INDEX: cand}, limit=1)
     if page.items.empty:
         return ui.empty_state(f"Candidate {cand} is not in run {run_id}.")
@@ -130,30 +228,42 @@ def candidate_detail(data: DashData, run_id: int, cand: int | None) -> Any:
                 blobs[key] = json.dumps(json.loads(text), indent=1)
             except (TypeError, ValueError):
                 blobs[key] = str(text)
-    return html.Div([
-        html.Div(ui.kv_table(row, "run-cand-fields"), className="half"),
-        html.Div([html.Div([html.H4(k), html.Pre(v, className="code")])
-                  for k, v in blobs.items()], className="half"),
-    ], className="row")
+    return html.Div(
+        [
+            html.Div(ui.kv_table(row, "run-cand-fields"), className="half"),
+            html.Div(
+                [html.Div([html.H4(k), html.Pre(v, className="code")]) for k, v in blobs.items()],
+                className="half",
+            ),
+        ],
+        className="row",
+    )
 
 
 def register(app: dash.Dash, data: DashData) -> None:
-    @app.callback(Output("run-grid-box", "children"), Input("run-status", "value"),
-                  State("run-id", "data"))
+    @app.callback(
+        Output("run-grid-box", "children"), Input("run-status", "value"), State("run-id", "data")
+    )
     def _grid(status: str | None, run_id: int) -> Any:
         return update_grid(data, run_id, status)[0]
 
-    @app.callback(Output("run-url", "search"), Input("run-status", "value"),
-                  Input("run-cand", "data"), State("run-id", "data"))
+    @app.callback(
+        Output("run-url", "search"),
+        Input("run-status", "value"),
+        Input("run-cand", "data"),
+        State("run-id", "data"),
+    )
     def _url(status: str | None, cand: int | None, run_id: int) -> str:
         return run_search(run_id, status, cand)
 
-    @app.callback(Output("run-cand", "data"), Input("run-grid", "selectedRows"),
-                  prevent_initial_call=True)
+    @app.callback(
+        Output("run-cand", "data"), Input("run-grid", "selectedRows"), prevent_initial_call=True
+    )
     def _select(rows: list[dict] | None) -> Any:
         return int(rows[0][C.CANDIDATE_INDEX]) if rows else dash.no_update
 
-    @app.callback(Output("run-cand-detail", "children"), Input("run-cand", "data"),
-                  State("run-id", "data"))
+    @app.callback(
+        Output("run-cand-detail", "children"), Input("run-cand", "data"), State("run-id", "data")
+    )
     def _detail(cand: int | None, run_id: int) -> Any:
         return candidate_detail(data, run_id, cand)

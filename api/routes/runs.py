@@ -11,15 +11,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from analysis import columns as C
+from api.auth import get_config, get_store, require_read, require_scope
+from api.config import ApiConfig
+from api.jsonio import FastJSONResponse, frame_records
 from db.errors import Conflict, NotFound
-from db.records import UploadMeta
 from db.store import IngestResult, Store
 from db.tokens import TokenInfo
-from ingest.auth import get_settings, get_store, require_read, require_scope
 from ingest.detect import parse_upload
 from ingest.errors import InputError
-from ingest.jsonio import FastJSONResponse, frame_records
-from ingest.settings import Settings
+from ingest.records import UploadMeta
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -101,12 +101,12 @@ def _result_body(result: IngestResult, request: Request) -> dict[str, Any]:
 
 
 async def _read_upload(
-    request: Request, settings: Settings, query_meta: UploadMetaIn
+    request: Request, config: ApiConfig, query_meta: UploadMetaIn
 ) -> tuple[bytes, UploadMeta]:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype == "multipart/form-data":
         async with request.form(
-            max_files=1, max_fields=20, max_part_size=settings.max_upload_bytes
+            max_files=1, max_fields=20, max_part_size=config.max_upload_bytes
         ) as form:
             upload = form.get("file")
             if not isinstance(upload, UploadFile):
@@ -155,9 +155,9 @@ async def upload_run(
     meta_in: Annotated[UploadMetaIn, Query()],
     token: TokenInfo = Depends(require_scope("upload")),
     store: Store = Depends(get_store),
-    settings: Settings = Depends(get_settings),
+    config: ApiConfig = Depends(get_config),
 ) -> Response:
-    raw, meta = await _read_upload(request, settings, meta_in)
+    raw, meta = await _read_upload(request, config, meta_in)
     if not raw.strip():
         raise error(400, ["body"], "the request body is empty", "empty")
     try:

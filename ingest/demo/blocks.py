@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingest.demo_rng import _key_hash
-from ingest.demo_tables import (
+from ingest.demo.rng import _key_hash
+from ingest.demo.tables import (
     _BACKEND_ORDER,
     _COMM_ORDER,
     _HYBRIDS,
@@ -38,13 +38,23 @@ def _default_comms(hw: _Hw, ws: int, mdl: dict[str, Any]) -> list[str]:
 def _model_block(model: str, quant: Any) -> dict[str, Any]:
     spec = MODELS[model]
     blk = {
-        "name": model, "num_experts": spec["num_experts"], "top_k": spec["top_k"],
-        "hidden_size": spec["hidden_size"], "intermediate_size": spec["intermediate_size"],
-        "quant_algo": quant, "routing_method": spec["routing_method"],
-        "n_group": spec.get("n_group"), "topk_group": spec.get("topk_group"),
-        "n_shared_experts": 0, "shared_expert_mode": "fused", "swiglu_alpha": 1.0,
-        "swiglu_beta": 0.0, "swiglu_limit": INF, "activation_type": "SWIGLU",
-        "situ_beta": spec.get("situ_beta"), "situ_linear_beta": spec.get("situ_linear_beta"),
+        "name": model,
+        "num_experts": spec["num_experts"],
+        "top_k": spec["top_k"],
+        "hidden_size": spec["hidden_size"],
+        "intermediate_size": spec["intermediate_size"],
+        "quant_algo": quant,
+        "routing_method": spec["routing_method"],
+        "n_group": spec.get("n_group"),
+        "topk_group": spec.get("topk_group"),
+        "n_shared_experts": 0,
+        "shared_expert_mode": "fused",
+        "swiglu_alpha": 1.0,
+        "swiglu_beta": 0.0,
+        "swiglu_limit": INF,
+        "activation_type": "SWIGLU",
+        "situ_beta": spec.get("situ_beta"),
+        "situ_linear_beta": spec.get("situ_linear_beta"),
         "routing_method_class": _ROUTING_CLASS[spec["routing_method"]],
     }
     assert tuple(blk) == _MODEL_KEYS
@@ -79,10 +89,16 @@ def _per_rank_tokens(nt: int, ws: int, adp: bool) -> list[int]:
 
 
 def _requested_routing(prt: list[int] | None) -> dict[str, Any]:
-    return {"routing_mode": "native", "projection_policy": "project",
-            "comm_pattern": "balanced_alltoall", "expert_pattern": "balanced",
-            "routing_pattern_file": None, "per_rank_num_tokens": prt,
-            "routing_dump_matrix": False, "seed": 0}
+    return {
+        "routing_mode": "native",
+        "projection_policy": "project",
+        "comm_pattern": "balanced_alltoall",
+        "expert_pattern": "balanced",
+        "routing_pattern_file": None,
+        "per_rank_num_tokens": prt,
+        "routing_dump_matrix": False,
+        "seed": 0,
+    }
 
 
 def _split(total: int, parts: int) -> list[int]:
@@ -90,8 +106,9 @@ def _split(total: int, parts: int) -> list[int]:
     return [q + (1 if j < r else 0) for j in range(parts)]
 
 
-def _routing_block(prt: list[int], mdl: dict[str, Any], ep: int, tp: int, num_chunks: int | None
-                   ) -> dict[str, Any]:
+def _routing_block(
+    prt: list[int], mdl: dict[str, Any], ep: int, tp: int, num_chunks: int | None
+) -> dict[str, Any]:
     k, e = mdl["top_k"], mdl["num_experts"]
     total = sum(prt) * k // tp
     sums = _split(total, ep)
@@ -102,9 +119,12 @@ def _routing_block(prt: list[int], mdl: dict[str, Any], ep: int, tp: int, num_ch
         "requested": req,
         "actual": {
             "routing_path": "logits_native",
-            "routing_realization": {"status": "exact",
-                                    "reason": "native logits projected onto the planned top-k",
-                                    "max_abs_slot_error": 0, "max_relative_slot_error": 0.0},
+            "routing_realization": {
+                "status": "exact",
+                "reason": "native logits projected onto the planned top-k",
+                "max_abs_slot_error": 0,
+                "max_relative_slot_error": 0.0,
+            },
             "enable_perfect_router": False,
             "effective_src_axis": "dp_rank",
             "max_num_tokens_per_rank": max(prt),
@@ -112,33 +132,51 @@ def _routing_block(prt: list[int], mdl: dict[str, Any], ep: int, tp: int, num_ch
             "use_dp_padding": False,
             "observation_source": "plan_simulation",
             "observed_dispatch_matrix_summary": {
-                "row_sums": list(sums), "col_sums": list(sums),
-                "off_diagonal_ratio": (ep - 1) / ep, "max_abs_slot_error": 0,
-                "matrix_dump_path": None},
+                "row_sums": list(sums),
+                "col_sums": list(sums),
+                "off_diagonal_ratio": (ep - 1) / ep,
+                "max_abs_slot_error": 0,
+                "matrix_dump_path": None,
+            },
             "observed_expert_histogram_summary": {
-                "min": hist_total // e, "max": -(-hist_total // e),
-                "active_experts": min(e, hist_total)},
-            "selected_scales": {"distribution": "uniform", "dtype": "torch.bfloat16",
-                                "seed": 0},
+                "min": hist_total // e,
+                "max": -(-hist_total // e),
+                "active_experts": min(e, hist_total),
+            },
+            "selected_scales": {"distribution": "uniform", "dtype": "torch.bfloat16", "seed": 0},
             "warnings": [_NATIVE_WARNING],
         },
     }
 
 
 def _default_latency() -> dict[str, Any]:
-    return {"score": None, "score_type": "slowest_rank_trimmed_mean", "raw_score": None,
-            "raw_score_type": "slowest_rank_mean", "iter_max_stats": {},
-            "iter_max_outliers": {}, "per_rank": {}}
+    return {
+        "score": None,
+        "score_type": "slowest_rank_trimmed_mean",
+        "raw_score": None,
+        "raw_score_type": "slowest_rank_mean",
+        "iter_max_stats": {},
+        "iter_max_outliers": {},
+        "per_rank": {},
+    }
 
 
 def _null_actual() -> dict[str, Any]:
-    return {"backend": None, "comm_method": None, "comm_fallback_reason": None,
-            "scheduler_kind": None, "moe_ep_size": None, "moe_tp_size": None,
-            "enable_attention_dp": None, "num_chunks": None}
+    return {
+        "backend": None,
+        "comm_method": None,
+        "comm_fallback_reason": None,
+        "scheduler_kind": None,
+        "moe_ep_size": None,
+        "moe_tp_size": None,
+        "enable_attention_dp": None,
+        "num_chunks": None,
+    }
 
 
-def _search_block(backends: list[str], modes: list[str], comms: list[str],
-                  cgs: list[bool]) -> dict[str, Any]:
+def _search_block(
+    backends: list[str], modes: list[str], comms: list[str], cgs: list[bool]
+) -> dict[str, Any]:
     axes = []
     if len(backends) > 1:
         axes.append("backend")

@@ -31,13 +31,13 @@ async def _gzip(data: bytes, level: int) -> bytes:
     if len(data) < 256 * 1024:
         return gzip.compress(data, compresslevel=level, mtime=0)
     # big bodies (plotly.js: ~0.1 s) compress off the event loop
-    return await anyio.to_thread.run_sync(lambda: gzip.compress(data, compresslevel=level,
-                                                                 mtime=0))
+    return await anyio.to_thread.run_sync(lambda: gzip.compress(data, compresslevel=level, mtime=0))
 
 
 class CachedGZipMiddleware:
-    def __init__(self, app: ASGIApp, *, level: int = 4, static_level: int = 6,
-                 cache_entries: int = 64) -> None:
+    def __init__(
+        self, app: ASGIApp, *, level: int = 4, static_level: int = 6, cache_entries: int = 64
+    ) -> None:
         self.app = app
         self.level = level
         self.static_level = static_level
@@ -46,8 +46,7 @@ class CachedGZipMiddleware:
         self._lock = threading.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or "gzip" not in Headers(scope=scope).get(
-                "accept-encoding", ""):
+        if scope["type"] != "http" or "gzip" not in Headers(scope=scope).get("accept-encoding", ""):
             await self.app(scope, receive, send)
             return
         start: dict[str, Any] = {}
@@ -66,19 +65,24 @@ class CachedGZipMiddleware:
 
         await self.app(scope, receive, capture)
 
-    async def _finish(self, scope: Scope, start: dict[str, Any], data: bytes,
-                      send: Send) -> None:
+    async def _finish(self, scope: Scope, start: dict[str, Any], data: bytes, send: Send) -> None:
         headers = MutableHeaders(raw=list(start.get("headers", [])))
         kind = headers.get("content-type", "")
-        if (start.get("status") != 200 or len(data) < MIN_SIZE or "content-encoding" in headers
-                or not kind.startswith(_TEXT)):
+        if (
+            start.get("status") != 200
+            or len(data) < MIN_SIZE
+            or "content-encoding" in headers
+            or not kind.startswith(_TEXT)
+        ):
             await send(start)
             await send({"type": "http.response.body", "body": data})
             return
         path = scope.get("path", "")
         if scope.get("method") == "GET" and path.startswith(_STATIC):
-            key = (path + "?" + scope.get("query_string", b"").decode("latin-1"),
-                   headers.get("etag", "") + f"/{len(data)}")
+            key = (
+                path + "?" + scope.get("query_string", b"").decode("latin-1"),
+                headers.get("etag", "") + f"/{len(data)}",
+            )
             with self._lock:
                 packed = self._cache.get(key)
                 if packed is not None:

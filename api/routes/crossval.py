@@ -31,13 +31,14 @@ from analysis.crossval import (
     summary,
 )
 from analysis.serving_map import map_workloads
+from api.auth import get_config, get_store, require_read, require_scope
+from api.config import ApiConfig
+from api.jsonio import FastJSONResponse, frame_records
+from api.routes.runs import error
 from db.crossval_store import OutcomeConflict, ServingImportResult, iter_outcome_records
 from db.errors import NotFound
 from db.store import Store
 from db.tokens import TokenInfo
-from ingest.api_runs import error
-from ingest.auth import get_settings, get_store, require_read, require_scope
-from ingest.jsonio import FastJSONResponse, frame_records
 from ingest.serving_configs import (
     ImportResult,
     import_directory,
@@ -45,7 +46,6 @@ from ingest.serving_configs import (
     points_frame,
     recipe_configs,
 )
-from ingest.settings import Settings
 
 router = APIRouter()
 _cv = APIRouter(prefix="/crossval", tags=["crossval"])
@@ -191,7 +191,7 @@ async def import_serving_configs(
     request: Request,
     token: TokenInfo = Depends(require_scope("upload")),
     store: Store = Depends(get_store),
-    settings: Settings = Depends(get_settings),
+    config: ApiConfig = Depends(get_config),
 ) -> Response:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "multipart/form-data":
@@ -204,7 +204,7 @@ async def import_serving_configs(
         )
     files: dict[str, bytes] = {}
     async with request.form(
-        max_files=_MAX_FILES, max_fields=10, max_part_size=settings.max_upload_bytes
+        max_files=_MAX_FILES, max_fields=10, max_part_size=config.max_upload_bytes
     ) as form:
         parts = form.getlist("files")
         if not parts:

@@ -1,7 +1,7 @@
 """Bearer-token checks as FastAPI dependencies.
 
 Writes need a token carrying the right scope (``upload`` or ``admin``; admin implies
-every scope). Reads are open unless ``Settings.read_requires_token``.
+every scope). Reads are open unless ``ApiConfig.read_requires_token``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from api.config import ApiConfig
 from db.store import Store
 from db.tokens import TokenInfo
-from ingest.settings import Settings
 
 _bearer = HTTPBearer(auto_error=False, description="moedash API token (mdt_…)")
 
@@ -26,9 +26,9 @@ def get_store(request: Request) -> Store:
     return store
 
 
-def get_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
+def get_config(request: Request) -> ApiConfig:
+    config: ApiConfig = request.app.state.api_config
+    return config
 
 
 def _unauthorized(msg: str) -> HTTPException:
@@ -76,10 +76,10 @@ def require_scope(scope: str) -> Callable[..., TokenInfo]:
 def require_read(
     creds: HTTPAuthorizationCredentials | None = Depends(_bearer),
     store: Store = Depends(get_store),
-    settings: Settings = Depends(get_settings),
+    config: ApiConfig = Depends(get_config),
 ) -> None:
     """Dependency for reads: open by default, a valid token when reads are closed."""
-    if settings.read_requires_token:
+    if config.read_requires_token:
         _token(creds, store)
 
 

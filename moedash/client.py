@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from db.records import UploadMeta
+from ingest.records import UploadMeta
 
 
 class UploadFailed(RuntimeError):

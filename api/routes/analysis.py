@@ -25,9 +25,9 @@ from analysis.pareto import pareto_frontier
 from analysis.tables import to_csv_text, to_json_records
 from analysis.thresholds import GuideCheck, derive_guide_thresholds, thresholds_from_check
 from analysis.tree import Deployment, Recommendation, Thresholds, recommend
+from api.auth import get_store, require_read
+from api.jsonio import FastJSONResponse
 from db.store import Store
-from ingest.auth import get_store, require_read
-from ingest.jsonio import FastJSONResponse
 
 router = APIRouter(tags=["analysis"], dependencies=[Depends(require_read)])
 

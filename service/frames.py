@@ -40,15 +40,47 @@ Version = tuple[int, int]
 
 # Candidate columns the dashboard's cell frames need (no JSON blobs, no long texts).
 CELL_COLUMNS: tuple[str, ...] = (
-    C.CANDIDATE_INDEX, C.NUM_TOKENS, C.PARALLEL_MODE, C.ATTENTION_DP, C.ATTN,
-    C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.BACKEND, C.COMM, C.COMM_REQUESTED, C.CUDA_GRAPH,
-    C.LOW_PRECISION_COMBINE, C.DISPATCH, C.STATUS, C.FAILURE_CATEGORY, C.SCORE_MS,
-    C.ITER_MEDIAN_MS, C.ITER_STDEV_MS, C.ITER_P90_MS, C.OUTLIER_COUNT, C.AUTOTUNE_STATUS,
+    C.CANDIDATE_INDEX,
+    C.NUM_TOKENS,
+    C.PARALLEL_MODE,
+    C.ATTENTION_DP,
+    C.ATTN,
+    C.MOE_EP_SIZE,
+    C.MOE_TP_SIZE,
+    C.BACKEND,
+    C.COMM,
+    C.COMM_REQUESTED,
+    C.CUDA_GRAPH,
+    C.LOW_PRECISION_COMBINE,
+    C.DISPATCH,
+    C.STATUS,
+    C.FAILURE_CATEGORY,
+    C.SCORE_MS,
+    C.ITER_MEDIAN_MS,
+    C.ITER_STDEV_MS,
+    C.ITER_P90_MS,
+    C.OUTLIER_COUNT,
+    C.AUTOTUNE_STATUS,
 )
-_CATEGORICAL = (C.SOURCE_FORMAT, C.MODEL, C.QUANT, C.HARDWARE, C.TRTLLM_VERSION,
-                C.TRTLLM_COMMIT, C.RUN_DATE, C.PARALLEL_MODE, C.ATTN, C.BACKEND, C.COMM,
-                C.COMM_REQUESTED, C.DISPATCH, C.STATUS, C.FAILURE_CATEGORY,
-                C.AUTOTUNE_STATUS, C.PHASE)
+_CATEGORICAL = (
+    C.SOURCE_FORMAT,
+    C.MODEL,
+    C.QUANT,
+    C.HARDWARE,
+    C.TRTLLM_VERSION,
+    C.TRTLLM_COMMIT,
+    C.RUN_DATE,
+    C.PARALLEL_MODE,
+    C.ATTN,
+    C.BACKEND,
+    C.COMM,
+    C.COMM_REQUESTED,
+    C.DISPATCH,
+    C.STATUS,
+    C.FAILURE_CATEGORY,
+    C.AUTOTUNE_STATUS,
+    C.PHASE,
+)
 RANKABLE = "_rankable"  # bool column on cell frames: derived.rankable_mask
 
 
@@ -162,8 +194,11 @@ class DashData:
         if cov.empty:
             return False
         if cell is not None:
-            cov = cov[(cov[C.MODEL] == cell.model) & (cov[C.HARDWARE] == cell.hardware)
-                      & (cov[C.QUANT] == cell.quant)]
+            cov = cov[
+                (cov[C.MODEL] == cell.model)
+                & (cov[C.HARDWARE] == cell.hardware)
+                & (cov[C.QUANT] == cell.quant)
+            ]
         return bool(cov[C.SYNTHETIC].fillna(False).astype(bool).any())
 
     def cells(self) -> list[Cell]:
@@ -174,6 +209,7 @@ class DashData:
 
     def recent_runs(self, limit: int = 20) -> pd.DataFrame:
         """Newest runs with their upload's filename and upload time."""
+
         def load() -> pd.DataFrame:
             items = self.store.list_runs(limit=limit).items
             names, times = [], []
@@ -182,15 +218,20 @@ class DashData:
                 names.append(run.get("filename"))
                 times.append(run.get("uploaded_at"))
             return items.assign(filename=names, uploaded_at=times)
+
         return self._small.get(("recent", limit, self.version()), load)
 
     def cell_frame(self, cell: Cell) -> pd.DataFrame:
         """All candidates of one cell (every status) as a prepared frame."""
+
         def load() -> pd.DataFrame:
             raw = self.store.candidate_frame(
                 filters={C.MODEL: cell.model, C.HARDWARE: cell.hardware, C.QUANT: cell.quant},
-                columns=CELL_COLUMNS, categorical=True)
+                columns=CELL_COLUMNS,
+                categorical=True,
+            )
             return prepare_frame(raw)
+
         return self._cells.get((cell, self.version()), load)
 
     def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
@@ -206,7 +247,8 @@ class DashData:
 
     def all_frame(self) -> pd.DataFrame:
         """Every candidate (cell columns only), prepared; used by the threshold check."""
+
         def load() -> pd.DataFrame:
-            return prepare_frame(self.store.candidate_frame(columns=CELL_COLUMNS,
-                                                            categorical=True))
+            return prepare_frame(self.store.candidate_frame(columns=CELL_COLUMNS, categorical=True))
+
         return self._cells.get(("all", self.version()), load)

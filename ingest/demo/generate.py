@@ -23,16 +23,16 @@ Public API
 
 Modules
 -------
-``ingest.demo_tables``      models, GPUs, quant formats, capability matrix, parallel layouts
-``ingest.demo_rng``         deterministic hashing and counter-based random numbers
-``ingest.demo_perf``        the performance model (see its docstring for the formulas)
-``ingest.demo_score``       score and ``latency_ms`` blocks (schema 2.5)
-``ingest.demo_blocks``      fixed-shape report blocks (model, environment, search, routing)
-``ingest.demo_candidates``  pruning gates, failures, noisy samples
-``ingest.demo_report``      ``generate_report`` and ``compute_rankings`` (schema 3)
-``ingest.demo_json``        ``dump_report``
+``ingest.demo.tables``      models, GPUs, quant formats, capability matrix, parallel layouts
+``ingest.demo.rng``         deterministic hashing and counter-based random numbers
+``ingest.demo.perf``        the performance model (see its docstring for the formulas)
+``ingest.demo.score``       score and ``latency_ms`` blocks (schema 2.5)
+``ingest.demo.blocks``      fixed-shape report blocks (model, environment, search, routing)
+``ingest.demo.candidates``  pruning gates, failures, noisy samples
+``ingest.demo.report``      ``generate_report`` and ``compute_rankings`` (schema 3)
+``ingest.demo.jsontext``        ``dump_report``
 
-This module is the public face: import from ``ingest.demo``, not from the parts.
+This module is the public face: import from ``ingest.demo.generate``, not from the parts.
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from ingest.demo_json import dump_report
-from ingest.demo_perf import model_latency_us
-from ingest.demo_report import compute_rankings, generate_report
-from ingest.demo_score import compute_score
-from ingest.demo_tables import BACKEND_QUANTS, HARDWARE, MODELS, parallel_layout
+from ingest.demo.jsontext import dump_report
+from ingest.demo.perf import model_latency_us
+from ingest.demo.report import compute_rankings, generate_report
+from ingest.demo.score import compute_score
+from ingest.demo.tables import BACKEND_QUANTS, HARDWARE, MODELS, parallel_layout
 
 __all__ = [
     "DemoMeta",
@@ -71,7 +71,7 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class DemoMeta:
-    """Upload metadata of one demo report (field names match ``db.records.UploadMeta``)."""
+    """Upload metadata of one demo report (field names match ``ingest.records.UploadMeta``)."""
 
     hardware: str
     trtllm_version: str = "v1.3.0rc26-synthetic"
@@ -82,7 +82,7 @@ class DemoMeta:
     synthetic: bool = True
 
     def upload_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``db.records.UploadMeta``."""
+        """Keyword arguments for ``ingest.records.UploadMeta``."""
         return dataclasses.asdict(self)
 
 
@@ -118,8 +118,7 @@ def demo_reports() -> list[tuple[dict[str, Any], DemoMeta]]:
         for ws in wss:
             seed += 1
             tail = 7 if seed % 9 == 4 else 0
-            rep = generate_report(model, hardware, quant, ws, nts, seed=seed,
-                                  time_budget_tail=tail)
+            rep = generate_report(model, hardware, quant, ws, nts, seed=seed, time_budget_tail=tail)
             day = 1 + (seed * 7) % 28
             meta = DemoMeta(
                 hardware=hardware,
@@ -137,8 +136,9 @@ def big_report(n_candidates: int, seed: int = 0, with_raw_samples: bool = True) 
     ``num_tokens`` values (1, 2, ... not only powers of two) as needed.
     ``with_raw_samples=False`` drops raw per-iteration samples (as ``--analysis none``
     still keeps them, this is lighter than any real report: ~9 KB vs ~2 KB a row)."""
-    probe = generate_report("deepseek_v4_pro", "GB300", "NVFP4", 8, [64], seed=seed,
-                            with_raw_samples=False)
+    probe = generate_report(
+        "deepseek_v4_pro", "GB300", "NVFP4", 8, [64], seed=seed, with_raw_samples=False
+    )
     per_nt = len(probe["results"])
     n_nt = max(1, round(n_candidates / per_nt))
     if n_nt <= 32768:
@@ -157,5 +157,6 @@ def big_report(n_candidates: int, seed: int = 0, with_raw_samples: bool = True) 
         nts = sorted(nts)
     else:
         nts = list(range(1, n_nt + 1))
-    return generate_report("deepseek_v4_pro", "GB300", "NVFP4", 8, nts, seed=seed,
-                           with_raw_samples=with_raw_samples)
+    return generate_report(
+        "deepseek_v4_pro", "GB300", "NVFP4", 8, nts, seed=seed, with_raw_samples=with_raw_samples
+    )

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from db.errors import Conflict, NotFound, StoreError
-from db.records import UploadMeta
 from db.store import Store, open_store
 from ingest.errors import InputError
-from ingest.settings import Settings
+from ingest.records import UploadMeta
+from moedash.settings import Settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -64,7 +64,7 @@ def _progress(i: int, n: int, label: str) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from ingest.app import create_app
+    from moedash.app import create_app
 
     settings = _settings(args)
     if args.host:
@@ -94,7 +94,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def load_demo(store: Store) -> int:
     """Load the deterministic synthetic demo dataset; returns candidates stored."""
-    from ingest.demo import demo_reports, dump_report
+    from ingest.demo.generate import demo_reports, dump_report
     from ingest.detect import parse_upload
 
     total = 0
@@ -157,7 +157,7 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
-    from ingest.client import upload_file
+    from moedash.client import upload_file
 
     failures = 0
     for name in args.files:
@@ -223,7 +223,7 @@ def _default_serving_dir(settings: Settings) -> Path:
 
 
 def cmd_import_serving(args: argparse.Namespace) -> int:
-    from ingest.api_crossval import import_serving_directory
+    from api.routes.crossval import import_serving_directory
 
     settings = _settings(args)
     data_dir = Path(args.dir) if args.dir else _default_serving_dir(settings)

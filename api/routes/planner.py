@@ -48,9 +48,9 @@ from analysis.planner import (
 )
 from analysis.planner.perf_model import expert_time_roofline
 from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
+from api.auth import get_store, require_read
+from api.jsonio import FastJSONResponse, frame_records
 from db.store import Store
-from ingest.auth import get_store, require_read
-from ingest.jsonio import FastJSONResponse, frame_records
 
 router = APIRouter(prefix="/planner", tags=["planner"])
 StoreDep = Annotated[Store, Depends(get_store)]
@@ -311,9 +311,7 @@ def resolve(req: PlanRequest) -> Resolved:
     options = SearchOptions(
         tp_choices=tuple(sorted(set(opt.tp_choices))),
         max_micro_batches=opt.max_micro_batches,
-        experts_per_node=tuple(sorted(set(opt.experts_per_node)))
-        if opt.experts_per_node
-        else None,
+        experts_per_node=tuple(sorted(set(opt.experts_per_node))) if opt.experts_per_node else None,
         usable_memory=opt.usable_memory,
         balance_tolerance=opt.balance_tolerance,
         max_na=opt.max_na,
@@ -406,12 +404,17 @@ def search(req: PlanRequest, res: Resolved, efits: Mapping[str, Fit]) -> PlanRes
     }
     if req.mode == "heterogeneous":
         return search_heterogeneous(
-            res.model, res.workload, list(res.gpus), options=res.options,
-            expert_fits=efits, attention_fits=afits,
+            res.model,
+            res.workload,
+            list(res.gpus),
+            options=res.options,
+            expert_fits=efits,
+            attention_fits=afits,
         )
     results = [
-        search_plans(res.model, res.workload, g, options=res.options, expert_fits=efits,
-                     attention_fits=afits)
+        search_plans(
+            res.model, res.workload, g, options=res.options, expert_fits=efits, attention_fits=afits
+        )
         for g in res.gpus
     ]
     if len(results) == 1:
@@ -547,16 +550,12 @@ def catalog(store: Store | None) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ endpoints
-@router.get(
-    "/catalog", summary="Planner models and GPUs", dependencies=[Depends(require_read)]
-)
+@router.get("/catalog", summary="Planner models and GPUs", dependencies=[Depends(require_read)])
 def get_catalog(store: StoreDep) -> Response:
     return FastJSONResponse(catalog(store))
 
 
-async def _plan_response(
-    req: PlanRequest, store: Store, download: bool, where: str
-) -> Response:
+async def _plan_response(req: PlanRequest, store: Store, download: bool, where: str) -> Response:
     try:
         payload = await run_in_threadpool(run_plan, req, store_loader(store))
     except PlanInputError as exc:

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ingest.demo_perf import _workspace_gib, model_latency_us
-from ingest.demo_rng import _normal, _uniform
-from ingest.demo_tables import (
+from ingest.demo.perf import _workspace_gib, model_latency_us
+from ingest.demo.rng import _normal, _uniform
+from ingest.demo.tables import (
     _COMM_CLASS,
     _DEEPEP_LL_HIDDEN,
     _FUSED,
@@ -62,20 +62,21 @@ def _prune_reason(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, c: _Cand) -
         return f"unknown MoE backend '{c.backend}': not a MoeBackendType"
     if hw.arch not in caps:
         archs = "SM100/SM103" if c.backend != "CUTLASS" else "SM80+"
-        return (f"unsupported_arch: {c.backend} requires {archs} "
-                f"(got SM{hw.sm}, {hw.device_name})")
+        return f"unsupported_arch: {c.backend} requires {archs} (got SM{hw.sm}, {hw.device_name})"
     if quant not in caps[hw.arch]:
-        return (f"unsupported_quant: {c.backend} does not implement quant_algo={quant} "
-                f"on SM{hw.sm}")
+        return f"unsupported_quant: {c.backend} does not implement quant_algo={quant} on SM{hw.sm}"
     ep, tp, adp = parallel_layout(c.mode, ws)
     if ep * tp != ws:
         return f"moe_ep_size * moe_tp_size = {ep * tp} must equal world_size={ws}"
     if c.backend in _FUSED and not adp:
-        return (f"{c.backend} does not support {c.mode} (fused dispatch/combine requires "
-                f"enable_attention_dp=True)")
+        return (
+            f"{c.backend} does not support {c.mode} (fused dispatch/combine requires "
+            f"enable_attention_dp=True)"
+        )
     if c.backend in _NO_MOE_TP and tp > 1:
-        return (f"{c.backend} does not support MoE-TP (moe_tp_size={tp}); use an EP-only "
-                f"parallel_mode")
+        return (
+            f"{c.backend} does not support MoE-TP (moe_tp_size={tp}); use an EP-only parallel_mode"
+        )
     if c.comm not in ("AUTO", "NONE"):
         if not adp:
             return f"comm_method={c.comm} requires enable_attention_dp=True"
@@ -83,11 +84,14 @@ def _prune_reason(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, c: _Cand) -
             return f"comm_method={c.comm} requires moe_tp_size=1 (got {tp})"
         if ws == 1:
             return f"comm_method={c.comm} has no effect at world_size=1"
-        if c.comm == "DEEPEPLOWLATENCY" and (mdl["hidden_size"] not in _DEEPEP_LL_HIDDEN
-                                             or mdl["top_k"] > 16):
-            return (f"comm_method=DEEPEPLOWLATENCY: hidden_size={mdl['hidden_size']} not "
-                    f"supported by DeepEP low-latency kernels (supported hidden sizes: "
-                    f"{', '.join(map(str, _DEEPEP_LL_HIDDEN))}; top_k <= 16)")
+        if c.comm == "DEEPEPLOWLATENCY" and (
+            mdl["hidden_size"] not in _DEEPEP_LL_HIDDEN or mdl["top_k"] > 16
+        ):
+            return (
+                f"comm_method=DEEPEPLOWLATENCY: hidden_size={mdl['hidden_size']} not "
+                f"supported by DeepEP low-latency kernels (supported hidden sizes: "
+                f"{', '.join(map(str, _DEEPEP_LL_HIDDEN))}; top_k <= 16)"
+            )
     return None
 
 
@@ -117,24 +121,30 @@ def _classify(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, c: _Cand, u_fai
     mnnvl = hw.arch == "blackwell" and ws <= hw.nvl_domain
     if c.comm_cls in ("NVLinkOneSided", "NVLinkTwoSided") and not mnnvl:
         c.status, c.mapping_only, c.autotune = "failed", True, "not_run"
-        c.reason = (f"build error: RuntimeError: {c.comm_cls} requires MNNVL fabric memory "
-                    f"across all {ep} EP ranks; this topology has {hw.nvl_domain} GPUs per "
-                    f"NVLink domain")
+        c.reason = (
+            f"build error: RuntimeError: {c.comm_cls} requires MNNVL fabric memory "
+            f"across all {ep} EP ranks; this topology has {hw.nvl_domain} GPUs per "
+            f"NVLink domain"
+        )
         c.rank_status = "failed"
         return
     if c.backend in _FUSED and ep > hw.nvl_domain:
         c.status, c.mapping_only, c.autotune = "failed", True, "not_run"
-        c.reason = (f"build error: RuntimeError: {c.backend} symmetric-memory heap needs all "
-                    f"{ep} EP ranks in one NVLink domain (domain size {hw.nvl_domain})")
+        c.reason = (
+            f"build error: RuntimeError: {c.backend} symmetric-memory heap needs all "
+            f"{ep} EP ranks in one NVLink domain (domain size {hw.nvl_domain})"
+        )
         c.rank_status = "failed"
         return
     ws_gib = _workspace_gib(mdl, quant, c.backend, ws, ep, tp, adp, c.nt)
     budget = hw.mem_gib * 0.1
     if ws_gib > budget:
         c.status, c.autotune, c.rank_status = "failed", "success", "failed"
-        c.reason = (f"timed phase error: OutOfMemoryError: CUDA out of memory. Tried to "
-                    f"allocate {ws_gib * 0.4:.2f} GiB. GPU 0 has a total capacity of "
-                    f"{hw.mem_gib:.2f} GiB of which {max(0.5, budget * 0.2):.2f} GiB is free")
+        c.reason = (
+            f"timed phase error: OutOfMemoryError: CUDA out of memory. Tried to "
+            f"allocate {ws_gib * 0.4:.2f} GiB. GPU 0 has a total capacity of "
+            f"{hw.mem_gib:.2f} GiB of which {max(0.5, budget * 0.2):.2f} GiB is free"
+        )
         return
     if c.comm_cls in ("DeepEP", "DeepEPLowLatency") and u_fail < 0.004:
         c.status, c.built, c.autotune, c.rank_status = "failed", False, None, "timeout"
@@ -142,17 +152,22 @@ def _classify(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, c: _Cand, u_fai
         return
     if u_fail > 0.997:
         c.status, c.mapping_only, c.autotune, c.rank_status = "failed", True, "not_run", "failed"
-        c.reason = (f"build error: RuntimeError: [TensorRT-LLM][ERROR] no valid tactic for "
-                    f"{c.backend} grouped GEMM with hidden_size={mdl['hidden_size']}, "
-                    f"intermediate_size={mdl['intermediate_size'] // tp}")
+        c.reason = (
+            f"build error: RuntimeError: [TensorRT-LLM][ERROR] no valid tactic for "
+            f"{c.backend} grouped GEMM with hidden_size={mdl['hidden_size']}, "
+            f"intermediate_size={mdl['intermediate_size'] // tp}"
+        )
         return
     if 0.5 < u_fail < 0.503:
-        c.autotune = "failed:RuntimeError: autotuner profiling raised CUDA error 700 for " \
-                     "one tactic; falling back to the default tactic"
+        c.autotune = (
+            "failed:RuntimeError: autotuner profiling raised CUDA error 700 for "
+            "one tactic; falling back to the default tactic"
+        )
     elif not c.cg and 0.6 < u_fail < 0.62:
         c.autotune = "success:fast"
-    c.base_us = model_latency_us(hw, mdl, quant, ws, c.nt, c.backend, c.mode, c.comm_cls,
-                                 c.cg, c.lpmc)
+    c.base_us = model_latency_us(
+        hw, mdl, quant, ws, c.nt, c.backend, c.mode, c.comm_cls, c.cg, c.lpmc
+    )
 
 
 def _samples(cands: list[_Cand], ws: int, iters: int) -> np.ndarray:

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from ingest.demo_rng import _gc_paused
+from ingest.demo.rng import _gc_paused
 
 try:  # orjson is a hard dependency of moedash, but keep the module importable without it
     import orjson
@@ -21,8 +21,7 @@ except ImportError:  # pragma: no cover
 # number token, as an array element or a "key": value) so string contents never match,
 # then re-rendered with repr().
 _HIT_RES = (re.compile(rb"e-\d(?!\d)"), re.compile(rb"0\.0000"))
-_LINE_RE = re.compile(
-    rb'( *(?:"(?:[^"\\\n]|\\.)*": )?)(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(,?)')
+_LINE_RE = re.compile(rb'( *(?:"(?:[^"\\\n]|\\.)*": )?)(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(,?)')
 
 
 def _fix_floats(buf: bytes) -> bytes:
@@ -47,7 +46,7 @@ def _fix_floats(buf: bytes) -> bytes:
             continue  # an int
         fixed = repr(float(tok)).encode()
         if fixed != tok:
-            out.append(buf[pos:m.start(2)])
+            out.append(buf[pos : m.start(2)])
             out.append(fixed)
             pos = m.end(2)
     out.append(buf[pos:])

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ingest.demo_tables import _FUSED, _QUANT, _Hw, parallel_layout
+from ingest.demo.tables import _FUSED, _QUANT, _Hw, parallel_layout
 
 # backend -> (compute emax, m_half, hbm efficiency, per-active-group us,
 #             graph-on fixed us, fixed us per ep rank, graph-off host us, kernels/forward)
@@ -98,8 +98,18 @@ def _xfer_us(hw: _Hw, nbytes: float, off_frac: float, nvl_eff: float, net_eff: f
     return max(t_nvl, t_net) + 0.1 * min(t_nvl, t_net)
 
 
-def _comm_us(hw: _Hw, mdl: dict[str, Any], quant: Any, comm_cls: str, ws: int, ep: int, tp: int,
-             adp: bool, nt: int, lpmc: bool) -> tuple[float, float]:
+def _comm_us(
+    hw: _Hw,
+    mdl: dict[str, Any],
+    quant: Any,
+    comm_cls: str,
+    ws: int,
+    ep: int,
+    tp: int,
+    adp: bool,
+    nt: int,
+    lpmc: bool,
+) -> tuple[float, float]:
     """(gpu us, host us) of dispatch+combine (or the attention-TP all-reduce)."""
     h = mdl["hidden_size"]
     k = mdl["top_k"]
@@ -125,8 +135,11 @@ def _comm_us(hw: _Hw, mdl: dict[str, Any], quant: Any, comm_cls: str, ws: int, e
         return fixed + _xfer_us(hw, nbytes, off, nvl_eff, net_eff), host
     sent = local * k * (ep - 1) / ep
     d_bpe = disp_override if disp_override is not None else disp_bpe
-    c_bpe = 1.0 if (lpmc and comm_cls in ("NVLinkOneSided", "NVLinkTwoSided",
-                                          "DeepEPLowLatency")) else 2.0
+    c_bpe = (
+        1.0
+        if (lpmc and comm_cls in ("NVLinkOneSided", "NVLinkTwoSided", "DeepEPLowLatency"))
+        else 2.0
+    )
     nbytes = sent * h * (d_bpe + c_bpe)
     off = max(0, ep - hw.nvl_domain) / max(1, ep - 1)
     if comm_cls == "DeepEPLowLatency":
@@ -139,8 +152,18 @@ def _comm_us(hw: _Hw, mdl: dict[str, Any], quant: Any, comm_cls: str, ws: int, e
     return fixed + _xfer_us(hw, nbytes, off, nvl_eff, net_eff), host
 
 
-def model_latency_us(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, nt: int, backend: str,
-                     mode: str, comm_cls: str, cuda_graph: bool, lpmc: bool) -> float:
+def model_latency_us(
+    hw: _Hw,
+    mdl: dict[str, Any],
+    quant: Any,
+    ws: int,
+    nt: int,
+    backend: str,
+    mode: str,
+    comm_cls: str,
+    cuda_graph: bool,
+    lpmc: bool,
+) -> float:
     """Noise-free forward time (us) of the busiest rank for one candidate."""
     ep, tp, adp = parallel_layout(mode, ws)
     t_gemm = _gemm_us(hw, mdl, quant, backend, ep, tp, nt)
@@ -153,7 +176,7 @@ def model_latency_us(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, nt: int,
         t_fused_comm = sent * h * (disp_bpe + 2.0) / (hw.nvl_gbps * 1e3 * 0.85)
         barrier = 3.0 * (6.0 + 0.1 * ep)  # three cross-rank NVLink barriers
         meta = 6.0 + 0.004 * _next_pow2(local)  # metadata prep follows the token bucket
-        gpu = (barrier + meta + max(t_gemm, t_fused_comm) + 0.15 * min(t_gemm, t_fused_comm))
+        gpu = barrier + meta + max(t_gemm, t_fused_comm) + 0.15 * min(t_gemm, t_fused_comm)
         host = 650.0 + 0.01 * local  # chain of host steps, each with dispatch + tactic lookup
         n_kernels = _BK[backend][7]
     else:
@@ -170,9 +193,9 @@ def model_latency_us(hw: _Hw, mdl: dict[str, Any], quant: Any, ws: int, nt: int,
     return float(max(host, gpu_eager) + 0.1 * min(host, gpu_eager))
 
 
-def _workspace_gib(mdl: dict[str, Any], quant: Any, backend: str, ws: int, ep: int, tp: int,
-                   adp: bool,
-                   nt: int) -> float:
+def _workspace_gib(
+    mdl: dict[str, Any], quant: Any, backend: str, ws: int, ep: int, tp: int, adp: bool, nt: int
+) -> float:
     """Rough MoE workspace estimate (GiB) used for the synthetic OOM rule."""
     h, k, i = mdl["hidden_size"], mdl["top_k"], mdl["intermediate_size"]
     local = math.ceil(nt / ws) if adp else nt

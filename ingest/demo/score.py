@@ -26,8 +26,14 @@ def _stats_arrays(x: np.ndarray) -> dict[str, np.ndarray]:
     stdev = np.sqrt(_seq_sum(d * d) / n)
     median = srt[..., n // 2] if n % 2 else (srt[..., n // 2 - 1] + srt[..., n // 2]) / 2.0
     p90 = srt[..., round(0.9 * (n - 1))]
-    return {"mean": mean, "median": median, "stdev": stdev, "min": srt[..., 0],
-            "max": srt[..., -1], "p90": p90}
+    return {
+        "mean": mean,
+        "median": median,
+        "stdev": stdev,
+        "min": srt[..., 0],
+        "max": srt[..., -1],
+        "p90": p90,
+    }
 
 
 def compute_score(per_rank: dict[str, list[float]]) -> dict[str, Any]:
@@ -46,8 +52,13 @@ def compute_score(per_rank: dict[str, list[float]]) -> dict[str, Any]:
     srt = sorted(iter_max)
     center = srt[n // 2] if n % 2 else (srt[n // 2 - 1] + srt[n // 2]) / 2.0
     if n < 8:
-        return {"score": center, "score_type": "slowest_rank_median", "raw_score": raw,
-                "iter_max": iter_max, "outliers": []}
+        return {
+            "score": center,
+            "score_type": "slowest_rank_median",
+            "raw_score": raw,
+            "iter_max": iter_max,
+            "outliers": [],
+        }
     devs = sorted(abs(v - center) for v in iter_max)
     mad = devs[n // 2] if n % 2 else (devs[n // 2 - 1] + devs[n // 2]) / 2.0
     outliers = []
@@ -61,8 +72,13 @@ def compute_score(per_rank: dict[str, list[float]]) -> dict[str, Any]:
     s = 0.0
     for v in kept:
         s += v
-    return {"score": s / len(kept), "score_type": "slowest_rank_trimmed_mean", "raw_score": raw,
-            "iter_max": iter_max, "outliers": outliers}
+    return {
+        "score": s / len(kept),
+        "score_type": "slowest_rank_trimmed_mean",
+        "raw_score": raw,
+        "iter_max": iter_max,
+        "outliers": outliers,
+    }
 
 
 def _latency_blocks(samples: np.ndarray) -> list[dict[str, Any]]:
@@ -100,39 +116,64 @@ def _latency_blocks(samples: np.ndarray) -> list[dict[str, Any]]:
         items = []
         for idx in np.nonzero(out[c])[0].tolist():
             v = float(iter_max[c, idx])
-            items.append({
-                "index": idx,
-                "value": v,
-                "center": center_l[c],
-                "modified_z_score": None if zero[c] else float(z[c, idx]),
-                "absolute_deviation": float(ad[c, idx]),
-                "direction": "high" if v > center_l[c] else "low",
-            })
+            items.append(
+                {
+                    "index": idx,
+                    "value": v,
+                    "center": center_l[c],
+                    "modified_z_score": None if zero[c] else float(z[c, idx]),
+                    "absolute_deviation": float(ad[c, idx]),
+                    "direction": "high" if v > center_l[c] else "low",
+                }
+            )
         out_items[c] = items
     for c in range(c_n):
         if n < 8:
-            outl: dict[str, Any] = {"method": "disabled_insufficient_samples", "count": 0,
-                                    "samples_used": n, "samples_total": n, "items": []}
+            outl: dict[str, Any] = {
+                "method": "disabled_insufficient_samples",
+                "count": 0,
+                "samples_used": n,
+                "samples_total": n,
+                "items": [],
+            }
         else:
             items = out_items.get(c, [])
-            outl = {"method": "modified_z_score_mad", "threshold": 3.5, "center": center_l[c],
-                    "mad": mad_l[c], "count": len(items),
-                    "samples_used": n - len(items) if len(items) < n else n,
-                    "samples_total": n, "items": items}
-        blocks.append({
-            "score": score_l[c],
-            "score_type": "slowest_rank_trimmed_mean" if n >= 8 else "slowest_rank_median",
-            "raw_score": raw_l[c],
-            "raw_score_type": "slowest_rank_mean",
-            "iter_max_stats": {"mean": im_l["mean"][c], "median": im_l["median"][c],
-                               "stdev": im_l["stdev"][c], "min": im_l["min"][c],
-                               "max": im_l["max"][c], "p90": im_l["p90"][c]},
-            "iter_max_outliers": outl,
-            "per_rank": {
-                rank_names[r]: {"mean": pr_l["mean"][c][r], "median": pr_l["median"][c][r],
-                                "stdev": pr_l["stdev"][c][r], "min": pr_l["min"][c][r],
-                                "max": pr_l["max"][c][r], "p90": pr_l["p90"][c][r]}
-                for r in range(r_n)
-            },
-        })
+            outl = {
+                "method": "modified_z_score_mad",
+                "threshold": 3.5,
+                "center": center_l[c],
+                "mad": mad_l[c],
+                "count": len(items),
+                "samples_used": n - len(items) if len(items) < n else n,
+                "samples_total": n,
+                "items": items,
+            }
+        blocks.append(
+            {
+                "score": score_l[c],
+                "score_type": "slowest_rank_trimmed_mean" if n >= 8 else "slowest_rank_median",
+                "raw_score": raw_l[c],
+                "raw_score_type": "slowest_rank_mean",
+                "iter_max_stats": {
+                    "mean": im_l["mean"][c],
+                    "median": im_l["median"][c],
+                    "stdev": im_l["stdev"][c],
+                    "min": im_l["min"][c],
+                    "max": im_l["max"][c],
+                    "p90": im_l["p90"][c],
+                },
+                "iter_max_outliers": outl,
+                "per_rank": {
+                    rank_names[r]: {
+                        "mean": pr_l["mean"][c][r],
+                        "median": pr_l["median"][c][r],
+                        "stdev": pr_l["stdev"][c][r],
+                        "min": pr_l["min"][c][r],
+                        "max": pr_l["max"][c][r],
+                        "p90": pr_l["p90"][c][r],
+                    }
+                    for r in range(r_n)
+                },
+            }
+        )
     return blocks

@@ -1,0 +1,1 @@
+"""HTTP only: thin route handlers over service/, auth, body limits, one error envelope."""

@@ -1,0 +1,1 @@
+"""The deterministic synthetic demo dataset, written as bench_moe JSON bytes."""

@@ -1,0 +1,67 @@
+"""``create_app(settings)``: the API, the Dash dashboard mounted at / and ``static/`` at
+/static, in one process over one store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from api.app import create_api
+from api.config import ApiConfig
+from db.store import Store, open_store
+from moedash.settings import Settings
+
+# A source checkout keeps static/ beside the packages; an installed package (the Docker
+# image) finds it in the working directory instead.
+STATIC_DIRS = (Path(__file__).resolve().parent.parent / "static", Path.cwd() / "static")
+
+
+def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+    """Build the app. ``store`` lets tests share one store with the app; otherwise the
+    store is opened from ``settings.database_url`` (schema upgraded when
+    ``migrate_on_start``) and closed at shutdown."""
+    settings = settings or Settings()
+    owned = store is None
+    store = store or open_store(settings.database_url, upgrade=settings.migrate_on_start)
+    on_start: list[Callable[[], object]] = []
+    on_stop: list[Callable[[], object]] = [store.close] if owned else []
+    config = ApiConfig(
+        max_upload_bytes=settings.max_upload_bytes,
+        read_requires_token=settings.read_requires_token,
+    )
+    app = create_api(store, config, on_start=on_start, on_stop=on_stop)
+    app.state.settings = settings
+    static = next((d for d in STATIC_DIRS if d.is_dir()), None)
+    if static is not None:
+        app.mount("/static", StaticFiles(directory=static), name="static")
+    if settings.enable_dashboard:
+        _mount_dashboard(app, store, settings, on_start)
+    return app
+
+
+def _mount_dashboard(
+    app: FastAPI, store: Store, settings: Settings, on_start: list[Callable[[], object]]
+) -> None:
+    from a2wsgi import WSGIMiddleware
+
+    from api.auth import DashboardGate
+    from api.compress import CachedGZipMiddleware
+    from dashboard.app import create_dash  # lazy: the API alone never loads Dash
+
+    dash_app = create_dash(store)
+    # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
+    # stalls the event loop serving the API (measured in stack-notes). Responses are
+    # gzipped, the JS bundles compressed once (api/compress.py).
+    ui: Any = CachedGZipMiddleware(WSGIMiddleware(dash_app.server))  # type: ignore[arg-type]
+    if settings.read_requires_token:
+        # closed reads close the dashboard too (HTTP Basic, password = API token)
+        ui = DashboardGate(ui, store)
+    app.mount("/", ui)
+    if settings.warm_cache:  # a daemon thread: serving starts at once
+        from dashboard.app import start_warm_cache
+
+        on_start.append(lambda: start_warm_cache(dash_app.server.config["MOEDASH_DATA"]))
