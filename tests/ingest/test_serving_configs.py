@@ -28,7 +28,7 @@ from ingest.serving_configs import (
     zip_variant,
 )
 
-FIXTURE = Path(__file__).parent / "fixtures" / "serving"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "serving"
 MASTER = FIXTURE / "inferencex" / "configs" / "nvidia-master.yaml"
 
 

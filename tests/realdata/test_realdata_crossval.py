@@ -34,7 +34,7 @@ pytestmark = pytest.mark.realdata
 
 DATA = Path(
     os.environ.get(
-        "MOEDASH_SHARED_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+        "MOEDASH_SHARED_DATA", Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
     )
 )
 TRT = ("dynamo-trt", "trt")

@@ -20,11 +20,11 @@ import pytest
 from analysis import crossval_columns as cc
 from api.routes.crossval import import_serving_directory
 from db.store import open_store
-from tests.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
+from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "artifacts" / "screenshots"
 
 

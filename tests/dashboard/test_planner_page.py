@@ -16,7 +16,7 @@ from dashboard.app import _NAV, PAGES, create_dash, parse_search, render_page
 from dashboard.pages import planner as P
 from db.store import Store
 from service.frames import DashData
-from tests.test_api_planner import K3, K4, ingest_linear
+from tests.api.test_api_planner import K3, K4, ingest_linear
 
 
 @pytest.fixture(scope="module")

@@ -211,7 +211,7 @@ def test_pipeline_is_full_when_constraints_hold_and_has_bubbles_when_depth_fails
 
 def test_planner_imports_nothing_outside_analysis() -> None:
     banned = {"db", "ingest", "dashboard", "sqlalchemy", "fastapi", "dash", "plotly"}
-    root = Path(__file__).resolve().parent.parent / "analysis" / "planner"
+    root = Path(__file__).resolve().parents[2] / "analysis" / "planner"
     for path in root.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):

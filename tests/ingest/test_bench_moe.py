@@ -29,8 +29,8 @@ from tests.hostile_cases import (
     minimal_report,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
-REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("MOEDASH_SHARED", REPO.parent / "shared"))
 EXAMPLE = SHARED / "fixtures" / "bench_moe_example.json"
 

@@ -22,7 +22,7 @@ from moedash.settings import Settings
 from tests.factories import make_candidates
 from tests.sweeps import make_run
 
-FIXTURE = Path(__file__).parent / "fixtures" / "serving"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "serving"
 H200 = "dsr1-fp8-h200-dynamo-trt"
 
 

@@ -16,11 +16,11 @@ import pytest
 from analysis import columns as C
 from ingest.detect import parse_path
 from ingest.records import UploadMeta
-from tests.test_bench_moe import check_sweep_contract
+from tests.ingest.test_bench_moe import check_sweep_contract
 
 pytestmark = pytest.mark.realdata
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("MOEDASH_SHARED_DATA", REPO.parent / "shared" / "data"))
 DASHBOARD = DATA / "nvidia_moe_dashboard"
 

@@ -290,7 +290,7 @@ def test_cross_validation_modules_stay_pure() -> None:
     import ast
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "analysis"
+    root = Path(__file__).resolve().parents[2] / "analysis"
     banned = ("db", "ingest", "dashboard", "sqlalchemy", "fastapi", "dash")
     for name in ("crossval.py", "crossval_columns.py", "serving_map.py"):
         tree = ast.parse((root / name).read_text())

@@ -17,7 +17,7 @@ from db.errors import NotFound, StoreError
 from db.store import Store
 from ingest.serving_configs import import_directory, points_frame, recipe_configs
 
-FIXTURE = Path(__file__).parent / "fixtures" / "serving"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "serving"
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from db.store import open_store
+from tests.api.test_api_planner import ingest_linear
 from tests.servers import running_server
-from tests.test_api_planner import ingest_linear
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "artifacts" / "screenshots"
 
 

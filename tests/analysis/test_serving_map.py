@@ -21,7 +21,7 @@ from analysis.serving_map import (
 )
 from ingest.serving_configs import import_directory, points_frame, recipe_configs
 
-FIXTURE = Path(__file__).parent / "fixtures" / "serving"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "serving"
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from setuptools import find_packages
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_source_directory_is_a_packaged_package() -> None:

@@ -1,0 +1,1 @@
+"""The moedash test suite; folders mirror the source tree."""

@@ -1,0 +1,1 @@
+"""Tests of analysis/: hand-built frames with known answers, property tests."""

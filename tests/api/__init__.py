@@ -1,0 +1,1 @@
+"""Tests of api/: the real ASGI app over HTTP."""

@@ -1,0 +1,1 @@
+"""Tests that drive real headless Chromium against a served app."""

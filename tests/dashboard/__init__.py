@@ -1,0 +1,1 @@
+"""Tests of dashboard/: layouts, callbacks and figures without a browser."""

@@ -1,0 +1,1 @@
+"""Tests of ingest/: parsers, detection, serving configs, the demo generator."""

@@ -1,0 +1,1 @@
+"""Tests of the composition root: CLI, upload client, several processes, packaging."""
