@@ -195,7 +195,7 @@ def test_reads_can_be_closed(db_url: str, store: Store) -> None:
 def test_hostile_inputs_rejected_and_database_unchanged(
     client: TestClient, upload_token: str, store: Store
 ) -> None:
-    from tests.hostile_cases import HOSTILE_CASES
+    from tests.factories.hostile import HOSTILE_CASES
 
     post_example(client, upload_token)  # something in the DB to compare against
     before = store.table_counts()

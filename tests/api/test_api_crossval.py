@@ -20,7 +20,7 @@ from ingest.serving_configs import import_directory
 from moedash.app import create_app
 from moedash.settings import Settings
 from tests.factories import make_candidates
-from tests.sweeps import make_run
+from tests.factories.sweeps import make_run
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "serving"
 H200 = "dsr1-fp8-h200-dynamo-trt"

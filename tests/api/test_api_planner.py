@@ -22,7 +22,7 @@ from db.store import Store
 from ingest.records import Sweep, UploadMeta
 from moedash.app import create_app
 from moedash.settings import Settings
-from tests.sweeps import make_run
+from tests.factories.sweeps import make_run
 
 K3, K4 = 0.004, 0.3  # ms per token per expert, ms per expert (one GPU, whole expert)
 URL = "/api/v1/planner"

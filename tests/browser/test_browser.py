@@ -22,7 +22,7 @@ import yaml
 from db.store import open_store
 from ingest.records import UploadMeta
 from tests.conftest import REPO
-from tests.dash_factories import seed_store
+from tests.factories.dashboard import seed_store
 
 pytestmark = pytest.mark.browser
 

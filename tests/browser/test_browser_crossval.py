@@ -56,7 +56,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def server(prepared: tuple[str, str]) -> Iterator[str]:
-    from tests.servers import running_server
+    from tests.factories.servers import running_server
 
     with running_server(prepared[0]) as base:
         yield base
@@ -225,7 +225,7 @@ def test_crossval_page_renders_filters_and_downloads(
 
 
 def test_crossval_page_without_imports(browser: object, tmp_path: Path) -> None:
-    from tests.servers import running_server
+    from tests.factories.servers import running_server
 
     db_url = f"duckdb:///{tmp_path / 'empty.duckdb'}"
     open_store(db_url).close()

@@ -15,7 +15,7 @@ import pytest
 
 from db.store import open_store
 from tests.api.test_api_planner import ingest_linear
-from tests.servers import running_server
+from tests.factories.servers import running_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

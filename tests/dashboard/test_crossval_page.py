@@ -33,9 +33,9 @@ from moedash.app import create_app
 from moedash.settings import Settings
 from service.frames import DashData
 from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
-from tests.dash_factories import HOSTILE, walk
 from tests.factories import make_candidates
-from tests.sweeps import make_run
+from tests.factories.dashboard import HOSTILE, walk
+from tests.factories.sweeps import make_run
 
 
 @pytest.fixture

@@ -17,8 +17,14 @@ from dashboard.pages import best, overview, pareto, recommend, run
 from db.store import Store
 from ingest.records import UploadMeta
 from service.frames import Cell, DashData
-from tests import sweeps
-from tests.dash_factories import HOSTILE, KNOWN_FRONTIER, KNOWN_FRONTIER_TRTLLM, seed_store, walk
+from tests.factories import sweeps
+from tests.factories.dashboard import (
+    HOSTILE,
+    KNOWN_FRONTIER,
+    KNOWN_FRONTIER_TRTLLM,
+    seed_store,
+    walk,
+)
 
 KNOWN = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 

@@ -11,7 +11,7 @@ from analysis import columns as C
 from db import Conflict, NotFound
 from db.store import Store, open_store
 from ingest.records import UploadMeta
-from tests.sweeps import make_sweep
+from tests.factories.sweeps import make_sweep
 
 META = UploadMeta(hardware="GB300", trtllm_version="v1.3.0rc26", filename="a.json")
 

@@ -21,7 +21,7 @@ from ingest.failures import CATEGORIES, categorize
 from ingest.hardware import infer_hardware, normalize_hardware_label
 from ingest.lenient_json import loads
 from ingest.records import RUN_EXTRA_KEYS, UploadMeta
-from tests.hostile_cases import (
+from tests.factories.hostile import (
     ACCEPTED_ODD_CASES,
     HOSTILE_CASES,
     HOSTILE_META_CASES,

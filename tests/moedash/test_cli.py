@@ -9,7 +9,7 @@ import pytest
 from db.store import open_store
 from moedash.cli import main
 from tests.conftest import shared_dir
-from tests.servers import running_server
+from tests.factories.servers import running_server
 
 EXAMPLE = shared_dir() / "fixtures" / "bench_moe_example.json"
 
@@ -79,7 +79,7 @@ def test_upload_to_a_live_server(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_upload_gives_up_when_server_is_down(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.servers import free_port
+    from tests.factories.servers import free_port
 
     args = ["upload", str(EXAMPLE), "--url", f"http://127.0.0.1:{free_port()}", "--token", "x"]
     assert main([*args, "--retries", "1", "--timeout", "2"]) == 1

@@ -17,7 +17,7 @@ import pytest
 
 from db.store import open_store
 from tests.conftest import shared_dir
-from tests.servers import REPO, running_server
+from tests.factories.servers import REPO, running_server
 
 EXAMPLE = shared_dir() / "fixtures" / "bench_moe_example.json"
 
@@ -59,7 +59,7 @@ def test_two_app_processes_share_one_postgres(pg_schema_url: str, tmp_path: Path
 _WRITER = """
 import sys, time
 from db.store import open_store
-from tests.sweeps import make_sweep
+from tests.factories.sweeps import make_sweep
 from ingest.records import UploadMeta
 store = open_store(sys.argv[1])
 sweep = make_sweep(int(sys.argv[2]))

@@ -1,4 +1,5 @@
-"""Small factories for candidate frames (shared by every test module).
+"""Test data builders, all in one place: candidate frames (here), sweeps, dashboard data,
+hostile inputs (``hostile``) and served app processes (``servers``).
 
 ``make_candidates`` builds a frame with exactly ``RUN_COLUMNS + CANDIDATE_COLUMNS`` (in
 that order), typed like the store returns them: INT_COLUMNS nullable ``Int64``,

@@ -1,5 +1,5 @@
 """Data for the dashboard tests: a tiny sweep with a known Pareto frontier, a second
-cell from ``tests.sweeps``, and hostile strings where uploads can put text.
+cell from ``tests.factories.sweeps``, and hostile strings where uploads can put text.
 
 Known answers (cell deepseek_v4_pro · GB300 · NVFP4, world size 8, decode):
 candidates 1 (MEGAMOE_CUTEDSL, 256 tokens, 0.8 ms) and 2 (TRTLLM, 1024 tokens, 2.0 ms)
@@ -18,7 +18,8 @@ import pandas as pd
 from analysis import columns as C
 from db.store import Store
 from ingest.records import Sweep, UploadMeta
-from tests import factories, sweeps
+from tests import factories
+from tests.factories import sweeps
 
 HOSTILE = "<script>alert('x')</script> **bold** [link](javascript:alert(1))"
 KNOWN_FRONTIER = {1, 2}
