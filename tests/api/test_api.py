@@ -8,9 +8,8 @@ from fastapi.testclient import TestClient
 from db.store import Store
 from moedash.app import create_app
 from moedash.settings import Settings
-from tests.conftest import shared_dir
+from tests.factories import EXAMPLE
 
-EXAMPLE = shared_dir() / "fixtures" / "bench_moe_example.json"
 
 
 @pytest.fixture

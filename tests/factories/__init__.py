@@ -13,12 +13,17 @@ row like ``{"parallel_mode": "TTP2EP4"}`` stays consistent.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from analysis import columns as C
 from analysis.derived import parse_parallel_mode
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+# Our own bench_moe report in the real format (values invented for the tests).
+EXAMPLE = FIXTURES / "bench_moe_example.json"
 
 ALL_COLUMNS: tuple[str, ...] = C.RUN_COLUMNS + C.CANDIDATE_COLUMNS
 

@@ -21,6 +21,7 @@ from ingest.failures import CATEGORIES, categorize
 from ingest.hardware import infer_hardware, normalize_hardware_label
 from ingest.lenient_json import loads
 from ingest.records import RUN_EXTRA_KEYS, UploadMeta
+from tests.factories import EXAMPLE
 from tests.factories.hostile import (
     ACCEPTED_ODD_CASES,
     HOSTILE_CASES,
@@ -32,7 +33,6 @@ from tests.factories.hostile import (
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("MOEDASH_SHARED", REPO.parent / "shared"))
-EXAMPLE = SHARED / "fixtures" / "bench_moe_example.json"
 
 
 def check_sweep_contract(run: dict[str, Any], frame: pd.DataFrame) -> None:

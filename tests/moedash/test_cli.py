@@ -8,10 +8,9 @@ import pytest
 
 from db.store import open_store
 from moedash.cli import main
-from tests.conftest import shared_dir
+from tests.factories import EXAMPLE
 from tests.factories.servers import running_server
 
-EXAMPLE = shared_dir() / "fixtures" / "bench_moe_example.json"
 
 
 def db(tmp_path: Path) -> str:

@@ -16,10 +16,9 @@ import httpx
 import pytest
 
 from db.store import open_store
-from tests.conftest import shared_dir
+from tests.factories import EXAMPLE
 from tests.factories.servers import REPO, running_server
 
-EXAMPLE = shared_dir() / "fixtures" / "bench_moe_example.json"
 
 
 @pytest.mark.postgres
