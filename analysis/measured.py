@@ -2,15 +2,30 @@
 nearest to a requested deployment, turned into a ``Recommendation`` so it exports the
 same way as the tree's pick.
 
-Nearest workload: same attention family (DP/TP) and CUDA-graph setting (phase), then
-the measured ``num_tokens`` closest to the requested one on a log2 axis (token counts
-are swept in powers of two; equal log distance prefers the larger count, whose MoE is
-at least as loaded). ``exact`` says whether the requested count itself was measured.
+Nearest workload (the one rule; the API, the export and the Recommend page all use it):
+
+* same attention family (DP/TP) and CUDA-graph setting (phase) as the deployment, among
+  rankable rows (``derived.rankable_mask``) of a frame already scoped to the model,
+  hardware, quant and world size;
+* then the measured ``num_tokens`` closest to the requested one on a log2 axis (token
+  counts are swept in powers of two, so 128 sits as far from 64 as from 256);
+* equal log distance goes to the **larger** count. The larger workload loads the MoE at
+  least as much as asked, so the pick is never a configuration that only wins at a
+  lighter load than the one requested (small-batch winners such as TRTLLM fall behind
+  as tokens grow, the guide's own crossovers); and it is the rule the API has always
+  answered with. The comparison is exact: ``a`` and ``b`` tie for ``n`` when
+  ``a * b == n * n``.
+
+Inside that workload the order is score_ms ascending, then :data:`PICK_ORDER`'s recipe
+columns, run_id and candidate_index (missing values last): the first row is the pick,
+the rows after it the runners-up. ``exact`` says whether the requested count itself
+was measured.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +35,16 @@ from analysis import columns as C
 from analysis.derived import rankable_mask
 from analysis.tables import plain_value
 from analysis.tree import Deployment, PathStep, Recommendation, recommend
+
+PICK_ORDER: tuple[str, ...] = (
+    C.SCORE_MS,
+    C.BACKEND,
+    C.COMM,
+    C.PARALLEL_MODE,
+    C.RUN_ID,
+    C.CANDIDATE_INDEX,
+)
+RANK = "rank"  # 1-based position in the nearest workload (measured_top)
 
 
 @dataclass(frozen=True)
@@ -38,32 +63,63 @@ class MeasuredPick:
     candidate: dict[str, object]
 
 
-def _attention_dp(df: pd.DataFrame) -> np.ndarray:
+def nearest_num_tokens(measured: Iterable[float], requested: int) -> int | None:
+    """The measured token count nearest ``requested`` in log2 distance; equal distance
+    goes to the larger count (see module docstring). Values that are missing, not
+    finite or below 1 are ignored; ``requested`` below 1 counts as 1. None when
+    nothing is left."""
+    want = max(int(requested), 1)
+    counts = {int(v) for v in measured if v is not None and math.isfinite(v) and v >= 1}
+    if not counts:
+        return None
+    below = max((c for c in counts if c <= want), default=None)
+    above = min((c for c in counts if c >= want), default=None)
+    if below is None or above is None:
+        return above if below is None else below
+    # log2(above / want) vs log2(want / below)  <=>  above * below vs want ** 2
+    return below if below * above > want * want else above
+
+
+def _same_workload_family(df: pd.DataFrame, dep: Deployment) -> pd.DataFrame:
+    """Rankable rows with the deployment's attention family and CUDA-graph setting."""
     attn = df[C.ATTN].astype("string").fillna("?").to_numpy()
-    return np.asarray(attn == "D")
+    mask = rankable_mask(df)
+    mask &= np.asarray(attn == "D") == dep.attention_dp
+    mask &= df[C.CUDA_GRAPH].astype("boolean").fillna(False).to_numpy() == dep.cuda_graph
+    return df.loc[mask]
+
+
+def nearest_workload(df: pd.DataFrame, dep: Deployment) -> tuple[pd.DataFrame, int | None]:
+    """(rows of the nearest measured workload in pick order, its num_tokens); an empty
+    frame and None when nothing comparable was measured. ``df`` is scoped to the
+    deployment's model, hardware, quant and world size by the caller."""
+    if df.empty:
+        return df.iloc[0:0], None
+    sub = _same_workload_family(df, dep)
+    tokens = pd.to_numeric(sub[C.NUM_TOKENS]).to_numpy(dtype=float)
+    measured = nearest_num_tokens(np.unique(tokens[np.isfinite(tokens)]), dep.num_tokens)
+    if measured is None:
+        return sub.iloc[0:0], None
+    group = sub.loc[tokens == measured]
+    order = [c for c in PICK_ORDER if c in group]
+    return group.sort_values(order, kind="mergesort", na_position="last"), measured
+
+
+def measured_top(df: pd.DataFrame, dep: Deployment, n: int = 3) -> pd.DataFrame:
+    """The ``n`` first rows of :func:`nearest_workload` with ``rank`` (1 = the pick);
+    index reset. Empty when nothing comparable was measured."""
+    group, _ = nearest_workload(df, dep)
+    top = group.head(n).reset_index(drop=True)
+    return top.assign(**{RANK: np.arange(1, len(top) + 1)})
 
 
 def nearest_measured_best(df: pd.DataFrame, dep: Deployment) -> MeasuredPick | None:
     """Best rankable candidate of ``df`` (already scoped to the model, hardware, quant and
-    world size) for the workload nearest ``dep``; None when nothing comparable exists."""
-    if df.empty:
+    world size) for the workload nearest ``dep``; None when nothing comparable exists.
+    ``margin_pct`` is (runner-up - best) / best * 100, None without a runner-up."""
+    group, measured = nearest_workload(df, dep)
+    if measured is None or group.empty:
         return None
-    mask = rankable_mask(df)
-    mask &= _attention_dp(df) == dep.attention_dp
-    mask &= df[C.CUDA_GRAPH].astype("boolean").fillna(False).to_numpy() == dep.cuda_graph
-    sub = df.loc[mask]
-    if sub.empty:
-        return None
-    tokens = pd.to_numeric(sub[C.NUM_TOKENS]).to_numpy(dtype=float)
-    target = math.log2(max(dep.num_tokens, 1))
-    distance = np.abs(np.log2(np.maximum(tokens, 1)) - target)
-    best_d = distance.min()
-    candidates_tokens = tokens[np.isclose(distance, best_d)]
-    measured = int(candidates_tokens.max())
-    group = sub.loc[tokens == measured].sort_values(
-        [C.SCORE_MS, C.BACKEND, C.COMM, C.PARALLEL_MODE, C.RUN_ID, C.CANDIDATE_INDEX],
-        kind="mergesort",
-    )
     top = group.iloc[0]
     runner = float(group.iloc[1][C.SCORE_MS]) if len(group) > 1 else None
     score = float(top[C.SCORE_MS])
@@ -85,16 +141,30 @@ def nearest_measured_best(df: pd.DataFrame, dep: Deployment) -> MeasuredPick | N
     )
 
 
+def _text(value: object) -> str | None:
+    """A text cell as str; None for every missing marker (None, NaN, NA -- categorical
+    frames hand out NaN for a missing value)."""
+    if value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value))):
+        return None
+    return str(value)
+
+
+def _forced(requested: object, comm: str) -> bool:
+    """A candidate forced its comm when it asked for a specific method; an AUTO or fused
+    (NONE) or unrecorded request leaves TRTLLM_FORCE_COMM_METHOD unset."""
+    asked = (_text(requested) or "AUTO").upper()
+    return asked not in ("AUTO", "NONE") and comm not in ("AUTO", "NONE")
+
+
 def recommendation_from_candidate(
-    dep: Deployment, row: dict[str, object], measured_tokens: int, exact: bool
+    dep: Deployment, row: Mapping[str, object], measured_tokens: int, exact: bool
 ) -> Recommendation:
     """A Recommendation that reproduces a measured candidate: its backend, layout and
-    comm. The comm is forced only when the candidate forced it (requested a specific
-    method); an AUTO or fused (NONE) candidate leaves TRTLLM_FORCE_COMM_METHOD unset."""
+    comm (forced only when the candidate forced it), with the deployment's derived
+    axes and coverage flag from the tree and one DATA step naming the measurement."""
     tree = recommend(dep)  # for the derived axes and coverage flag
-    requested = str(row.get(C.COMM_REQUESTED) or "AUTO").upper()
-    comm = str(row.get(C.COMM) or "AUTO")
-    forced = requested not in ("AUTO", "NONE") and comm not in ("AUTO", "NONE")
+    comm = _text(row.get(C.COMM)) or "AUTO"
+    forced = _forced(row.get(C.COMM_REQUESTED), comm)
     step = PathStep(
         step="DATA",
         question=(
@@ -126,4 +196,51 @@ def recommendation_from_candidate(
         path=(step,),
         notes=notes,
         in_guide_coverage=tree.in_guide_coverage,
+    )
+
+
+def _int(value: object, default: int = 0) -> int:
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+    return int(f) if math.isfinite(f) else default
+
+
+def candidate_recommendation(row: Mapping[str, object]) -> Recommendation:
+    """A ``Recommendation`` describing one measured candidate ``row`` (a candidate-frame
+    row with the derived columns) as it was run: its own deployment, backend, comm and
+    layout, an empty decision path and a note that it was measured, not recommended.
+    Missing sizes fall back to 0 (shape), 1 (world size, EP, TP, num_tokens)."""
+    dep = Deployment(
+        hardware=str(row[C.HARDWARE]),
+        num_experts=_int(row[C.NUM_EXPERTS]),
+        top_k=_int(row[C.TOP_K]),
+        hidden_size=_int(row[C.HIDDEN_SIZE]),
+        quant=str(row[C.QUANT]),
+        world_size=_int(row[C.WORLD_SIZE], 1),
+        attention_dp=bool(row[C.ATTENTION_DP]),
+        cuda_graph=bool(row[C.CUDA_GRAPH]),
+        num_tokens=_int(row[C.NUM_TOKENS], 1),
+        model=str(row[C.MODEL]),
+    )
+    comm = _text(row.get(C.COMM)) or "AUTO"
+    requested = _text(row.get(C.COMM_REQUESTED))
+    forced = requested not in (None, "AUTO") and comm not in ("AUTO", "NONE")
+    return Recommendation(
+        deployment=dep,
+        parallel_mode=str(row[C.PARALLEL_MODE]),
+        moe_ep_size=_int(row[C.MOE_EP_SIZE], 1),
+        moe_tp_size=_int(row[C.MOE_TP_SIZE], 1),
+        backend=str(row[C.BACKEND]),
+        comm=comm if forced else "AUTO",
+        force_comm=forced,
+        expected_comm=comm,
+        activated_tokens_per_rank=float(row[C.ACTIVATED_TOKENS_PER_RANK]),  # type: ignore[arg-type]
+        dispatch_kb=float(row[C.DISPATCH_KB]),  # type: ignore[arg-type]
+        path=(),
+        notes=(
+            f"measured candidate: run {row[C.RUN_ID]}, candidate "
+            f"{row[C.CANDIDATE_INDEX]}, score {float(row[C.SCORE_MS]):.4g} ms",  # type: ignore[arg-type]
+        ),
     )

@@ -1,7 +1,7 @@
 """Pure builders for the /crossval page: a ledger frame in, counts or a figure out.
 
 No data access and no Dash components here (the page and the tests call these on the
-frame ``api.routes.crossval.compute_ledger`` returns).
+frame ``service.crossval.compute_ledger`` returns).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Pure builders for the planner page: plan payload pieces in, figures or rows out.
 
-Inputs are the JSON-ready pieces of ``api.routes.planner.run_plan`` (lists of records or
+Inputs are the JSON-ready pieces of ``service.planner.run_plan`` (lists of records or
 DataFrames), so the page, the API export and the tests all read the same shapes.
 No data access and no Dash components here.
 """

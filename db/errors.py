@@ -1,10 +1,23 @@
-"""Store errors. Database driver exceptions never leave ``db/``; these do."""
+"""Store errors. Database driver exceptions never leave ``db/``; these do.
+
+:class:`db.session.Database` turns every SQLAlchemy or driver error raised inside one of
+its connections into a :class:`StoreError` (a write stopped by a unique or primary-key
+constraint into :class:`UniqueViolation`), so callers handle one family of exceptions
+whatever the database and whether the call read or wrote.
+"""
 
 from __future__ import annotations
 
 
 class StoreError(RuntimeError):
     """A database operation failed for a reason the caller cannot fix by changing input."""
+
+
+class UniqueViolation(StoreError):
+    """A write collided with a unique or primary key (or, on DuckDB, with a concurrent
+    transaction writing the same key). Repositories catch it to retry an idempotent write
+    or to raise a :class:`Conflict` naming the field; one that escapes is a plain
+    store failure."""
 
 
 class NotFound(StoreError):

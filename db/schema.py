@@ -1,5 +1,8 @@
 """Table definitions (SQLAlchemy Core), shared by DuckDB and PostgreSQL.
 
+These are what queries are built from; the database gets its tables from the frozen
+revisions in :mod:`db.migrations` (``tests/db/test_migrations.py`` checks the two agree).
+
 Candidate columns come from ``analysis.columns`` so the table, the parsers and the
 analysis agree on names by construction.
 """
@@ -31,14 +34,6 @@ def _column_type(name: str) -> sa.types.TypeEngine[Any]:
     return sa.Text()
 
 
-schema_version = sa.Table(
-    "moedash_schema_version",
-    metadata,
-    sa.Column("version", sa.Integer, primary_key=True),
-    sa.Column("name", sa.Text, nullable=False),
-    sa.Column("applied_at", sa.DateTime(timezone=True), nullable=False),
-)
-
 uploads = sa.Table(
     "uploads",
     metadata,
@@ -60,7 +55,7 @@ runs = sa.Table(
     metadata,
     sa.Column(C.RUN_ID, sa.BigInteger, run_id_seq, primary_key=True),
     # No FOREIGN KEY: DuckDB rejects deleting a parent row in the transaction that
-    # deleted its children; Store.delete_run keeps the reference consistent instead.
+    # deleted its children; RunRepository.delete_run keeps the reference consistent.
     sa.Column("upload_id", sa.BigInteger, nullable=False),
     sa.Column("run_key", sa.Text, nullable=False, unique=True),
     sa.Column("sweep_key", sa.Text, nullable=False),
@@ -71,6 +66,8 @@ runs = sa.Table(
     sa.Column("n_failed", sa.BigInteger, nullable=False),
     sa.Column("n_skipped", sa.BigInteger, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    # Filters the dashboard and the API use on the runs table.
+    sa.Index("runs_facets", "model", "hardware", "quant", "world_size"),
 )
 
 candidates = sa.Table(

@@ -1,9 +1,9 @@
 """Cross-validation tables: serving-config imports, mapped workloads, end-to-end outcomes.
 
 Defined on the same :data:`db.schema.metadata` as the core tables and created by
-migration 3. Column names come from ``analysis.columns`` / ``analysis.crossval_columns``
+revision 0003. Column names come from ``analysis.columns`` / ``analysis.crossval_columns``
 so stored rows and the analysis frames agree by construction. No FOREIGN KEYs, for the
-same reason as ``runs`` (DuckDB); :mod:`db.crossval_store` keeps references consistent.
+same reason as ``runs`` (DuckDB); :mod:`db.crossval` keeps references consistent.
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ serving_workloads = sa.Table(
     sa.Column("ordinal", sa.BigInteger, nullable=False),
     *[sa.Column(n, t, nullable=n not in _NOT_NULL) for n, t in WORKLOAD_KEY_COLUMNS.items()],
     sa.Column("row_json", sa.Text, nullable=False),
+    # Filters of /crossval/workloads and the ledger's model/hardware restriction.
+    sa.Index("serving_workloads_facets", c.MODEL, c.HARDWARE, cc.PHASE),
 )
 
 crossval_outcomes = sa.Table(

@@ -4,6 +4,9 @@ A token secret is ``mdt_`` + 43 URL-safe random characters (256 bits). Only its
 SHA-256 hex digest and a short display prefix are stored. Verification hashes the
 presented secret, looks the digest up, and compares digests with
 ``hmac.compare_digest`` so timing does not reveal how much of a guess matched.
+
+:class:`TokenRepository` (``store.tokens``) is the interface; the functions below work
+inside a connection it opened. Every database failure raises :class:`StoreError`.
 """
 
 from __future__ import annotations
@@ -13,10 +16,13 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
 
 import sqlalchemy as sa
 
 from db import schema
+from db.errors import Conflict, NotFound, UniqueViolation
+from db.session import Database
 
 SCOPES: frozenset[str] = frozenset({"upload", "admin"})
 _PREFIX = "mdt_"
@@ -96,3 +102,71 @@ def find_by_secret(conn: sa.Connection, secret: str) -> TokenInfo | None:
     if row is None or not hmac.compare_digest(str(row._mapping["token_hash"]), digest):
         return None
     return row_to_info(row)
+
+
+class TokenRepository:
+    """API tokens: create (secret shown once), list, revoke, verify."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def create_token(self, name: str, scopes: Sequence[str]) -> tuple[TokenInfo, str]:
+        """Create a token; returns its info and the secret (shown once, never stored).
+        Invalid names/scopes raise ValueError; a name in use raises :class:`Conflict`."""
+        wanted = validate_scopes(tuple(scopes))
+        name = name.strip()
+        if not name or len(name) > 100 or not name.isprintable():
+            raise ValueError("name: 1-100 printable characters required")
+        try:
+            with self._db.write("create_token") as conn:
+                token_id, secret = insert_token(conn, name, wanted)
+        except UniqueViolation as exc:
+            raise Conflict("name", f"a token named {name!r} already exists") from exc
+        return self._token(token_id), secret
+
+    def _token(self, token_id: int) -> TokenInfo:
+        with self._db.read("token") as conn:
+            row = conn.execute(
+                sa.select(schema.api_tokens).where(schema.api_tokens.c.token_id == token_id)
+            ).first()
+        if row is None:
+            raise NotFound("token", token_id)
+        return row_to_info(row)
+
+    def list_tokens(self) -> list[TokenInfo]:
+        """All tokens, revoked ones included, oldest first."""
+        with self._db.read("list_tokens") as conn:
+            rows = conn.execute(
+                sa.select(schema.api_tokens).order_by(schema.api_tokens.c.token_id)
+            ).all()
+        return [row_to_info(r) for r in rows]
+
+    def revoke_token(self, name_or_id: str) -> TokenInfo:
+        """Revoke by name or numeric id; revoking twice is a no-op; an unknown token
+        raises :class:`NotFound`."""
+        t = schema.api_tokens
+        cond = t.c.name == name_or_id
+        if name_or_id.isdigit():
+            cond = sa.or_(cond, t.c.token_id == int(name_or_id))
+        with self._db.write("revoke_token") as conn:
+            row = conn.execute(sa.select(t.c.token_id, t.c.revoked_at).where(cond)).first()
+            if row is None:
+                raise NotFound("token", name_or_id)
+            if row[1] is None:
+                conn.execute(
+                    t.update()
+                    .where(t.c.token_id == row[0])
+                    .values(revoked_at=dt.datetime.now(dt.UTC))
+                )
+        return self._token(int(row[0]))
+
+    def verify_token(self, secret: str) -> TokenInfo | None:
+        """The active token with this secret, or None (unknown, revoked, empty or longer
+        than 200 characters)."""
+        if not secret or len(secret) > 200:
+            return None
+        with self._db.read("verify_token") as conn:
+            info = find_by_secret(conn, secret)
+        if info is None or not info.active:
+            return None
+        return info

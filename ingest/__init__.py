@@ -1,1 +1,1 @@
-"""Getting data in: parsers, the HTTP API, the CLI."""
+"""Bytes → records: format detection, the bench_moe parser, NVIDIA dashboard data, legacy formats, serving configs and the one upload-metadata model."""

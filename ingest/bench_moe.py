@@ -25,9 +25,9 @@ Decisions worth knowing:
 * Speed: one tight pass turns each row into a tuple in ``CANDIDATE_COLUMNS`` order,
   then one DataFrame is built column by column. Building the Python objects of the
   parsed JSON dominates (a 100k-row report is ~30M objects), so reports of at least
-  :data:`PARALLEL_MIN_BYTES` are cut into one run of rows per CPU and parsed by forked
-  processes (:func:`ingest.forked.split_for_workers`), with the sequential parser as
-  the fallback and the reference (same frame, same run dict).
+  :data:`PARALLEL_MIN_BYTES` are cut into one run of rows per CPU and parsed by a
+  fork-based process pool (:func:`ingest.parallel_parse.split_for_workers`), with the
+  sequential parser as the fallback and the reference (same frame, same run dict).
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ from ingest.fields import (
     json_type,
     run_meta_fields,
 )
-from ingest.forked import Fallback, split_for_workers, worker_count
 from ingest.hardware import infer_hardware
 from ingest.lenient_json import (
     SPLIT_MARKER,
@@ -56,6 +55,7 @@ from ingest.lenient_json import (
     gc_paused,
     load_document,
 )
+from ingest.parallel_parse import Fallback, split_for_workers, worker_count
 from ingest.records import Sweep, UploadMeta
 
 __all__ = [
@@ -77,9 +77,9 @@ def parse_bench_moe(raw: bytes, meta: UploadMeta, *, workers: int | None = None)
 
     Raises InputError (field path, problem, HTTP status) for unusable input and
     UnsupportedFormat for a pre-merge (schema_version 2) report. ``workers`` > 1 lets
-    reports of at least :data:`PARALLEL_MIN_BYTES` be parsed by that many forked
-    processes (see :func:`ingest.forked.split_for_workers`); None means one per CPU (at most 4),
-    1 disables it. The result is identical either way.
+    reports of at least :data:`PARALLEL_MIN_BYTES` be parsed by that many pool
+    processes (see :func:`ingest.parallel_parse.split_for_workers`); None means one per
+    CPU (at most 4), 1 disables it. The result is identical either way.
     """
     count = worker_count(workers, len(raw))
     if count > 1:
@@ -90,7 +90,7 @@ def parse_bench_moe(raw: bytes, meta: UploadMeta, *, workers: int | None = None)
 
 
 def parse_parallel(raw: bytes, meta: UploadMeta, workers: int) -> list[Sweep] | None:
-    """Parse with ``workers`` forked processes (:func:`ingest.forked.split_for_workers`);
+    """Parse with ``workers`` pool processes (:func:`ingest.parallel_parse.split_for_workers`);
     None when the parallel path cannot decide and the sequential parser must answer."""
     split = split_for_workers(raw, workers)
     if split is None:

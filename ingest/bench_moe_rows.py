@@ -2,7 +2,7 @@
 
 Format: ``/work/shared/reference/bench_moe_schema.md`` §2 (rows). The document-level
 parser (:mod:`ingest.bench_moe`) builds one :class:`RowFlattener` per report and feeds
-it every row, in one process or in forked ones (:mod:`ingest.forked`), which then
+it every row, in one process or in forked ones (:mod:`ingest.parallel_parse`), which then
 :meth:`~RowFlattener.merge` what each process learned. The row rules (required keys,
 unknown keys kept in ``extra_json``, warnings) are described in :mod:`ingest.bench_moe`.
 """
@@ -20,7 +20,7 @@ from ingest.errors import InputError
 from ingest.failures import categorize
 from ingest.fields import Warnings, _shown, check_text, json_type
 from ingest.lenient_json import dumps
-from ingest.parallel import ParallelModeError, attn_family, normalize_mode, resolve_layout
+from ingest.parallel_modes import ParallelModeError, attn_family, normalize_mode, resolve_layout
 
 ROW_KEYS = frozenset(
     (

@@ -42,7 +42,12 @@ from ingest.fields import (
 )
 from ingest.hardware import normalize_hardware_label
 from ingest.lenient_json import decode_text, dumps, load_document
-from ingest.parallel import ParallelModeError, attn_family, normalize_mode, resolve_parallel_mode
+from ingest.parallel_modes import (
+    ParallelModeError,
+    attn_family,
+    normalize_mode,
+    resolve_parallel_mode,
+)
 from ingest.records import Sweep, UploadMeta
 
 CSV_COLUMNS: tuple[str, ...] = (

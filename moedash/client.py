@@ -4,23 +4,27 @@ Retries with exponential back-off (1, 2, 4 … s, capped at 30 s) on network err
 and 429; any other 4xx is final and its server message is raised. Uploads are
 idempotent on the server (same bytes → same run), so a retry after a lost response is
 safe.
+
+Metadata goes through the one upload-metadata model (:mod:`ingest.metadata`) before
+anything is sent, so a value the server would refuse with 422 is refused here first
+(:class:`ingest.metadata.MetadataError`), without a request.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from ingest.metadata import UploadMetadata, metadata_of
 from ingest.records import UploadMeta
 
 
 class UploadFailed(RuntimeError):
-    pass
+    """The server refused the file (a final 4xx) or every attempt failed."""
 
 
 def _content_type(path: Path) -> str:
@@ -57,16 +61,19 @@ def upload_file(
     *,
     url: str,
     token: str,
-    meta: UploadMeta,
+    meta: UploadMetadata | UploadMeta,
     retries: int = 5,
     timeout: float = 300.0,
-    sleep: Any = time.sleep,
+    sleep: Callable[[float], object] = time.sleep,
 ) -> dict[str, Any]:
-    """POST one file to ``{url}/api/v1/runs``; return the JSON answer."""
+    """POST one file to ``{url}/api/v1/runs``; return the JSON answer.
+
+    ``meta`` is checked by :class:`UploadMetadata` first (a record built elsewhere is
+    validated again; its ``synthetic`` flag is not upload metadata and is not sent).
+    """
+    metadata = meta if isinstance(meta, UploadMetadata) else metadata_of(meta)
+    params = metadata.query_params()
     body = path.read_bytes()
-    params = {
-        k: v for k, v in dataclasses.asdict(meta).items() if v is not None and k != "synthetic"
-    }
     endpoint = url.rstrip("/") + "/api/v1/runs"
     headers = {
         "Authorization": f"Bearer {token}",

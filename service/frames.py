@@ -1,4 +1,4 @@
-"""Cached data access for the dashboard.
+"""Cached data access for both front ends (the API's analysis routes and the pages).
 
 The store is the truth; this module keeps what the pages read often in memory:
 
@@ -33,6 +33,7 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis.derived import add_derived, rankable_mask
+from analysis.frontier import RANKABLE
 from db.store import Store
 
 T = TypeVar("T")
@@ -81,7 +82,6 @@ _CATEGORICAL = (
     C.AUTOTUNE_STATUS,
     C.PHASE,
 )
-RANKABLE = "_rankable"  # bool column on cell frames: derived.rankable_mask
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,9 @@ class _LRU:
 
 
 class DashData:
-    """The dashboard's read path over one :class:`Store` (see module docstring)."""
+    """The read path over one :class:`Store` (see module docstring): the service object
+    the API routes and the dashboard pages both read through. Cell frames carry the
+    ``_rankable`` flag (:data:`analysis.frontier.RANKABLE`)."""
 
     def __init__(self, store: Store, *, max_cells: int = 6, version_ttl: float = 1.0) -> None:
         self.store = store

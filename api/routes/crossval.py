@@ -1,50 +1,47 @@
 """/api/v1/serving-configs and /api/v1/crossval/*: serving-config import, workloads,
 ledger, summary and end-to-end outcomes.
 
-The ledger and the summary are computed on request (``analysis.crossval``) from the
-stored workloads and the stored successful candidates of the same models and hardware,
-so they always reflect the latest uploads.
+Routes parse the request, call ``service.crossval`` (ledger, summary, outcomes, the
+same functions the /crossval page calls) or ``service.crossval_import`` (serving-config
+files -> stored workloads) and serialise the answer as JSON or CSV.
 """
 
 from __future__ import annotations
 
 import re
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 import pandas as pd
-import yaml
-from fastapi import APIRouter, Body, Depends, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from analysis import columns as C
-from analysis import crossval_columns as cc
-from analysis.crossval import (
-    DEFAULT_BAND_PCT,
-    DEFAULT_TOKEN_TOLERANCE,
-    ledger,
-    outcomes_frame,
-    summary,
-)
-from analysis.serving_map import map_workloads
+from analysis.crossval import DEFAULT_BAND_PCT, DEFAULT_TOKEN_TOLERANCE
 from api.auth import get_config, get_store, require_read, require_scope
 from api.config import ApiConfig
 from api.jsonio import FastJSONResponse, frame_records
 from api.routes.runs import error
-from db.crossval_store import OutcomeConflict, ServingImportResult, iter_outcome_records
+from db.crossval_store import OutcomeConflict
 from db.errors import NotFound
 from db.store import Store
 from db.tokens import TokenInfo
-from ingest.serving_configs import (
-    ImportResult,
-    import_directory,
-    master_files,
-    points_frame,
-    recipe_configs,
+from service.crossval import (
+    BAND_RANGE,
+    TOL_RANGE,
+    compute_ledger,
+    narrow,
+    outcome_table,
+    serving_imports,
+    summary_table,
+    workload_filters,
+    workloads_page,
+)
+from service.crossval_import import (
+    ServingFilesError,
+    ServingImport,
+    import_serving_files,
+    relative_path,
 )
 
 router = APIRouter()
@@ -53,39 +50,13 @@ _cv = APIRouter(prefix="/crossval", tags=["crossval"])
 Format = Literal["json", "csv"]
 Phase = Literal["prefill", "decode"]
 Status = Literal["Match", "Mismatch", "no data", "not mappable"]
-# Candidate columns the ledger reads (run columns always come with candidate_frame).
-_LEDGER_CANDIDATE_COLUMNS = [
-    C.NUM_TOKENS, C.PARALLEL_MODE, C.ATTENTION_DP, C.CUDA_GRAPH, C.BACKEND,
-    C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.COMM, C.STATUS, C.SCORE_MS,
-]  # fmt: skip
 _MAX_FILES = 20_000  # the real data tree has ~1,200 recipes and 12 masters
 _MAX_OUTCOMES = 10_000
 
 
 # --------------------------------------------------------------------------- import
-@dataclass(frozen=True)
-class ServingImport:
-    """A parsed serving-config tree and what the store did with it."""
-
-    parsed: ImportResult
-    stored: ServingImportResult
-
-
-def import_serving_directory(store: Store, data_dir: Path, source: str | None) -> ServingImport:
-    """Parse the masters and recipes under ``data_dir`` (laid out like ``shared/data``),
-    map them to workloads and store them (idempotent, see ``Store.import_serving``).
-
-    Raises ``ValueError`` (or ``yaml.YAMLError``) for a master that cannot be parsed.
-    """
-    parsed = import_directory(data_dir)
-    points = points_frame(parsed)
-    workloads = map_workloads(points, recipe_configs(parsed))
-    stored = store.import_serving(points, workloads, parsed.content_hash, source)
-    return ServingImport(parsed, stored)
-
-
 def import_body(result: ServingImport) -> dict[str, Any]:
-    """The JSON answer for an import (also what the CLI prints, as a table)."""
+    """The JSON answer for an import."""
     s = result.stored
     return {
         "already_existed": s.already_existed,
@@ -106,71 +77,8 @@ def import_body(result: ServingImport) -> dict[str, Any]:
     }
 
 
-def _relative_path(name: str | None, index: int) -> str:
-    """The part's filename as a safe path relative to the data root (422 otherwise)."""
-    loc: list[str | int] = ["body", "files", index]
-    if not name:
-        raise error(
-            422, loc, "each part needs a filename (its path under the data root)", "missing"
-        )
-    p = PurePosixPath(name)
-    bad = (
-        "\\" in name
-        or "\0" in name
-        or p.is_absolute()
-        or any(part in ("", ".", "..") for part in name.split("/"))
-    )
-    if bad:
-        raise error(
-            422, [*loc[:2], name], "filename must be a relative path without '..'", "invalid_path"
-        )
-    if p.suffix.lower() not in (".yaml", ".yml"):
-        raise error(422, [*loc[:2], name], "only .yaml/.yml files are imported", "invalid_path")
-    return str(p)
-
-
-def _check_yaml(files: dict[str, bytes]) -> None:
-    for name, raw in files.items():
-        try:
-            yaml.safe_load(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise error(
-                422,
-                ["body", "files", name],
-                f"{name}: not UTF-8 text ({exc.reason})",
-                "invalid_yaml",
-            ) from exc
-        except yaml.YAMLError as exc:
-            problem = " ".join(str(exc).split())
-            raise error(
-                422, ["body", "files", name], f"{name}: invalid YAML: {problem}", "invalid_yaml"
-            ) from exc
-
-
-def _import_files(store: Store, files: dict[str, bytes], source: str) -> ServingImport:
-    _check_yaml(files)
-    with tempfile.TemporaryDirectory(prefix="moedash-serving-") as tmp:
-        root = Path(tmp)
-        for name, raw in files.items():
-            target = root / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(raw)
-        if not any(f.is_file() for f in master_files(root)):
-            raise error(
-                422,
-                ["body", "files"],
-                "no NVIDIA master among the files: send inferencex/configs/nvidia-master.yaml "
-                "and/or inferencex/configs/deprecated/nvidia-*-master.yaml (paths relative to "
-                "the data root)",
-                "missing",
-            )
-        try:
-            return import_serving_directory(store, root, source)
-        except ValueError as exc:
-            # load_matrix names the master file and entry in the message.
-            name = str(exc).split(":", 1)[0]
-            loc: list[str | int] = ["body", "files", name] if name in files else ["body", "files"]
-            raise error(422, loc, str(exc), "invalid_config") from exc
+def _files_error(exc: ServingFilesError) -> HTTPException:
+    return error(422, ["body", "files", *exc.loc], exc.msg, exc.kind)
 
 
 @router.post(
@@ -212,12 +120,18 @@ async def import_serving_configs(
         for i, part in enumerate(parts):
             if not isinstance(part, UploadFile):
                 raise error(422, ["body", "files", i], "'files' parts must be files", "invalid")
-            name = _relative_path(part.filename, i)
+            try:
+                name = relative_path(part.filename, i)
+            except ServingFilesError as exc:
+                raise _files_error(exc) from exc
             if name in files:
                 raise error(422, ["body", "files", name], "file sent twice", "duplicate")
             files[name] = await part.read()
     source = f"upload by {token.name}: {len(files)} files"
-    result = await run_in_threadpool(_import_files, store, files, source)
+    try:
+        result = await run_in_threadpool(import_serving_files, store, files, source)
+    except ServingFilesError as exc:
+        raise _files_error(exc) from exc
     status = 200 if result.stored.already_existed else 201
     return FastJSONResponse(import_body(result), status_code=status)
 
@@ -229,7 +143,7 @@ async def import_serving_configs(
     dependencies=[Depends(require_read)],
 )
 def list_serving_imports(store: Store = Depends(get_store)) -> Response:
-    return FastJSONResponse({"items": frame_records(store.serving_imports())})
+    return FastJSONResponse({"items": frame_records(serving_imports(store))})
 
 
 # --------------------------------------------------------------------------- reads
@@ -241,57 +155,19 @@ def _csv(frame: pd.DataFrame, name: str) -> Response:
     )
 
 
-def workload_filters(
-    model: str | None, hardware: str | None, phase: str | None, mappable: bool | None = None
-) -> dict[str, Any]:
-    return {
-        C.MODEL: model,
-        C.HARDWARE: hardware.upper() if hardware else None,
-        cc.PHASE: phase,
-        cc.MAPPABLE: mappable,
-    }
-
-
-def compute_ledger(
-    store: Store, filters: dict[str, Any], token_tolerance: float = DEFAULT_TOKEN_TOLERANCE
-) -> pd.DataFrame:
-    """``analysis.crossval.ledger`` over the stored workloads matching ``filters`` and the
-    stored successful candidates of their models and hardware."""
-    workloads = store.serving_workloads(filters)
-    ok = workloads[workloads[cc.MAPPABLE].fillna(False).astype(bool)]
-    models = sorted({str(m) for m in ok[C.MODEL].dropna()})
-    hardware = sorted({str(h) for h in ok[C.HARDWARE].dropna()})
-    if models and hardware:
-        candidates = store.candidate_frame(
-            filters={C.MODEL: models, C.HARDWARE: hardware},
-            success_only=True,
-            columns=_LEDGER_CANDIDATE_COLUMNS,
-        )
-    else:
-        candidates = pd.DataFrame()
-    return ledger(workloads, candidates, token_tolerance)
-
-
-def outcome_table(store: Store, band_pct: float) -> pd.DataFrame:
-    """Stored outcomes classified at ``band_pct`` (OUTCOME_COLUMNS + provenance)."""
-    stored = store.outcomes()
-    classified = outcomes_frame(iter_outcome_records(stored), band_pct)
-    extra = stored[[cc.WORKLOAD_ID, "source", "notes", "created_at", "updated_at"]]
-    return classified.merge(extra, on=cc.WORKLOAD_ID, how="left")
-
-
-def summary_table(store: Store, ledger_df: pd.DataFrame, band_pct: float) -> pd.DataFrame:
-    """The guide's table (``SUMMARY_COLUMNS``) of ``ledger_df`` with the stored outcomes
-    classified at ``band_pct``; ``GET /crossval/summary`` and the /crossval page."""
-    return summary(ledger_df, outcome_table(store, band_pct), band_pct)
-
-
 TokenTolerance = Annotated[
     float,
-    Query(ge=1.0, le=1024.0, description="Nearest num_tokens within this factor (log axis)"),
+    Query(
+        ge=TOL_RANGE[0],
+        le=TOL_RANGE[1],
+        description="Nearest num_tokens within this factor (log axis)",
+    ),
 ]
 BandPct = Annotated[
-    float, Query(ge=0.0, le=100.0, description="±band (%) within which an outcome is Flat")
+    float,
+    Query(
+        ge=BAND_RANGE[0], le=BAND_RANGE[1], description="±band (%) within which an outcome is Flat"
+    ),
 ]
 
 
@@ -305,11 +181,14 @@ def list_workloads(
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Response:
-    filters = workload_filters(model, hardware, phase, mappable)
-    total = store.serving_workload_count(filters)
-    items = store.serving_workloads(filters, limit=limit, offset=offset)
+    page = workloads_page(store, workload_filters(model, hardware, phase, mappable), limit, offset)
     return FastJSONResponse(
-        {"total": total, "limit": limit, "offset": offset, "items": frame_records(items)}
+        {
+            "total": page.total,
+            "limit": limit,
+            "offset": offset,
+            "items": frame_records(page.items),
+        }
     )
 
 
@@ -327,9 +206,8 @@ def get_ledger(
     token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
     format: Format = "json",
 ) -> Response:
-    frame = compute_ledger(store, workload_filters(model, hardware, phase), token_tolerance)
-    if status is not None:
-        frame = frame[frame[cc.STATUS] == status].reset_index(drop=True)
+    led = compute_ledger(store, workload_filters(model, hardware, phase), token_tolerance)
+    frame = narrow(led, None, status)
     if format == "csv":
         return _csv(frame, "crossval-ledger")
     return FastJSONResponse(

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
@@ -19,11 +17,11 @@ from db.store import IngestResult, Store
 from db.tokens import TokenInfo
 from ingest.detect import parse_upload
 from ingest.errors import InputError
+from ingest.metadata import MetadataError, UploadMetadata, validate_metadata
 from ingest.records import UploadMeta
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
-_LABEL = r"^[A-Za-z0-9][A-Za-z0-9 _.+\-]*$"
 _BODY_TYPES = {
     "application/json",
     "text/json",
@@ -38,46 +36,6 @@ _BODY_TYPES = {
 
 def error(status: int, loc: list[str | int], msg: str, kind: str) -> HTTPException:
     return HTTPException(status_code=status, detail=[{"loc": loc, "msg": msg, "type": kind}])
-
-
-class UploadMetaIn(BaseModel):
-    """Facts a bench_moe file does not carry, supplied with the upload."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-
-    hardware: str | None = Field(
-        None,
-        max_length=32,
-        pattern=_LABEL,
-        description="System label: GB200, GB300, B200, B300, H100, H200 … "
-        "(inferred from environment.device_name when unambiguous)",
-    )
-    trtllm_version: str | None = Field(None, max_length=64, pattern=_LABEL)
-    trtllm_commit: str | None = Field(None, max_length=64, pattern=r"^[0-9a-fA-F]{4,40}$")
-    run_date: dt.date | None = Field(None, description="Date the sweep ran (YYYY-MM-DD)")
-    ci_url: str | None = Field(None, max_length=2000, pattern=r"^https?://\S+$")
-    notes: str | None = Field(None, max_length=4000)
-    dispatch: str | None = Field(None, max_length=64, pattern=_LABEL)
-    filename: str | None = Field(None, max_length=512)
-
-    @field_validator("notes")
-    @classmethod
-    def _printable(cls, value: str | None) -> str | None:
-        if value is not None and any(not (ch.isprintable() or ch in "\n\t") for ch in value):
-            raise ValueError("contains control characters")
-        return value
-
-    def to_meta(self, filename: str | None) -> UploadMeta:
-        return UploadMeta(
-            hardware=self.hardware.upper() if self.hardware else None,
-            trtllm_version=self.trtllm_version,
-            trtllm_commit=self.trtllm_commit,
-            run_date=self.run_date.isoformat() if self.run_date else None,
-            ci_url=self.ci_url,
-            notes=self.notes,
-            dispatch=self.dispatch,
-            filename=self.filename or filename,
-        )
 
 
 def _result_body(result: IngestResult, request: Request) -> dict[str, Any]:
@@ -101,7 +59,7 @@ def _result_body(result: IngestResult, request: Request) -> dict[str, Any]:
 
 
 async def _read_upload(
-    request: Request, config: ApiConfig, query_meta: UploadMetaIn
+    request: Request, config: ApiConfig, query_meta: UploadMetadata
 ) -> tuple[bytes, UploadMeta]:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype == "multipart/form-data":
@@ -116,12 +74,12 @@ async def _read_upload(
             fields = {k: v for k, v in form.items() if k != "file" and isinstance(v, str) and v}
             raw = await upload.read()
             filename = upload.filename
+        # form fields win over query parameters of the same name
         merged = {**query_meta.model_dump(exclude_none=True), **fields}
         try:
-            meta_in = UploadMetaIn.model_validate(merged)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise error(422, ["form", *first["loc"]], first["msg"], "invalid") from exc
+            meta_in = validate_metadata(merged)
+        except MetadataError as exc:
+            raise error(422, ["form", exc.field], exc.problem, "invalid") from exc
         return raw, meta_in.to_meta(filename)
     if ctype and ctype not in _BODY_TYPES:
         raise error(
@@ -152,7 +110,7 @@ async def _read_upload(
 )
 async def upload_run(
     request: Request,
-    meta_in: Annotated[UploadMetaIn, Query()],
+    meta_in: Annotated[UploadMetadata, Query()],
     token: TokenInfo = Depends(require_scope("upload")),
     store: Store = Depends(get_store),
     config: ApiConfig = Depends(get_config),
@@ -164,7 +122,7 @@ async def upload_run(
         sweeps = await run_in_threadpool(parse_upload, raw, meta, meta.filename)
     except InputError as exc:
         loc: list[str | int] = ["body", exc.field] if exc.field else ["body"]
-        if exc.field in {f for f in UploadMetaIn.model_fields}:
+        if exc.field in UploadMetadata.model_fields:
             loc = ["query", exc.field]
         raise error(exc.status, loc, exc.problem, "invalid_report") from exc
     try:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from analysis import crossval_columns as cc
-from api.routes.crossval import import_serving_directory
 from db.store import open_store
+from service.crossval_import import import_serving_directory
 from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -23,14 +23,18 @@ from fastapi.testclient import TestClient
 
 from analysis import columns as C
 from analysis import crossval_columns as cc
-from api.routes.crossval import import_serving_directory
 from dashboard import crossval_figures as XF
 from dashboard.app import _NAV, PAGES, create_dash, render_page
 from dashboard.pages import crossval as P
+from dashboard.pages import crossval_filters as CF
+from dashboard.pages import crossval_grids as G
+from dashboard.pages import crossval_render as R
 from db.store import Store, open_store
 from ingest.records import Sweep, UploadMeta
 from moedash.app import create_app
 from moedash.settings import Settings
+from service.crossval import LEDGER_VIEW_COLUMNS, CrossvalView
+from service.crossval_import import import_serving_directory
 from service.frames import DashData
 from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
 from tests.factories import make_candidates
@@ -79,7 +83,7 @@ def text(component: Any) -> str:
 
 
 def ids_of(data: DashData, status: str, **filters: Any) -> list[str]:
-    f, _ = P.make_filters(**filters)
+    f, _ = CF.make_filters(**filters)
     view = P.compute(data, f).view
     return view[view[cc.STATUS] == status][cc.WORKLOAD_ID].tolist()
 
@@ -93,7 +97,7 @@ def h200_decode(data: DashData) -> tuple[str, str]:
 
 # ------------------------------------------------------------------ filters <-> URL
 def test_filters_round_trip_and_defaults() -> None:
-    f, notes = P.parse_query(
+    f, notes = CF.parse_query(
         {
             "model": "deepseek_r1",
             "hardware": "h200",
@@ -104,12 +108,12 @@ def test_filters_round_trip_and_defaults() -> None:
         }
     )
     assert notes == []
-    assert f == P.Filters("deepseek_r1", "H200", "decode", "no data", 4.0, 2.5)
+    assert f == CF.Filters("deepseek_r1", "H200", "decode", "no data", 4.0, 2.5)
     assert f.search() == (
         "?model=deepseek_r1&hardware=H200&phase=decode&status=no+data&tol=4&band=2.5"
     )
     assert (
-        P.parse_query(
+        CF.parse_query(
             {
                 "tol": "4",
                 "band": "2.5",
@@ -122,11 +126,11 @@ def test_filters_round_trip_and_defaults() -> None:
         == f
     )
 
-    default, notes = P.make_filters()
-    assert default == P.Filters() and notes == []
+    default, notes = CF.make_filters()
+    assert default == CF.Filters() and notes == []
     assert default.search() == "?tol=2&band=3"
     # "all" from the dropdowns and unknown enum values mean no filter
-    assert P.make_filters("all", "all", "both", "maybe")[0] == P.Filters()
+    assert CF.make_filters("all", "all", "both", "maybe")[0] == CF.Filters()
 
 
 @pytest.mark.parametrize(
@@ -146,7 +150,7 @@ def test_filters_round_trip_and_defaults() -> None:
     ],
 )
 def test_bad_numbers_fall_back_to_defaults_with_a_note(tol: Any, band: Any, n_notes: int) -> None:
-    f, notes = P.make_filters(tol=tol, band=band)
+    f, notes = CF.make_filters(tol=tol, band=band)
     assert len(notes) == n_notes
     if n_notes:
         assert any("using" in n for n in notes)
@@ -157,8 +161,8 @@ def test_bad_numbers_fall_back_to_defaults_with_a_note(tol: Any, band: Any, n_no
 
 
 def test_bounds_are_accepted() -> None:
-    assert P.make_filters(tol=1, band=0)[0].tol == 1.0
-    assert P.make_filters(tol="1024", band="100")[0].band == 100.0
+    assert CF.make_filters(tol=1, band=0)[0].tol == 1.0
+    assert CF.make_filters(tol="1024", band="100")[0].band == 100.0
 
 
 # ------------------------------------------------------------------ routing + layout
@@ -237,7 +241,7 @@ def test_no_candidates_empty_state(imported_only: DashData) -> None:
 # ------------------------------------------------------------------ known answers
 def test_ledger_and_summary_known_answers(data: DashData) -> None:
     match_id, mismatch_id = h200_decode(data)
-    res = P.compute(data, P.make_filters(hardware="H200")[0])
+    res = P.compute(data, CF.make_filters(hardware="H200")[0])
     view = res.view.set_index(cc.WORKLOAD_ID)
     mm = view.loc[mismatch_id]
     assert (mm[cc.STATUS], mm[cc.DIFFERS]) == (cc.MISMATCH, "backend: CUTLASS->TRTLLM")
@@ -256,7 +260,7 @@ def test_ledger_and_summary_known_answers(data: DashData) -> None:
     grid = by_id(summary, "cv-summary-grid")
     assert grid.rowData[0][cc.S_MODEL] == "DeepSeek-R1"
     assert grid.rowData[0][cc.S_MATCH] == "1/2 (50%, prefill 0/0, decode 1/2)"
-    assert [c["field"] for c in grid.columnDefs] == list(P.SUMMARY_GRID_COLUMNS)
+    assert [c["field"] for c in grid.columnDefs] == list(G.SUMMARY_GRID_COLUMNS)
     assert isinstance(figure, dcc.Graph)
     line = text(by_testid(ledger, "cv-ledger-count"))
     assert line.startswith("8 workloads: 1 Match, 1 Mismatch, 2 no data, 4 not mappable")
@@ -304,7 +308,7 @@ def test_token_tolerance_changes_the_ledger(imported_only: DashData) -> None:
     ingest_h200_tokens8_only(data.store)
 
     def conc64(tol: float) -> pd.Series:
-        view = P.compute(data, P.make_filters(hardware="H200", phase="decode", tol=tol)[0]).view
+        view = P.compute(data, CF.make_filters(hardware="H200", phase="decode", tol=tol)[0]).view
         rows = view[(view[cc.CONC] == 64) & (view[cc.ENTRY] == H200)]
         assert len(rows) == 1
         return rows.iloc[0]
@@ -331,11 +335,11 @@ def test_outcomes_join_the_ledger_and_follow_the_band(data: DashData) -> None:
             }
         ]
     )
-    at3 = P.compute(data, P.make_filters(hardware="H200", band=3)[0])
+    at3 = P.compute(data, CF.make_filters(hardware="H200", band=3)[0])
     row = at3.view.set_index(cc.WORKLOAD_ID).loc[mismatch_id]
     assert (row[cc.OUTCOME], row[cc.CHANGE_PCT]) == (cc.IMPROVEMENT, pytest.approx(10.0))
     assert at3.summary[[cc.S_IMPROVEMENT, cc.N_NOT_EVALUATED]].values.tolist() == [["1/1", 0]]
-    at15 = P.compute(data, P.make_filters(hardware="H200", band=15)[0])
+    at15 = P.compute(data, CF.make_filters(hardware="H200", band=15)[0])
     assert at15.view.set_index(cc.WORKLOAD_ID).loc[mismatch_id, cc.OUTCOME] == cc.FLAT
     assert at15.summary[cc.S_FLAT].tolist() == ["1/1"]
     _, _, _, ledger, _ = P.update(data, None, "H200", None, None, 2, 15)
@@ -362,7 +366,7 @@ def test_page_numbers_equal_the_api(data: DashData, duck: Store, tmp_path: Path)
             {"model": "deepseek_r1"},
         ):
             api = client.get("/api/v1/crossval/summary", params=params).json()["items"]
-            f, _ = P.make_filters(
+            f, _ = CF.make_filters(
                 params.get("model"),
                 params.get("hardware"),
                 None,
@@ -380,7 +384,7 @@ def test_page_numbers_equal_the_api(data: DashData, duck: Store, tmp_path: Path)
         ).text
     api_led = pd.read_csv(io.StringIO(api_csv))
     page_led = pd.read_csv(
-        io.StringIO(P.ledger_csv(data, P.make_filters(phase="decode")[0])["content"])
+        io.StringIO(P.ledger_csv(data, CF.make_filters(phase="decode")[0])["content"])
     )
     assert page_led[list(cc.LEDGER_COLUMNS)].equals(api_led)
     row = page_led.set_index(cc.WORKLOAD_ID).loc[mismatch_id]
@@ -390,14 +394,14 @@ def test_page_numbers_equal_the_api(data: DashData, duck: Store, tmp_path: Path)
 # ------------------------------------------------------------------ downloads
 def test_csv_downloads(data: DashData) -> None:
     _, mismatch_id = h200_decode(data)
-    f = P.make_filters(status="Mismatch")[0]
+    f = CF.make_filters(status="Mismatch")[0]
     led = P.ledger_csv(data, f)
     assert led["filename"] == "crossval-ledger.csv" and led["type"] == "text/csv"
     rows = list(csv.DictReader(io.StringIO(led["content"])))
     assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
-    assert tuple(rows[0]) == P.LEDGER_CSV_COLUMNS
+    assert tuple(rows[0]) == LEDGER_VIEW_COLUMNS
     assert rows[0][cc.DEPLOYED_GAP_PCT] == "100.0"
-    summ = P.summary_csv(data, P.make_filters()[0])
+    summ = P.summary_csv(data, CF.make_filters()[0])
     table = pd.read_csv(io.StringIO(summ["content"]))
     assert tuple(table.columns) == cc.SUMMARY_COLUMNS
     assert set(table[cc.S_HARDWARE]) == {"H200", "GB200", "GB300", "B300"}
@@ -405,24 +409,24 @@ def test_csv_downloads(data: DashData) -> None:
 
 # ------------------------------------------------------------------ grid details
 def test_grid_caps_rows_with_compared_first(data: DashData) -> None:
-    view = P.compute(data, P.make_filters()[0]).view
-    shown = P.grid_rows(view, limit=3)
+    view = P.compute(data, CF.make_filters()[0]).view
+    shown = G.grid_rows(view, limit=3)
     assert shown[cc.STATUS].tolist() == [cc.MATCH, cc.MISMATCH, cc.NO_DATA]
-    assert P.grid_rows(view, limit=100) is view
+    assert G.grid_rows(view, limit=100) is view
     big = pd.concat([view] * 70, ignore_index=True)  # 2,240 rows > MAX_GRID_ROWS
-    out = P.render_ledger(P.Result(P.Filters(), big, big, pd.DataFrame()))
-    assert len(by_id(out, "cv-ledger-grid").rowData) == P.MAX_GRID_ROWS
+    out = R.render_ledger(CrossvalView(big, big, pd.DataFrame()))
+    assert len(by_id(out, "cv-ledger-grid").rowData) == G.MAX_GRID_ROWS
     assert "2,000 of 2,240" in text(by_testid(out, "cv-ledger-capped"))
 
 
 def test_user_strings_are_plain_cell_values(data: DashData) -> None:
-    view = P.compute(data, P.make_filters()[0]).view
+    view = P.compute(data, CF.make_filters()[0]).view
     view.loc[0, cc.ENTRY] = HOSTILE
     view.loc[0, cc.REASON] = HOSTILE
-    grid = P.ledger_grid(view)
+    grid = G.ledger_grid(view)
     assert grid.rowData[0][cc.ENTRY] == HOSTILE and grid.rowData[0][cc.REASON] == HOSTILE
     flat = [d for g in grid.columnDefs for d in g.get("children", [g])]
-    assert [d["field"] for d in flat] == list(P.GRID_COLUMNS)
+    assert [d["field"] for d in flat] == list(G.GRID_COLUMNS)
     assert not any("cellRenderer" in d for d in flat)
     assert not getattr(grid, "dangerously_allow_code", False)
     # empty cells are left out of the payload
@@ -431,7 +435,7 @@ def test_user_strings_are_plain_cell_values(data: DashData) -> None:
 
 # ------------------------------------------------------------------ figure builders
 def test_status_counts_and_figure(data: DashData) -> None:
-    led = P.compute(data, P.make_filters()[0]).ledger
+    led = P.compute(data, CF.make_filters()[0]).ledger
     counts = XF.status_counts(led)
     h200 = counts[counts["hardware"] == "H200"]
     assert h200[XF.GROUP].tolist() == [

@@ -10,12 +10,14 @@ import plotly.graph_objects as go
 import pytest
 
 from analysis.planner import GPUS, MODELS, Workload, search_plans, timeline
-from api.routes.planner import PlanRequest, run_plan
 from dashboard import planner_figures as PF
 from dashboard.app import _NAV, PAGES, create_dash, parse_search, render_page
 from dashboard.pages import planner as P
+from dashboard.pages import planner_form as F
 from db.store import Store
 from service.frames import DashData
+from service.planner import run_plan
+from service.planner_request import PlanRequest
 from tests.api.test_api_planner import K3, K4, ingest_linear
 
 
@@ -173,18 +175,18 @@ def test_form_round_trips_through_the_url() -> None:
         "L40S.memory_gb": "48",
         "A800.price": "9",
     }
-    form = P.parse_form(query)
+    form = F.parse_form(query)
     assert form.model == "dbrx" and form.seq == 4096.5 and form.slo == 120
     assert form.gpus == ("H20", "L40S") and form.mode == "heterogeneous"
     assert form.nm == 6 and form.xpn == 2 and form.fq == "BF16"
     # only values that differ from the catalogue are kept
     assert form.model_over == {"L": 20.0, "pa": 12.5}
     assert form.gpu_over == {"H20": {"price": 2.5}}
-    assert P.parse_form(parse_search(form.search())) == form
+    assert F.parse_form(parse_search(form.search())) == form
 
 
 def test_bad_query_values_fall_back_to_defaults() -> None:
-    form = P.parse_form(
+    form = F.parse_form(
         {
             "model": "nope",
             "seq": "-1",
@@ -195,7 +197,7 @@ def test_bad_query_values_fall_back_to_defaults() -> None:
             "E": "nan",
         }
     )
-    d = P.Form()
+    d = F.Form()
     assert (form.model, form.seq, form.slo, form.gpus, form.mode) == (
         d.model,
         d.seq,
@@ -207,10 +209,10 @@ def test_bad_query_values_fall_back_to_defaults() -> None:
 
 
 def test_plan_request_maps_units() -> None:
-    form = P.parse_form(
+    form = F.parse_form(
         {"pa": "12.5", "pe": "3", "L": "20", "H20.gpus_per_node": "4", "xpn": "2", "fq": "BF16"}
     )
-    req = P.plan_request(form)
+    req = F.plan_request(form)
     over = req.model_overrides
     assert over is not None
     assert over.attention_param_bytes == 12.5e9 and over.expert_param_bytes == 3e9
@@ -220,12 +222,12 @@ def test_plan_request_maps_units() -> None:
 
 
 def test_controls_and_grid_rows_make_the_form() -> None:
-    rows = P.gpu_rows(("H20", "L40S"), {})
+    rows = F.gpu_rows(("H20", "L40S"), {})
     assert [r["gpu"] for r in rows] == ["H20", "L40S"] and rows[0]["price"] == 1.85
     rows[1]["price"] = 0.9  # the user's edit in the grid
-    values = [P.catalog_model_value("mixtral_8x22b", k) for k in P.MODEL_KEYS]
-    values[list(P.MODEL_KEYS).index("L")] = 28
-    form = P.form_from_controls(
+    values = [F.catalog_model_value("mixtral_8x22b", k) for k in F.MODEL_KEYS]
+    values[list(F.MODEL_KEYS).index("L")] = 28
+    form = F.form_from_controls(
         "mixtral_8x22b", 1024, 80, ["H20", "L40S"], "heterogeneous", 3, 0, None, values, rows
     )
     assert form.gpu_over == {"L40S": {"price": 0.9}}
@@ -233,22 +235,22 @@ def test_controls_and_grid_rows_make_the_form() -> None:
     assert form.xpn is None and form.nm == 3
     assert "L40S.price=0.9" in form.search() and "L=28" in form.search()
     # an edit survives re-selecting GPUs; a removed GPU's row goes
-    kept = P.gpu_rows(("L40S", "A800"), {}, rows)
+    kept = F.gpu_rows(("L40S", "A800"), {}, rows)
     assert [r["gpu"] for r in kept] == ["L40S", "A800"] and kept[0]["price"] == 0.9
 
 
 def test_xpn_options_divide_the_experts() -> None:
-    values = [o["value"] for o in P.xpn_options(8)]
+    values = [o["value"] for o in F.xpn_options(8)]
     assert values == [0, 1, 2, 4, 8]
-    assert [o["value"] for o in P.xpn_options(384)][-1] == 128
-    assert P.xpn_options(None) == [{"label": "auto (powers of two)", "value": 0}]
+    assert [o["value"] for o in F.xpn_options(384)][-1] == 128
+    assert F.xpn_options(None) == [{"label": "auto (powers of two)", "value": 0}]
 
 
 # ------------------------------------------------------------------ with a store
 def test_update_renders_every_section_with_the_fit(store: Store) -> None:
     ingest_linear(store)
     data = DashData(store)
-    body, search, payload = P.update(data, P.parse_form({"gpu": ["H20"], "slo": "150"}))
+    body, search, payload = P.update(data, F.parse_form({"gpu": ["H20"], "slo": "150"}))
     assert search.startswith("?model=mixtral_8x22b") and "gpu=H20" in search
     for test_id in (
         "planner-verdict",
@@ -266,7 +268,7 @@ def test_update_renders_every_section_with_the_fit(store: Store) -> None:
     constraints = _text(_find(body, "planner-constraints"))
     assert "Ta ≈ Te" in constraints and ("met" in constraints or "violated" in constraints)
     # cached: the same form does not search again
-    again = P.update(data, P.parse_form({"gpu": ["H20"], "slo": "150"}))[2]
+    again = P.update(data, F.parse_form({"gpu": ["H20"], "slo": "150"}))[2]
     assert again is payload
     # the download is the API document
     dl = P.download(payload)
@@ -278,14 +280,14 @@ def test_update_renders_every_section_with_the_fit(store: Store) -> None:
 def test_update_explains_refusals_and_empty_results(store: Store) -> None:
     data = DashData(store)
     body, _, payload = P.update(
-        data, P.parse_form({"gpu": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous"})
+        data, F.parse_form({"gpu": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous"})
     )
     assert payload is None
     assert "at most 4 GPUs" in _text(_find(body, "planner-error"))
-    body, _, payload = P.update(data, P.parse_form({"slo": "0.01"}))
+    body, _, payload = P.update(data, F.parse_form({"slo": "0.01"}))
     assert payload is not None and payload["best"] is None
     assert _find(body, "planner-no-plan") is not None
-    body, _, payload = P.update(data, P.parse_form({"K": "99"}))
+    body, _, payload = P.update(data, F.parse_form({"K": "99"}))
     assert payload is None and "top_k" in _text(_find(body, "planner-error"))
 
 

@@ -234,3 +234,51 @@ HOSTILE_META_CASES: list[tuple[str, dict[str, Any], int, str]] = [
     ("commit_conflict", {"trtllm_commit": "ffffffff"}, 422, "trtllm_commit"),
     ("dispatch_garbage", {"dispatch": "<img src=x>"}, 422, "dispatch"),
 ]
+
+# Upload metadata as the API takes it (query parameters or form fields) and the CLI takes
+# it (``--field-name value``): field name → text. Both front ends validate through
+# ingest.metadata.UploadMetadata, so every case must get the same answer from both.
+# BAD: (id, values, the field the refusal names).
+BAD_UPLOAD_META: list[tuple[str, dict[str, str], str]] = [
+    ("dispatch_colon", {"dispatch": "EP:8"}, "dispatch"),
+    ("dispatch_65_chars", {"dispatch": "d" * 65}, "dispatch"),
+    ("dispatch_html", {"dispatch": "<img src=x>"}, "dispatch"),
+    ("notes_5000_chars", {"notes": "n" * 5000}, "notes"),
+    ("notes_bell", {"notes": "bell\x07"}, "notes"),
+    ("notes_escape_sequence", {"notes": "ok\x1b[2J"}, "notes"),
+    ("notes_carriage_return", {"notes": "one\r\ntwo"}, "notes"),
+    ("ci_url_2040_chars", {"ci_url": "https://ci.example/" + "x" * 2021}, "ci_url"),
+    ("ci_url_javascript", {"ci_url": "javascript:alert(1)"}, "ci_url"),
+    ("ci_url_with_space", {"ci_url": "https://ci.example/a b"}, "ci_url"),
+    ("run_date_not_iso", {"run_date": "13/09/2026"}, "run_date"),
+    ("run_date_impossible", {"run_date": "2026-02-30"}, "run_date"),
+    ("hardware_injection", {"hardware": "GB300\n; DROP TABLE runs"}, "hardware"),
+    ("hardware_33_chars", {"hardware": "G" * 33}, "hardware"),
+    ("hardware_html", {"hardware": "<b>GB300</b>"}, "hardware"),
+    ("trtllm_version_html", {"trtllm_version": "<script>"}, "trtllm_version"),
+    ("trtllm_version_65_chars", {"trtllm_version": "v" * 65}, "trtllm_version"),
+    ("trtllm_commit_not_hex", {"trtllm_commit": "not-a-sha!"}, "trtllm_commit"),
+    ("trtllm_commit_3_digits", {"trtllm_commit": "abc"}, "trtllm_commit"),
+]
+
+# 4,000 characters (the limit) of HTML, SQL, newlines and tabs: data, kept verbatim
+_LONG_NOTES = ("<b>x</b>\n'; DROP TABLE runs; --\t" * 200)[:3999] + "."
+
+# GOOD: (id, values, what the stored run then says). No field appears in two cases, so
+# all of them can also be sent together in one upload.
+GOOD_UPLOAD_META: list[tuple[str, dict[str, str], dict[str, str]]] = [
+    ("hardware_lower_with_suffix", {"hardware": " b200 nvl72 "}, {"hardware": "B200"}),
+    ("dispatch_label", {"dispatch": "trace_a.v2+x"}, {"dispatch": "trace_a.v2+x"}),
+    ("notes_4000_chars_html_sql_tabs", {"notes": _LONG_NOTES}, {"notes": _LONG_NOTES}),
+    (
+        "ci_url_2000_chars",
+        {"ci_url": "https://ci.example/" + "x" * 1981},
+        {"ci_url": "https://ci.example/" + "x" * 1981},
+    ),
+    ("run_date_iso", {"run_date": "2026-02-28"}, {"run_date": "2026-02-28"}),
+    (
+        "trtllm_version_with_space_and_plus",
+        {"trtllm_version": "v1.3.0rc26+local build"},
+        {"trtllm_version": "v1.3.0rc26+local build"},
+    ),
+]

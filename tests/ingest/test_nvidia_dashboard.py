@@ -20,7 +20,7 @@ from ingest.nvidia_dashboard import (
     parse_dashboard_datajs,
 )
 from ingest.records import UploadMeta
-from tests.ingest.test_bench_moe import check_sweep_contract
+from tests.ingest.contract import check_sweep_contract
 
 DASH = Path(__file__).resolve().parents[1] / "fixtures" / "dashboard"
 CSV_PATH = DASH / "csv" / "tiny_moe" / "NVFP4" / "B300.csv"

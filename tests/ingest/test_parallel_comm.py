@@ -1,4 +1,4 @@
-"""ingest.parallel and ingest.comm, including the facts pinned by bench_moe's
+"""ingest.parallel_modes and ingest.comm, including the facts pinned by bench_moe's
 test_parallel_mode.py (schema doc §6.4)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from analysis.columns import COMM_CANONICAL
 from ingest.comm import canonical_comm_name, resolve_comm
-from ingest.parallel import (
+from ingest.parallel_modes import (
     ParallelModeError,
     attn_family,
     normalize_mode,

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from analysis import crossval_columns as cc
-from ingest.serving_configs import (
+from ingest.serving_configs import import_directory, points_frame
+from ingest.serving_matrix import expand_concurrency, hardware_from_runner, load_matrix
+from ingest.serving_recipes import (
     IX,
     IX_OLD,
     SS,
@@ -18,11 +20,6 @@ from ingest.serving_configs import (
     Unresolved,
     apply_override,
     deep_merge,
-    expand_concurrency,
-    hardware_from_runner,
-    import_directory,
-    load_matrix,
-    points_frame,
     resolve_recipe,
     split_selector,
     zip_variant,

@@ -18,17 +18,12 @@ from analysis import crossval_columns as cc
 from analysis.crossval import ledger
 from analysis.serving_map import map_workloads
 from ingest.serving_configs import (
-    IX,
-    IX_OLD,
-    SS,
-    SS_MAIN,
     ImportResult,
-    RecipeRoots,
-    candidate_locations,
     import_directory,
     points_frame,
     recipe_configs,
 )
+from ingest.serving_recipes import IX, IX_OLD, SS, SS_MAIN, RecipeRoots, candidate_locations
 
 pytestmark = pytest.mark.realdata
 

@@ -16,7 +16,7 @@ import pytest
 from analysis import columns as C
 from ingest.detect import parse_path
 from ingest.records import UploadMeta
-from tests.ingest.test_bench_moe import check_sweep_contract
+from tests.ingest.contract import check_sweep_contract
 
 pytestmark = pytest.mark.realdata
 

@@ -1,0 +1,118 @@
+"""The /crossval filters and their URL: ``?model=&hardware=&phase=prefill|decode&status=
+Match|Mismatch|no data|not mappable&tol=<token tolerance>&band=<±band %>``.
+
+Ranges are the API's (``service.crossval.TOL_RANGE``/``BAND_RANGE``): a value outside
+them, or not a number, falls back to its default with a note; an unknown phase or status
+means all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.crossval import DEFAULT_BAND_PCT, DEFAULT_TOKEN_TOLERANCE
+from dashboard import components as ui
+from service.crossval import BAND_RANGE, PHASES, STATUSES, TOL_RANGE
+
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The page's filters (None: all); ``query``/``search`` write them into the URL."""
+
+    model: str | None = None
+    hardware: str | None = None
+    phase: str | None = None
+    status: str | None = None
+    tol: float = DEFAULT_TOKEN_TOLERANCE
+    band: float = DEFAULT_BAND_PCT
+
+    def query(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "hardware": self.hardware,
+            "phase": self.phase,
+            "status": self.status,
+            "tol": _txt(self.tol),
+            "band": _txt(self.band),
+        }
+
+    def search(self) -> str:
+        return ui.search_string(self.query())
+
+
+def _txt(value: float) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def _number(value: Any, lo: float, hi: float) -> float | None:
+    """``value`` as a finite float within [lo, hi], else None."""
+    if value is None or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        out = float(str(value).strip())
+    except ValueError:
+        return None
+    return out if math.isfinite(out) and lo <= out <= hi else None
+
+
+def _choice(value: Any, allowed: tuple[str, ...] | None = None) -> str | None:
+    """A dropdown or query value as a filter: None for empty or "all" (or not allowed)."""
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text or text == ALL:
+        return None
+    if allowed is not None and text not in allowed:
+        return None
+    return text
+
+
+def make_filters(
+    model: Any = None,
+    hardware: Any = None,
+    phase: Any = None,
+    status: Any = None,
+    tol: Any = None,
+    band: Any = None,
+) -> tuple[Filters, list[str]]:
+    """Filters from raw control or query values, and notes on values that were replaced
+    by their default (out of range or not a number). Unknown phase/status -> all."""
+    notes: list[str] = []
+    tol_v = _number(tol, *TOL_RANGE)
+    if tol_v is None:
+        if tol not in (None, ""):
+            notes.append(
+                f"token tolerance must be a number from {TOL_RANGE[0]:g} to "
+                f"{TOL_RANGE[1]:g}; using x{DEFAULT_TOKEN_TOLERANCE:g}"
+            )
+        tol_v = DEFAULT_TOKEN_TOLERANCE
+    band_v = _number(band, *BAND_RANGE)
+    if band_v is None:
+        if band not in (None, ""):
+            notes.append(
+                f"band must be a number from {BAND_RANGE[0]:g} to {BAND_RANGE[1]:g} %;"
+                f" using ±{DEFAULT_BAND_PCT:g} %"
+            )
+        band_v = DEFAULT_BAND_PCT
+    hw = _choice(hardware)
+    return Filters(
+        model=_choice(model),
+        hardware=hw.upper() if hw else None,
+        phase=_choice(phase, PHASES),
+        status=_choice(status, STATUSES),
+        tol=tol_v,
+        band=band_v,
+    ), notes
+
+
+def parse_query(query: dict[str, Any]) -> tuple[Filters, list[str]]:
+    """:func:`make_filters` of a parsed query string (first value of each key)."""
+    q = {k: ui.first(query, k) for k in ("model", "hardware", "phase", "status", "tol", "band")}
+    return make_filters(**q)

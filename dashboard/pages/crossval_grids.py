@@ -1,0 +1,275 @@
+"""The /crossval grids: the ledger (grouped columns: workload, deployed, bench_moe best,
+comparison, end to end) and the guide's summary table, as AG Grid components.
+
+User strings (entries, reasons) are plain cell values: no cell renderers, no HTML.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_ag_grid as dag
+import pandas as pd
+
+from analysis import columns as C
+from analysis import crossval_columns as cc
+from dashboard import components as ui
+from service.crossval import STATUSES
+
+# Rows sent to the ledger grid. The real data (~8,700 workloads, most "not mappable" with
+# long reasons) is ~5 MB of JSON unfiltered; beyond this the grid shows the compared rows
+# first and says so, and the CSV keeps every row.
+MAX_GRID_ROWS = 2000
+
+# Ledger grid: (group header, columns); every other ledger column is in the CSV only.
+LEDGER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", (cc.STATUS,)),  # not grouped: pinned left
+    (
+        "Workload",
+        (
+            cc.PHASE,
+            C.MODEL,
+            C.HARDWARE,
+            cc.ENTRY,
+            cc.CONC,
+            C.WORLD_SIZE,
+            C.NUM_TOKENS,
+            cc.MEASURED_NUM_TOKENS,
+            cc.NEAREST_TOKENS_USED,
+        ),
+    ),
+    (
+        "Deployed (serving recipe)",
+        (C.BACKEND, C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.COMM, cc.COMM_FORCED),
+    ),
+    (
+        "bench_moe best (lowest score)",
+        (
+            cc.BEST_BACKEND,
+            cc.BEST_MOE_EP_SIZE,
+            cc.BEST_MOE_TP_SIZE,
+            cc.BEST_COMM,
+            cc.BEST_PARALLEL_MODE,
+            cc.BEST_SCORE_MS,
+        ),
+    ),
+    (
+        "Deployed vs best",
+        (cc.DIFFERS, cc.DEPLOYED_SCORE_MS, cc.DEPLOYED_GAP_PCT, cc.DEPLOYED_RANK, cc.N_CANDIDATES),
+    ),
+    (
+        "End to end (stored outcome)",
+        (cc.OUTCOME, cc.CHANGE_PCT, cc.TPS_DEPLOYED, cc.TPS_CANDIDATE, cc.TPS_CANDIDATE_PR),
+    ),
+    ("Details", (cc.REASON, C.QUANT, C.CUDA_GRAPH, C.ATTENTION_DP, cc.WORKLOAD_ID)),
+)
+LEDGER_HEADERS: dict[str, str] = {
+    cc.STATUS: "status", cc.PHASE: "phase", C.MODEL: "model", C.HARDWARE: "hardware",
+    cc.ENTRY: "InferenceX entry", cc.CONC: "concurrency (requests)",
+    C.WORLD_SIZE: "world size (GPUs)", C.NUM_TOKENS: "num_tokens (tokens)",
+    cc.MEASURED_NUM_TOKENS: "measured num_tokens (tokens)",
+    cc.NEAREST_TOKENS_USED: "nearest tokens used",
+    C.BACKEND: "backend", C.MOE_EP_SIZE: "EP", C.MOE_TP_SIZE: "TP", C.COMM: "comm",
+    cc.COMM_FORCED: "comm forced",
+    cc.BEST_BACKEND: "backend", cc.BEST_MOE_EP_SIZE: "EP", cc.BEST_MOE_TP_SIZE: "TP",
+    cc.BEST_COMM: "comm", cc.BEST_PARALLEL_MODE: "parallel mode",
+    cc.BEST_SCORE_MS: "score (ms)",
+    cc.DIFFERS: "differs (deployed->best)", cc.DEPLOYED_SCORE_MS: "deployed score (ms)",
+    cc.DEPLOYED_GAP_PCT: "gap (%)", cc.DEPLOYED_RANK: "deployed rank",
+    cc.N_CANDIDATES: "candidates",
+    cc.OUTCOME: "outcome", cc.CHANGE_PCT: "tps/user change (%)",
+    cc.TPS_DEPLOYED: "deployed (tokens/s/user)", cc.TPS_CANDIDATE: "candidate (tokens/s/user)",
+    cc.TPS_CANDIDATE_PR: "candidate, perfect routing (tokens/s/user)",
+    cc.REASON: "reason (no data / not mappable)", C.QUANT: "quant", C.CUDA_GRAPH: "CUDA graph",
+    C.ATTENTION_DP: "attention DP", cc.WORKLOAD_ID: "workload id",
+}  # fmt: skip
+LEDGER_TIPS: dict[str, str] = {
+    cc.STATUS: "Match: the deployed MoE config is the best successful bench_moe candidate "
+    "of the same shape; no data: no candidate of that shape was measured",
+    cc.NEAREST_TOKENS_USED: "num_tokens was not measured; the nearest measured value within "
+    "the token tolerance was used",
+    cc.DEPLOYED_GAP_PCT: "(deployed score - best score) / best score x 100; empty when the "
+    "deployed config was not measured",
+    cc.DEPLOYED_RANK: "1 = the deployed config is the fastest measured candidate",
+    cc.CHANGE_PCT: "(candidate / deployed - 1) x 100 of end-to-end tps_per_user",
+    cc.DIFFERS: "each field where the best candidate differs from the deployed config",
+}
+
+SUMMARY_GRID_COLUMNS: tuple[str, ...] = (
+    cc.S_MODEL,
+    cc.S_HARDWARE,
+    cc.S_MATCH,
+    cc.S_MISMATCH,
+    cc.S_IMPROVEMENT,
+    cc.S_FLAT,
+    cc.S_REGRESSION,
+    cc.S_REGRESSION_AFTER_PR,
+    cc.N_NOT_EVALUATED,
+    cc.N_NO_DATA,
+)
+SUMMARY_HEADERS: dict[str, str] = {
+    cc.S_MATCH: "Match (count, %, prefill, decode)",
+    cc.N_NOT_EVALUATED: "Mismatches without outcome",
+    cc.N_NO_DATA: "no bench_moe data (workloads)",
+}
+SUMMARY_TIPS: dict[str, str] = {
+    cc.S_MATCH: "Match / (Match + Mismatch); prefill and decode split",
+    cc.S_MISMATCH: "Mismatch / (Match + Mismatch)",
+    cc.S_IMPROVEMENT: "bench_moe candidate raises end-to-end tps_per_user by more than the "
+    "band; x / Mismatches",
+    cc.S_FLAT: "change within ± the band (bounds included); x / Mismatches",
+    cc.S_REGRESSION: "bench_moe candidate lowers tps_per_user by more than the band "
+    "(includes after perfect routing); x / Mismatches",
+    cc.S_REGRESSION_AFTER_PR: "still a regression when the candidate is re-run with perfect "
+    "routing (balanced expert load); x / Mismatches",
+    cc.N_NOT_EVALUATED: "Mismatches with no stored end-to-end outcome (POST "
+    "/api/v1/crossval/outcomes or `moedash outcomes FILE`)",
+    cc.N_NO_DATA: "mappable workloads with no successful bench_moe candidate of their shape",
+}
+
+
+def _overrides(headers: dict[str, str], tips: dict[str, str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for col, text in headers.items():
+        out.setdefault(col, {})["headerName"] = text
+    for col, tip in tips.items():
+        out.setdefault(col, {})["headerTooltip"] = tip
+    return out
+
+
+_STATUS_RULES = {
+    "verdict-agrees": f"params.value === '{cc.MATCH}'",
+    "verdict-disagrees": f"params.value === '{cc.MISMATCH}'",
+}
+
+
+def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
+    """Grouped column definitions (deployed | bench_moe best | comparison | end to end)."""
+    over = _overrides(LEDGER_HEADERS, LEDGER_TIPS)
+    over[cc.STATUS] = {**over[cc.STATUS], "pinned": "left", "cellClassRules": _STATUS_RULES}
+    over[cc.OUTCOME] = {
+        **over.get(cc.OUTCOME, {}),
+        "cellClassRules": {
+            "verdict-agrees": f"params.value === '{cc.IMPROVEMENT}'",
+            "verdict-disagrees": f"params.value && params.value.startsWith('{cc.REGRESSION}')",
+        },
+    }
+    for col in (cc.NEAREST_TOKENS_USED, cc.COMM_FORCED, C.CUDA_GRAPH, C.ATTENTION_DP):
+        # cellDataType "text": AG Grid would otherwise draw booleans as checkboxes
+        over[col] = {
+            **over.get(col, {}),
+            "cellDataType": "text",
+            "valueFormatter": {
+                "function": "params.value == null ? '' : (params.value ? 'yes' : 'no')"
+            },
+        }
+    for col in (cc.DIFFERS, cc.REASON):
+        over[col] = {**over.get(col, {}), "tooltipField": col, "maxWidth": 420}
+    for col in (
+        cc.CONC,
+        C.NUM_TOKENS,
+        cc.MEASURED_NUM_TOKENS,
+        cc.CHANGE_PCT,
+        cc.TPS_DEPLOYED,
+        cc.TPS_CANDIDATE,
+        cc.TPS_CANDIDATE_PR,
+    ):  # long words in the header
+        over[col] = {**over.get(col, {}), "minWidth": 135}
+    groups: list[dict[str, Any]] = []
+    for header, cols in LEDGER_GROUPS:
+        defs = ui.column_defs(view, cols, over)
+        groups.extend(defs if not header else [{"headerName": header, "children": defs}])
+    return groups
+
+
+GRID_COLUMNS: tuple[str, ...] = tuple(col for _, cols in LEDGER_GROUPS for col in cols)
+
+
+def grid_rows(view: pd.DataFrame, limit: int = MAX_GRID_ROWS) -> pd.DataFrame:
+    """The rows the grid gets: all of ``view`` in ledger order when within ``limit``,
+    else the first ``limit`` after a stable sort by status (Match, Mismatch, no data,
+    not mappable), so compared workloads are never cut before uncompared ones."""
+    if len(view) <= limit:
+        return view
+    rank = view[cc.STATUS].map({s: i for i, s in enumerate(STATUSES)}).fillna(len(STATUSES))
+    order = rank.reset_index(drop=True).sort_values(kind="mergesort").index
+    return view.iloc[order[:limit]]
+
+
+def _row_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Grid rows without their empty cells (half the payload on unmappable rows)."""
+    return [{k: v for k, v in r.items() if v is not None} for r in ui.records(frame, GRID_COLUMNS)]
+
+
+def ledger_grid(view: pd.DataFrame) -> Any:
+    """The ledger grid over ``view``'s rows (paged, sortable, filterable)."""
+    return dag.AgGrid(
+        id="cv-ledger-grid",
+        rowData=_row_records(view),
+        columnDefs=ledger_column_defs(view),
+        defaultColDef={
+            "sortable": True,
+            "filter": True,
+            "resizable": True,
+            "floatingFilter": True,
+            "minWidth": 105,
+            "wrapHeaderText": True,
+            "autoHeaderHeight": True,
+            "suppressHeaderMenuButton": True,
+            "suppressHeaderFilterButton": True,
+        },
+        dashGridOptions={
+            "pagination": True,
+            "paginationPageSize": 50,
+            "paginationPageSizeSelector": [20, 50, 100, 500],
+            "enableCellTextSelection": True,
+            "tooltipShowDelay": 300,
+            # autoSize only sizes rendered columns: render all ~35
+            "suppressColumnVirtualisation": True,
+        },
+        columnSize="autoSize",
+        columnSizeOptions={"skipHeader": True},
+        style={"height": f"{min(640, 230 + 42 * len(view))}px"},
+        className="ag-theme-alpine",
+    )
+
+
+def summary_grid(table: pd.DataFrame) -> Any:
+    """The guide's table: one row per model and hardware (few rows: no paging, grid as
+    tall as its rows)."""
+    over = _overrides(SUMMARY_HEADERS, SUMMARY_TIPS)
+    widths = {
+        cc.S_MODEL: 150,
+        cc.S_HARDWARE: 110,
+        cc.S_MATCH: 300,
+        cc.S_MISMATCH: 100,
+        cc.S_IMPROVEMENT: 125,
+        cc.S_REGRESSION: 115,
+        cc.S_REGRESSION_AFTER_PR: 150,
+        cc.N_NOT_EVALUATED: 130,
+        cc.N_NO_DATA: 130,
+    }
+    for col, width in widths.items():
+        over[col] = {**over.get(col, {}), "minWidth": width}
+    defs = [{**d, "filter": False} for d in ui.column_defs(table, SUMMARY_GRID_COLUMNS, over)]
+    return dag.AgGrid(
+        id="cv-summary-grid",
+        rowData=ui.records(table, SUMMARY_GRID_COLUMNS),
+        columnDefs=defs,
+        defaultColDef={
+            "sortable": True,
+            "filter": False,
+            "resizable": True,
+            "minWidth": 80,
+            "wrapHeaderText": True,
+            "autoHeaderHeight": True,
+        },
+        dashGridOptions={
+            "domLayout": "autoHeight",
+            "enableCellTextSelection": True,
+            "tooltipShowDelay": 300,
+        },
+        columnSize="responsiveSizeToFit",
+        style={"height": None},
+        className="ag-theme-alpine",
+    )

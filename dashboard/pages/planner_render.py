@@ -1,0 +1,250 @@
+"""The /planner result: the plan document of ``service.planner.run_plan`` as Dash
+components (verdict, best plan, pipeline constraints, co-located comparison, Te fits,
+the na sweep and timeline charts, the alternatives grid).
+
+Numbers are formatted here only; every figure and row comes from the document or the
+pure builders in ``dashboard.planner_figures``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from dash import dcc, html
+
+from analysis.planner.plans import ALTERNATIVE_COLUMNS
+from dashboard import components as ui
+from dashboard import planner_figures as PF
+
+ALT_HEADERS = {
+    "attention_gpu": "attention GPU", "expert_gpu": "expert GPU", "tpa": "TP attn",
+    "tpe": "TP expert", "na": "na", "m": "m", "experts_per_node": "experts/node",
+    "expert_nodes": "expert nodes", "batch": "batch B", "ba": "ba", "be": "be",
+    "ta_ms": "Ta (ms)", "te_ms": "Te (ms)", "tc_ms": "Tc (ms)", "tbt_ms": "TBT (ms)",
+    "t_total_ms": "T total (ms)", "throughput": "tokens/s", "gpus": "GPUs",
+    "cost": "cost", "tput_per_gpu": "tokens/s/GPU", "tput_per_cost": "tokens/s/cost",
+    "tput_per_watt": "tokens/s/W", "balance_met": "Ta≈Te", "comm_hidden_met": "Tc<Tf",
+    "depth_met": "m deep enough",
+}  # fmt: skip
+
+
+def fmt(value: Any) -> str:
+    """``ui.fmt`` with thousands separators for big numbers (tokens/s reads 88,973)."""
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and abs(value) >= 1e4
+    ):
+        return f"{value:,.0f}"
+    return ui.fmt(value)
+
+
+def _table(
+    rows: list[dict[str, Any]], test_id: str, row_class: Any = None, hide: tuple[str, ...] = ()
+) -> html.Table:
+    if not rows:
+        return html.Table(className="small", **{"data-testid": test_id})
+    cols = [c for c in rows[0] if c not in hide]
+    body = [
+        html.Tr(
+            [html.Td(fmt(r[c]), className=row_class(r, c) if row_class else None) for c in cols]
+        )
+        for r in rows
+    ]
+    return html.Table(
+        [html.Thead(html.Tr([html.Th(c) for c in cols])), html.Tbody(body)],
+        className="small",
+        **{"data-testid": test_id},
+    )
+
+
+def best_facts(best: dict[str, Any], slo: float) -> dict[str, Any]:
+    """The best plan's facts as label -> text (the "Best plan" table)."""
+    return {
+        "attention": f"{best['na']} node(s) × {best['tpa']} {best['attention_gpu']} "
+        f"(TP {best['tpa']}, DP {best['na']})",
+        "experts": f"{best['expert_nodes']} node(s) × {best['tpe']} {best['expert_gpu']} "
+        f"({best['experts_per_node']} expert(s) per node, TP {best['tpe']})",
+        "micro-batches m": best["m"],
+        "batch B / ba / be (sequences, tokens)": f"{best['batch']} / {best['ba']} / "
+        f"{ui.fmt(best['be'])}",
+        "Ta / Te / Tc (ms)": f"{best['ta_ms']:.3f} / {best['te_ms']:.3f} / {best['tc_ms']:.3f}",
+        "TBT (ms)": f"{best['tbt_ms']:.1f} (SLO {ui.fmt(float(slo))})",
+        "throughput (tokens/s)": fmt(best["throughput"]),
+        "GPUs (attention + expert)": f"{best['gpus']} ({best['attention_gpus']} + "
+        f"{best['expert_gpus']})",
+        "cost (units)": fmt(best["cost"]),
+        "tokens/s per GPU": fmt(best["tput_per_gpu"]),
+        "tokens/s per cost unit": fmt(best["tput_per_cost"]),
+        "tokens/s per W": best["tput_per_watt"],
+        "attention memory (GB used / usable)": f"{best['attention_mem_gb']:.1f} / "
+        f"{best['attention_cap_gb']:.1f}",
+        "expert memory (GB used / usable)": f"{best['expert_mem_gb']:.1f} / "
+        f"{best['expert_cap_gb']:.1f}",
+        "balance na ≈ k1·E/(x·k3·K)": best["na_balance"],
+        "Ta / Te model": f"{best['attention_fit']} / {best['expert_fit']}",
+    }
+
+
+def _constraint_class(row: dict[str, Any], col: str) -> str | None:
+    if col != "status":
+        return None
+    return "verdict-agrees" if row["met"] else "verdict-disagrees"
+
+
+def _fit_class(row: dict[str, Any], col: str) -> str | None:
+    if col != "source":
+        return None
+    return "verdict-agrees" if row["source"] == "fit" else None
+
+
+def render(payload: dict[str, Any]) -> html.Div:
+    """Result children: verdict, best plan, constraints, co-located, fits, charts, table."""
+    best = payload.get("best")
+    colo = payload.get("colocated")
+    gain = payload.get("disaggregation_gain")
+    pays = gain is None or gain >= 1
+    verdict = html.P(
+        [html.Strong(payload["verdict"])],
+        className="verdict-agrees" if best and pays else "verdict-disagrees",
+        **{"data-testid": "planner-verdict"},
+    )
+    status = html.P(
+        f"{payload['n_alternatives']} feasible plans searched in "
+        f"{payload['elapsed_ms'] / 1e3:.2f} s · model {payload['model']['name']} "
+        f"· {payload['mode']} over {', '.join(g['name'] for g in payload['gpus'])}",
+        className="status",
+        id="plan-status",
+    )
+    fits = html.Div(
+        [
+            html.H3("Expert time Te (per expert, one GPU)"),
+            _table(PF.fit_rows(payload["expert_fits"]), "planner-fits", _fit_class),
+        ]
+    )
+    colo_rows = PF.comparison_rows(best, colo)
+    colo_block = html.Div(
+        [
+            html.H3("Co-located alternative (same GPU type and count)"),
+            _table(colo_rows, "planner-colocated")
+            if colo
+            else ui.empty_state(
+                "No co-located deployment on these GPUs meets memory and the SLO.",
+                test_id="planner-no-colocated",
+            ),
+            html.P(
+                f"co-located: {colo['replicas']} attention replica(s) of TP "
+                f"{colo['tp_attention']} on {colo['gpus']} {colo['gpu']}, every GPU holding "
+                "experts; no ping-pong, TBT = L·(Ta + Te + 2Tc)",
+                className="status",
+            )
+            if colo
+            else None,
+        ]
+    )
+    if best is None:
+        return html.Div(
+            [
+                verdict,
+                status,
+                ui.empty_state(
+                    "No disaggregated plan fits memory and the TBT SLO.",
+                    [
+                        "relax the TBT SLO or shorten the sequence length",
+                        "add GPUs with more memory, or allow more micro-batches",
+                    ],
+                    test_id="planner-no-plan",
+                ),
+                colo_block,
+                fits,
+                html.Ul([html.Li(n) for n in payload["notes"]], className="notes"),
+            ]
+        )
+    alts = payload["alternatives"]
+    alt_frame = pd.DataFrame(alts, columns=list(ALTERNATIVE_COLUMNS))
+    overrides = {c: {"headerName": h} for c, h in ALT_HEADERS.items()}
+    return html.Div(
+        [
+            verdict,
+            status,
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            html.H3("Best plan"),
+                            ui.kv_table(
+                                best_facts(best, payload["workload"]["slo_tbt_ms"]), "planner-best"
+                            ),
+                        ],
+                        className="half",
+                    ),
+                    html.Div(
+                        [
+                            html.H3("Pipeline constraints"),
+                            _table(
+                                PF.constraint_rows(best["constraints"]),
+                                "planner-constraints",
+                                _constraint_class,
+                                hide=("met",),
+                            ),
+                            html.P(
+                                "Violations do not rule a plan out; they slow every "
+                                "micro-batch step to max(Ta, Te, Tc, (Ta+Te+2Tc)/m).",
+                                className="status",
+                            ),
+                            colo_block,
+                        ],
+                        className="half",
+                    ),
+                ],
+                className="row",
+            ),
+            fits,
+            html.Div(
+                [
+                    html.Div(
+                        dcc.Graph(
+                            id="plan-sweep",
+                            figure=PF.na_sweep_figure(
+                                payload["na_sweep"],
+                                best["na"],
+                                f"Throughput per GPU against na "
+                                f"({best['attention_gpu']} attention × "
+                                f"{best['expert_gpu']} experts, m = {best['m']})",
+                            ),
+                            config={"displaylogo": False},
+                        ),
+                        className="half",
+                    ),
+                    html.Div(
+                        dcc.Graph(
+                            id="plan-timeline",
+                            figure=PF.timeline_figure(
+                                payload["timeline"],
+                                f"Ping-pong timeline of one layer (m = {best['m']}, Tf = "
+                                f"{best['tf_ms']:.3f} ms)",
+                            ),
+                            config={"displaylogo": False},
+                        ),
+                        className="half",
+                    ),
+                ],
+                className="row",
+            ),
+            html.H3(
+                f"Top {len(alts)} of {payload['n_alternatives']} plans (by tokens/s per cost unit)"
+            ),
+            ui.grid(
+                "plan-alts",
+                alt_frame,
+                list(ALTERNATIVE_COLUMNS),
+                page_size=20,
+                height="430px",
+                col_overrides=overrides,
+            ),
+            html.Ul([html.Li(n) for n in payload["notes"]], className="notes"),
+        ]
+    )

@@ -1,0 +1,208 @@
+"""Runs repository: uploads, the runs parsed from them and the raw bytes they came from.
+
+Contract
+- ``ingest`` is atomic (one transaction: the upload, its runs and all their candidates
+  land together or not at all, also if the process dies midway) and idempotent: the
+  identity of an upload is the SHA-256 of its bytes. Sending the same bytes again, also
+  concurrently, returns the existing runs with ``already_existed=True`` and writes
+  nothing. The same bytes with different upload metadata raise :class:`Conflict`.
+- Lookups of a missing run raise :class:`NotFound`.
+- Lists are ordered newest first (descending run_id).
+- Every database failure raises :class:`StoreError` (see :mod:`db.session`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+import zstandard
+
+from db import schema
+from db.errors import NotFound, StoreError, UniqueViolation
+from db.session import Database
+from db.uploads import IngestResult, existing_upload, insert_upload, sweep_fingerprint
+from ingest.records import Sweep, UploadMeta
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """One page of a list: ``items`` plus the number of matching rows before paging."""
+
+    items: pd.DataFrame
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RawUpload:
+    """The original bytes of an upload (decompressed) and what they were."""
+
+    upload_id: int
+    filename: str | None
+    source_format: str
+    content: bytes
+
+
+class RunRepository:
+    """Uploads and runs (their candidates are written here, read by
+    :class:`db.candidates.CandidateReader`)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def ingest(
+        self,
+        sweeps: Sequence[Sweep],
+        raw: bytes,
+        meta: UploadMeta,
+        *,
+        uploaded_by: str | None = None,
+    ) -> IngestResult:
+        """Store one upload (its raw bytes, compressed) and every sweep parsed from it.
+
+        Idempotent on the SHA-256 of ``raw``; atomic; see the module contract. A sweep
+        already stored from other bytes is pointed at (``RunRef.created=False``), not
+        stored twice. No sweeps raises :class:`StoreError`.
+        """
+        if not sweeps:
+            raise StoreError("ingest: nothing to store (no sweeps)")
+        sha = hashlib.sha256(raw).hexdigest()
+        with self._db.read("ingest") as conn:
+            existing = existing_upload(conn, sha, meta)
+        if existing is not None:
+            return existing
+        keys = [sweep_fingerprint(s) for s in sweeps]
+        for attempt in range(2):
+            try:
+                with self._db.write("ingest") as conn:
+                    return insert_upload(conn, sha, sweeps, keys, raw, meta, uploaded_by)
+            except UniqueViolation:
+                if attempt:
+                    raise
+                # A concurrent upload of the same bytes or runs won the race: look again.
+                with self._db.read("ingest") as conn:
+                    again = existing_upload(conn, sha, meta)
+                if again is not None:
+                    return again
+        raise AssertionError("unreachable")
+
+    def list_runs(
+        self,
+        *,
+        model: str | None = None,
+        hardware: str | None = None,
+        quant: str | None = None,
+        world_size: int | None = None,
+        source_format: str | None = None,
+        synthetic: bool | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page:
+        """Run summaries (no JSON blobs), newest first, with the total before paging.
+        Filters are equalities; None leaves a facet unfiltered."""
+        r = schema.runs
+        conds = [
+            r.c[k] == v
+            for k, v in {
+                "model": model,
+                "hardware": hardware,
+                "quant": quant,
+                "world_size": world_size,
+                "source_format": source_format,
+                "synthetic": synthetic,
+            }.items()
+            if v is not None
+        ]
+        cols = [c for c in r.columns if not c.name.endswith("_json")]
+        with self._db.read("list_runs") as conn:
+            total = conn.execute(sa.select(sa.func.count()).select_from(r).where(*conds)).scalar()
+            rows = conn.execute(
+                sa.select(*cols)
+                .where(*conds)
+                .order_by(r.c.run_id.desc())
+                .limit(limit)
+                .offset(offset)
+            ).all()
+        items = pd.DataFrame([dict(row._mapping) for row in rows], columns=[c.name for c in cols])
+        return Page(items, int(total or 0), limit, offset)
+
+    def get_run(self, run_id: int) -> dict[str, Any]:
+        """Every stored field of one run plus its upload's metadata; the JSON blobs
+        (``model_json`` …) are decoded into ``result["blocks"]["model"]`` etc.
+        A missing run raises :class:`NotFound`."""
+        r, u = schema.runs, schema.uploads
+        with self._db.read("get_run") as conn:
+            row = conn.execute(
+                sa.select(
+                    r, u.c.filename, u.c.sha256, u.c.size_bytes, u.c.uploaded_at, u.c.uploaded_by
+                )
+                .join(u, u.c.upload_id == r.c.upload_id)
+                .where(r.c.run_id == run_id)
+            ).first()
+        if row is None:
+            raise NotFound("run", run_id)
+        out = dict(row._mapping)
+        # Decoded JSON blobs live under "blocks" (model, environment, search, ...) so
+        # they never shadow the flat run columns of the same name.
+        out["blocks"] = {
+            key[: -len("_json")]: json.loads(out.pop(key))
+            for key in list(out)
+            if key.endswith("_json") and isinstance(out[key], str)
+        }
+        return out
+
+    def get_run_exists(self, run_id: int) -> None:
+        """Raise :class:`NotFound` unless the run exists."""
+        with self._db.read("get_run_exists") as conn:
+            found = conn.execute(
+                sa.select(schema.runs.c.run_id).where(schema.runs.c.run_id == run_id)
+            ).first()
+        if found is None:
+            raise NotFound("run", run_id)
+
+    def raw_upload(self, run_id: int) -> RawUpload:
+        """The original bytes of the upload a run came from (NotFound for a missing run)."""
+        r, u = schema.runs, schema.uploads
+        with self._db.read("raw_upload") as conn:
+            row = conn.execute(
+                sa.select(u.c.upload_id, u.c.filename, u.c.source_format, u.c.content)
+                .join(r, r.c.upload_id == u.c.upload_id)
+                .where(r.c.run_id == run_id)
+            ).first()
+        if row is None:
+            raise NotFound("run", run_id)
+        content = zstandard.ZstdDecompressor().decompress(bytes(row[3]))
+        return RawUpload(int(row[0]), row[1], str(row[2]), content)
+
+    def delete_run(self, run_id: int) -> None:
+        """Delete a run and its candidates; its upload too once no run refers to it.
+        A missing run raises :class:`NotFound` and deletes nothing."""
+        r, u = schema.runs, schema.uploads
+        with self._db.write("delete_run") as conn:
+            upload_id = conn.execute(sa.select(r.c.upload_id).where(r.c.run_id == run_id)).scalar()
+            if upload_id is None:
+                raise NotFound("run", run_id)
+            conn.execute(schema.candidates.delete().where(schema.candidates.c.run_id == run_id))
+            conn.execute(r.delete().where(r.c.run_id == run_id))
+            left = conn.execute(
+                sa.select(sa.func.count()).select_from(r).where(r.c.upload_id == upload_id)
+            ).scalar()
+            if not left:
+                conn.execute(u.delete().where(u.c.upload_id == upload_id))
+
+    def table_counts(self) -> dict[str, int]:
+        """Row count of every core table (tests use it to prove writes did not happen)."""
+        out = {}
+        with self._db.read("table_counts") as conn:
+            for table in (schema.uploads, schema.runs, schema.candidates, schema.api_tokens):
+                out[table.name] = int(
+                    conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() or 0
+                )
+        return out

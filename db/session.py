@@ -1,0 +1,115 @@
+"""One managed session: the only way code in ``db/`` reaches the database.
+
+:class:`Database` owns the engine and hands out connections through :meth:`Database.read`
+and :meth:`Database.write`. Both translate every SQLAlchemy and driver error raised while
+the connection is open (also while it is being opened or closed) into a
+:class:`~db.errors.StoreError`, so a database outage answers the same way on a read as
+on a write. Repositories never hold the engine themselves; a public method that touches
+the database without one of these two blocks is a bug (``tests/db/test_session.py``
+breaks the database under every public method to prove none does).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from db import dialects
+from db.errors import StoreError, UniqueViolation
+
+
+def normalise_url(url: str) -> str:
+    """``postgresql://`` / ``postgres://`` -> the psycopg 3 driver; other URLs unchanged."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def make_engine(url: str) -> sa.Engine:
+    """Engine for a database URL. DuckDB files get their parent directory created.
+
+    Raises :class:`StoreError` for an in-memory DuckDB URL (each pooled connection would
+    see its own empty database) and for a scheme other than duckdb/postgresql.
+    """
+    url = normalise_url(url)
+    try:
+        if url.startswith("duckdb:"):
+            path = url.split(":///", 1)[1] if ":///" in url else ""
+            if not path or path.startswith(":memory:"):
+                raise StoreError(
+                    "database_url: in-memory DuckDB gives each pooled connection its own "
+                    "empty database; use a file, e.g. duckdb:///var/moedash.duckdb"
+                )
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            return sa.create_engine(url, pool_size=8, max_overflow=8)
+        if url.startswith("postgresql"):
+            return sa.create_engine(url, pool_size=5, max_overflow=10, pool_pre_ping=True)
+    except sa.exc.SQLAlchemyError as exc:
+        raise StoreError(f"database_url: {exc}") from exc
+    raise StoreError(
+        f"database_url: unsupported scheme in {url!r} (use duckdb:/// or postgresql://)"
+    )
+
+
+class Database:
+    """An engine plus the rules for using it: translated errors, serialised DuckDB writes."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        # Errors the drivers raise unwrapped: the bulk paths (DuckDB register, PostgreSQL
+        # COPY, DuckDB Arrow reads) talk to the raw driver connection.
+        self._driver_error: type[Exception] = engine.dialect.loaded_dbapi.Error
+        # DuckDB is one process by design; concurrent writers inside it conflict on the
+        # same keys instead of waiting, so writes are serialised here.
+        self._write_lock = threading.Lock() if dialects.is_duckdb(engine) else None
+
+    @property
+    def dialect(self) -> str:
+        """``duckdb`` or ``postgresql``."""
+        return self.engine.dialect.name
+
+    @contextmanager
+    def read(self, op: str) -> Iterator[sa.Connection]:
+        """A connection for reads; nothing it does is committed. ``op`` names the public
+        operation in the error message (``"list_runs failed: ..."``)."""
+        with self.translating(op, writing=False), self.engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def write(self, op: str) -> Iterator[sa.Connection]:
+        """One write transaction: commit on success, roll back on any error (ours or the
+        database's). A unique/primary-key collision raises :class:`UniqueViolation`."""
+        lock = self._write_lock if self._write_lock is not None else nullcontext()
+        with self.translating(op, writing=True), lock, self.engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def translating(self, op: str, *, writing: bool) -> Iterator[None]:
+        """Re-raise SQLAlchemy and driver errors of the block as :class:`StoreError`
+        (the original stays as ``__cause__``); every other exception passes unchanged."""
+        try:
+            yield
+        except (sa.exc.SQLAlchemyError, self._driver_error) as exc:
+            raise _translate(op, exc, writing=writing) from exc
+
+    def close(self) -> None:
+        """Close every pooled connection (the engine reconnects if used again)."""
+        with self.translating("close", writing=False):
+            self.engine.dispose()
+
+
+def _translate(op: str, exc: Exception, *, writing: bool) -> StoreError:
+    orig: Any = getattr(exc, "orig", None) or exc
+    # First line only: DuckDB appends the offending SQL, PostgreSQL its DETAIL/HINT
+    # lines; the full text stays on ``__cause__`` for the server log.
+    lines = str(orig).strip().splitlines()
+    text = f"{op} failed: {lines[0] if lines else type(orig).__name__}"
+    driver_level = isinstance(exc, sa.exc.DBAPIError) or not isinstance(exc, sa.exc.SQLAlchemyError)
+    if writing and driver_level and dialects.is_unique_violation(exc):
+        return UniqueViolation(text)
+    return StoreError(text)

@@ -1,0 +1,214 @@
+"""The upload write path: one upload row, its runs and their candidates, inside the
+caller's transaction. :meth:`db.runs.RunRepository.ingest` owns the transaction, the
+retry and the contract; these functions only read and write through the connection
+they are given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+import zstandard
+
+from analysis import columns as C
+from db import dialects, schema
+from db.dialects import plain_scalar as _plain
+from db.errors import Conflict
+from ingest.records import RUN_EXTRA_KEYS, Sweep, UploadMeta
+
+# Upload metadata fields compared when the same bytes arrive twice.
+_META_FIELDS = tuple(f.name for f in dataclasses.fields(UploadMeta) if f.name != "filename")
+
+# Run facts that identify what was measured; upload annotations (notes, CI URL,
+# filename) do not change the identity of a run.
+_IDENTITY_RUN_KEYS = (
+    C.SOURCE_FORMAT,
+    C.MODEL,
+    C.NUM_EXPERTS,
+    C.TOP_K,
+    C.HIDDEN_SIZE,
+    C.INTERMEDIATE_SIZE,
+    C.QUANT,
+    C.HARDWARE,
+    C.WORLD_SIZE,
+    C.TRTLLM_VERSION,
+    C.TRTLLM_COMMIT,
+    "device_name",
+    "environment_json",
+    "model_json",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRef:
+    """One run of an upload: ``created`` is False when the run was already stored."""
+
+    run_id: int
+    sweep_key: str
+    n_candidates: int
+    created: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestResult:
+    """What one ``ingest`` call stored (or found already stored)."""
+
+    upload_id: int
+    sha256: str
+    already_existed: bool
+    runs: tuple[RunRef, ...]
+
+    @property
+    def n_candidates(self) -> int:
+        return sum(r.n_candidates for r in self.runs)
+
+
+def sweep_fingerprint(sweep: Sweep) -> str:
+    """Content identity of a sweep: SHA-256 over its identifying run facts and its
+    candidates with canonical dtypes, so the same measurements arriving in different
+    bytes (NVIDIA's data.js and its CSVs, a re-serialised report) map to one run."""
+    digest = hashlib.sha256()
+    facts = {k: _plain(sweep.run.get(k)) for k in _IDENTITY_RUN_KEYS}
+    digest.update(json.dumps(facts, sort_keys=True, default=str).encode())
+    frame = sweep.candidates
+    for name in C.CANDIDATE_COLUMNS:
+        col = frame[name]
+        if name in C.INT_COLUMNS or name in C.FLOAT_COLUMNS:
+            # one numeric dtype for both, so 4 and 4.0 hash alike across parsers
+            col = pd.to_numeric(col, errors="coerce").astype("Float64")
+        elif name in C.BOOL_COLUMNS:
+            col = col.astype("boolean")
+        else:
+            col = col.astype("string")
+        digest.update(name.encode())
+        digest.update(pd.util.hash_pandas_object(col, index=False).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def existing_upload(conn: sa.Connection, sha: str, meta: UploadMeta) -> IngestResult | None:
+    """The stored upload with these bytes (``already_existed=True``), or None. Raises
+    :class:`Conflict` naming the first metadata field given with another value."""
+    row = conn.execute(
+        sa.select(schema.uploads.c.upload_id, schema.uploads.c.meta_json).where(
+            schema.uploads.c.sha256 == sha
+        )
+    ).first()
+    if row is None:
+        return None
+    upload_id, meta_json = int(row[0]), json.loads(row[1])
+    for name in _META_FIELDS:
+        new = getattr(meta, name)
+        if new is not None and meta_json.get(name) != new:
+            raise Conflict(
+                name,
+                f"these bytes were already uploaded (upload {upload_id}) with "
+                f"{name}={meta_json.get(name)!r}, not {new!r}; delete those runs "
+                "first to store them again with other metadata",
+            )
+    r = schema.runs
+    refs = conn.execute(
+        sa.select(r.c.run_id, r.c.sweep_key, r.c.n_candidates)
+        .where(r.c.upload_id == upload_id)
+        .order_by(r.c.run_id)
+    ).all()
+    return IngestResult(
+        upload_id=upload_id,
+        sha256=sha,
+        already_existed=True,
+        runs=tuple(RunRef(int(x[0]), str(x[1]), int(x[2])) for x in refs),
+    )
+
+
+def insert_upload(
+    conn: sa.Connection,
+    sha: str,
+    sweeps: Sequence[Sweep],
+    keys: Sequence[str],
+    raw: bytes,
+    meta: UploadMeta,
+    uploaded_by: str | None,
+) -> IngestResult:
+    """Write the upload and every sweep whose fingerprint (``keys``) is not stored yet;
+    when all are stored already, write nothing and point at the stored runs."""
+    r = schema.runs
+    found = {
+        row[0]: row
+        for row in conn.execute(
+            sa.select(
+                r.c.run_key, r.c.run_id, r.c.sweep_key, r.c.n_candidates, r.c.upload_id
+            ).where(r.c.run_key.in_(list(keys)))
+        ).all()
+    }
+    if len(found) == len(set(keys)):
+        # Every sweep is already stored (e.g. NVIDIA's CSVs after their data.js):
+        # same content in other bytes. Nothing is written.
+        rows = [found[k] for k in keys]
+        return IngestResult(
+            upload_id=int(rows[0][4]),
+            sha256=sha,
+            already_existed=True,
+            runs=tuple(RunRef(int(x[1]), str(x[2]), int(x[3]), created=False) for x in rows),
+        )
+    now = dt.datetime.now(dt.UTC)
+    upload_id = conn.execute(
+        schema.uploads.insert()
+        .values(
+            sha256=sha,
+            filename=meta.filename,
+            source_format=str(sweeps[0].run.get(C.SOURCE_FORMAT)),
+            size_bytes=len(raw),
+            compression="zstd",
+            content=zstandard.ZstdCompressor(level=3).compress(raw),
+            meta_json=json.dumps(dataclasses.asdict(meta), sort_keys=True),
+            uploaded_by=uploaded_by,
+            uploaded_at=now,
+        )
+        .returning(schema.uploads.c.upload_id)
+    ).scalar_one()
+    refs: list[RunRef] = []
+    new: dict[str, RunRef] = {}
+    for sweep, key in zip(sweeps, keys, strict=True):
+        if key in found:
+            old = found[key]
+            refs.append(RunRef(int(old[1]), str(old[2]), int(old[3]), created=False))
+            continue
+        if key in new:  # the same sweep twice inside one upload
+            refs.append(dataclasses.replace(new[key], created=False))
+            continue
+        run_id = _insert_run(conn, int(upload_id), key, sweep, now)
+        frame = sweep.candidates.copy(deep=False)
+        frame.insert(0, C.RUN_ID, run_id)
+        dialects.bulk_insert_frame(conn, "candidates", frame)
+        new[key] = RunRef(run_id, sweep.key, len(sweep.candidates))
+        refs.append(new[key])
+    return IngestResult(int(upload_id), sha, False, tuple(refs))
+
+
+def _insert_run(
+    conn: sa.Connection, upload_id: int, run_key: str, sweep: Sweep, now: dt.datetime
+) -> int:
+    status = sweep.candidates[C.STATUS]
+    values: dict[str, Any] = {
+        "upload_id": upload_id,
+        "run_key": run_key,
+        "sweep_key": sweep.key,
+        "n_candidates": len(sweep.candidates),
+        "n_success": int((status == "success").sum()),
+        "n_failed": int((status == "failed").sum()),
+        "n_skipped": int((status == "skipped").sum()),
+        "created_at": now,
+    }
+    for name in (*C.RUN_COLUMNS, *RUN_EXTRA_KEYS):
+        if name != C.RUN_ID:
+            values[name] = _plain(sweep.run.get(name))
+    run_id = conn.execute(
+        schema.runs.insert().values(**values).returning(schema.runs.c.run_id)
+    ).scalar_one()
+    return int(run_id)

@@ -1,0 +1,130 @@
+"""Best configuration per workload: the API's table of a scope and the page's of a cell.
+
+Both are ``analysis.best.best_by_workload`` over successful candidates, with columns of
+each winner's own row attached (:func:`with_winner_columns`); they differ only in the
+slice and in which columns are attached, so the winners agree (a parity test checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from analysis import columns as C
+from analysis.best import GROUPINGS, best_by_workload
+from service.frames import Cell, DashData
+from service.scope import Scope, provenance, scoped_frame
+
+Grouping = Literal["bench_moe", "dashboard"]
+# winner columns the API attaches per grouping (its response shape)
+API_WINNER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "bench_moe": (),
+    "dashboard": (C.ACTIVATED_TOKENS_PER_RANK, C.DISPATCH_KB),
+}
+# winner columns the Best page shows next to every workload
+PAGE_WINNER_COLUMNS: tuple[str, ...] = (
+    C.WORLD_SIZE,
+    C.PHASE,
+    C.ACTIVATED_TOKENS_PER_RANK,
+    C.DISPATCH_KB,
+    C.TOKENS_PER_S_PER_GPU,
+)
+
+
+def row_positions(frame: pd.DataFrame, run_ids: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Row positions of (run_id, candidate_index) pairs in ``frame`` (-1 when absent).
+    Frames sorted by that pair (cell frames are) take a binary search; others an index."""
+    runs = frame[C.RUN_ID].to_numpy()
+    idx = frame[C.CANDIDATE_INDEX].to_numpy()
+    if (
+        len(runs)
+        and runs.dtype.kind == idx.dtype.kind == "i"
+        and idx.min() >= 0
+        and run_ids.min(initial=0) >= 0
+        and cand.min(initial=0) >= 0
+    ):
+        width = int(max(idx.max(), cand.max(initial=0))) + 1
+        if max(int(runs.max()), int(run_ids.max(initial=0))) < np.iinfo(np.int64).max // width:
+            key = runs.astype(np.int64) * width + idx
+            if bool(np.all(key[1:] > key[:-1])):
+                want = run_ids * width + cand
+                pos = np.minimum(np.searchsorted(key, want), len(key) - 1)
+                found: np.ndarray = np.where(key[pos] == want, pos, -1)
+                return found
+    index = pd.MultiIndex.from_arrays([runs, idx])
+    out: np.ndarray = index.get_indexer(pd.MultiIndex.from_arrays([run_ids, cand]))
+    return out
+
+
+def with_winner_columns(
+    table: pd.DataFrame, frame: pd.DataFrame, columns: Sequence[str]
+) -> pd.DataFrame:
+    """``table`` (a ``best_by_workload`` result over ``frame``) plus, for each of
+    ``columns`` not already in it, the value on the winner's own row, appended in the
+    order given (``phase`` as plain strings)."""
+    if table.empty or not columns:
+        return table
+    pos = row_positions(
+        frame,
+        table["best_" + C.RUN_ID].to_numpy(np.int64),
+        table["best_" + C.CANDIDATE_INDEX].to_numpy(np.int64),
+    )
+    out = table.copy()
+    for col in columns:
+        if col not in out:
+            values = frame[col].take(pos).to_numpy()
+            out[col] = values.astype(object) if col == C.PHASE else values
+    return out
+
+
+@dataclass(frozen=True)
+class BestTable:
+    """One row per workload (``items``), its grouping and where the rows came from."""
+
+    items: pd.DataFrame
+    grouping: str
+    provenance: dict[str, Any]
+
+
+def best_table(data: DashData, scope: Scope, grouping: Grouping = "dashboard") -> BestTable:
+    """``best_by_workload`` of the scope's successful candidates under ``grouping``; the
+    dashboard grouping also carries each winner's activated_tokens_per_rank and
+    dispatch_kb. Cached per scope, grouping and store version."""
+    df = scoped_frame(data, scope)
+
+    def compute() -> pd.DataFrame:
+        if df.empty:
+            return pd.DataFrame()
+        table = best_by_workload(df, grouping=grouping)
+        return with_winner_columns(table, df, API_WINNER_COLUMNS[grouping])
+
+    items = data.cached(("best-scope", scope.key(), grouping), compute)
+    return BestTable(items, grouping, provenance(df))
+
+
+def cell_best_table(
+    data: DashData, cell: Cell, grouping: str, ws: int | None = None
+) -> pd.DataFrame:
+    """The Best page's table of one cell: ``best_by_workload`` with each winner's
+    :data:`PAGE_WINNER_COLUMNS`; only world size ``ws`` when given. Cached per cell,
+    grouping and store version. An unknown grouping raises ValueError."""
+    if grouping not in GROUPINGS:
+        raise ValueError(f"unknown grouping {grouping!r}; use {sorted(GROUPINGS)}")
+
+    def compute() -> pd.DataFrame:
+        frame = data.cell_frame(cell)
+        return with_winner_columns(best_by_workload(frame, grouping), frame, PAGE_WINNER_COLUMNS)
+
+    table = data.cached(("best", cell, grouping), compute)
+    if ws is not None and not table.empty:
+        table = table[table[C.WORLD_SIZE].to_numpy() == ws]
+    return table
+
+
+def world_sizes(data: DashData, cell: Cell) -> list[int]:
+    """The world sizes stored for ``cell``, ascending."""
+    return sorted(int(w) for w in data.cell_frame(cell)[C.WORLD_SIZE].dropna().unique())

@@ -1,0 +1,325 @@
+"""The planner's answer: MegaScale-Infer-style disaggregated deployment plans.
+
+:func:`run_plan` turns a :class:`~service.planner_request.PlanRequest` into one JSON-ready
+document (best plan with its pipeline constraints, alternatives, the na sweep, the
+co-located comparison, the ping-pong timeline, the Te fits and a verdict). ``POST
+/api/v1/planner/plan`` returns it and the /planner page renders it (and offers it as
+"Download plan JSON"), so both show the same plan. :func:`catalog` is ``GET
+/api/v1/planner/catalog``.
+
+Te (expert time) comes, per GPU, from the request's own coefficients, else a linear fit
+on stored successful bench_moe sweeps of the same model shape on that GPU's hardware
+label, else the roofline estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from analysis import columns as C
+from analysis.planner import (
+    GPUS,
+    MODELS,
+    Fit,
+    GPUSpec,
+    ModelSpec,
+    PlanResult,
+    fit_expert_time,
+    search_heterogeneous,
+    search_plans,
+    timeline,
+    user_fit,
+)
+from analysis.planner.perf_model import expert_time_roofline
+from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
+from analysis.tables import to_json_records
+from db.store import Store
+from service.frames import DashData
+from service.planner_request import (
+    HETERO_MAX_GPUS,
+    MAX_GPUS,
+    PlanRequest,
+    Resolved,
+    resolve,
+)
+
+# The paper's three pipeline constraints, as the UI and the export label them.
+CONSTRAINT_LABELS: dict[str, str] = {
+    "balance": "Ta ≈ Te",
+    "comm_hidden": "Tc < Tf",
+    "pipeline_depth": "m ≥ 2·(1 + Tc/Tf)",
+}
+# Candidate columns the Te fit reads (run columns always come with candidate_frame).
+FIT_COLUMNS: tuple[str, ...] = (
+    C.STATUS,
+    C.NUM_TOKENS,
+    C.MOE_EP_SIZE,
+    C.MOE_TP_SIZE,
+    C.SCORE_MS,
+    C.CUDA_GRAPH,
+    C.DISPATCH,
+    C.ATTENTION_DP,
+)
+
+CandidateLoader = Callable[[ModelSpec, Sequence[str]], pd.DataFrame]
+
+
+def store_loader(store: Store) -> CandidateLoader:
+    """A loader of the stored successful candidates of one model shape (experts, top-k,
+    hidden and expert width) on the given hardware labels, with :data:`FIT_COLUMNS`."""
+
+    def load(model: ModelSpec, labels: Sequence[str]) -> pd.DataFrame:
+        filters = {
+            C.NUM_EXPERTS: model.num_experts,
+            C.TOP_K: model.top_k,
+            C.HIDDEN_SIZE: model.hidden_size,
+            C.INTERMEDIATE_SIZE: model.intermediate_size,
+            C.HARDWARE: sorted(set(labels)),
+        }
+        return store.candidate_frame(filters=filters, success_only=True, columns=FIT_COLUMNS)
+
+    return load
+
+
+def fit_record(gpu: GPUSpec, fit: Fit, label: str, roofline: Fit) -> dict[str, Any]:
+    """One GPU's Te fit as a JSON record, next to the roofline's coefficients."""
+    return {
+        "gpu": gpu.name,
+        "hardware_label": label,
+        "source": fit.source,
+        "slope_ms": fit.slope_ms,
+        "intercept_ms": fit.intercept_ms,
+        "n_points": fit.n_points,
+        "r2": fit.r2,
+        "residual_std_ms": fit.residual_std_ms,
+        "residual_max_ms": fit.residual_max_ms,
+        "roofline_slope_ms": roofline.slope_ms,
+        "roofline_intercept_ms": roofline.intercept_ms,
+        "note": fit.note,
+    }
+
+
+def expert_fits(
+    req: PlanRequest, res: Resolved, load: CandidateLoader | None
+) -> tuple[dict[str, Fit], list[dict[str, Any]]]:
+    """Te per GPU: the request's own coefficients, else a fit on stored sweeps, else the
+    roofline (fit_expert_time's fallback). Returns the fits and their JSON records, in
+    the request's GPU order. ``load`` None (or ``fit.use_stored`` false) skips the store."""
+    labels = {g.name: req.fit.hardware.get(g.name, g.name).upper() for g in res.gpus}
+    frame = None
+    if req.fit.use_stored and load is not None:
+        needed = [g.name for g in res.gpus if g.name not in req.expert_fits]
+        frame = load(res.model, [labels[n] for n in needed]) if needed else None
+    fits: dict[str, Fit] = {}
+    records = []
+    for gpu in res.gpus:
+        roof = expert_time_roofline(res.model, gpu, res.options.efficiency)
+        own = req.expert_fits.get(gpu.name)
+        if own is not None:
+            fit = user_fit(own.slope_ms, own.intercept_ms, note="given in the request")
+        elif frame is not None:
+            fit = fit_expert_time(
+                frame,
+                res.model,
+                gpu,
+                hardware=labels[gpu.name],
+                quant=req.fit.quant,
+                cuda_graph=req.fit.cuda_graph,
+                dispatch=req.fit.dispatch,
+                attention_dp=req.fit.attention_dp,
+                min_points=req.fit.min_points,
+                efficiency=res.options.efficiency,
+            )
+        else:
+            fit = dataclasses.replace(roof, note=roof.note + " (stored sweeps not used)")
+        fits[gpu.name] = fit
+        records.append(fit_record(gpu, fit, labels[gpu.name], roof))
+    return fits, records
+
+
+def search(req: PlanRequest, res: Resolved, efits: Mapping[str, Fit]) -> PlanResult:
+    """Homogeneous: each listed GPU on its own (same-type pairs), the best by tokens/s
+    per cost kept (first listed on a tie), alternatives of every GPU merged. Heterogeneous:
+    every (attention, expert) pair of the listed GPUs."""
+    afits = {
+        (a.gpu.upper(), a.tpa): user_fit(a.slope_ms, a.intercept_ms, "given in the request")
+        for a in req.attention_fits
+    }
+    if req.mode == "heterogeneous":
+        return search_heterogeneous(
+            res.model,
+            res.workload,
+            list(res.gpus),
+            options=res.options,
+            expert_fits=efits,
+            attention_fits=afits,
+        )
+    results = [
+        search_plans(
+            res.model, res.workload, g, options=res.options, expert_fits=efits, attention_fits=afits
+        )
+        for g in res.gpus
+    ]
+    if len(results) == 1:
+        return results[0]
+    with_plan = [r for r in results if r.best is not None]
+    if with_plan:
+        chosen = max(with_plan, key=lambda r: r.best.tput_per_cost)  # type: ignore[union-attr]
+    else:
+        chosen = next((r for r in results if r.colocated is not None), results[0])
+    frames = [r.alternatives for r in results if len(r.alternatives)]
+    alts = (
+        pd.concat(frames, ignore_index=True)
+        .sort_values("tput_per_cost", ascending=False, kind="stable")
+        .reset_index(drop=True)
+        if frames
+        else chosen.alternatives
+    )
+    notes = tuple(dict.fromkeys(n for r in results for n in r.notes))
+    return PlanResult(chosen.best, alts, chosen.na_sweep, chosen.colocated, notes)
+
+
+def finite(obj: Any) -> Any:
+    """JSON-safe copy: non-finite floats -> None, numpy scalars -> Python, tuples -> lists."""
+    if isinstance(obj, dict):
+        return {str(k): finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, str | bytes):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _constraints(plan: Any) -> list[dict[str, Any]]:
+    return [
+        {"label": CONSTRAINT_LABELS.get(c.name, c.name), **dataclasses.asdict(c)}
+        for c in plan.constraints
+    ]
+
+
+def verdict(result: PlanResult) -> str:
+    """One sentence: does disaggregation pay against the co-located deployment?"""
+    gain = result.disaggregation_gain
+    if result.best is None:
+        if result.colocated is not None:
+            return "no disaggregated plan fits; the co-located deployment does"
+        return "nothing fits the memory and the SLO"
+    if gain is None:
+        return "no co-located deployment on the same GPUs meets the SLO: disaggregation wins"
+    if gain >= 1:
+        return f"disaggregation pays: {gain:.2f}× the co-located throughput per cost"
+    return (
+        f"disaggregation does not pay: {gain:.2f}× the co-located throughput per cost "
+        "(deploy co-located)"
+    )
+
+
+def run_plan(req: PlanRequest, load: CandidateLoader | None) -> dict[str, Any]:
+    """The whole planner answer as a JSON-ready dict (also the exported document):
+    non-finite numbers are None; ``alternatives`` holds the best ``req.top`` plans by
+    tokens/s per cost (``n_alternatives`` counts all). ``best`` is None when nothing
+    fits memory and the SLO. Raises :class:`~service.planner_request.PlanInputError`
+    for a request :func:`~service.planner_request.resolve` refuses."""
+    started = time.perf_counter()
+    res = resolve(req)
+    efits, fit_records = expert_fits(req, res, load)
+    result = search(req, res, efits)
+    best = result.best
+    best_body = None
+    tl: list[dict[str, Any]] = []
+    if best is not None:
+        best_body = dataclasses.asdict(best)
+        best_body["constraints"] = _constraints(best)
+        best_body["all_constraints_met"] = all(c.met for c in best.constraints)
+        tl = to_json_records(timeline(best, req.timeline_layers))
+    alts = result.alternatives
+    payload = {
+        "request": req.model_dump(mode="json"),
+        "model": dataclasses.asdict(res.model),
+        "gpus": [dataclasses.asdict(g) for g in res.gpus],
+        "workload": dataclasses.asdict(res.workload),
+        "mode": req.mode,
+        "expert_fits": fit_records,
+        "best": best_body,
+        "colocated": dataclasses.asdict(result.colocated) if result.colocated else None,
+        "disaggregation_gain": result.disaggregation_gain,
+        "verdict": verdict(result),
+        "n_alternatives": len(alts),
+        "alternative_columns": list(ALTERNATIVE_COLUMNS),
+        "alternatives": to_json_records(alts.head(req.top)),
+        "na_sweep_columns": list(NA_SWEEP_COLUMNS),
+        "na_sweep": to_json_records(result.na_sweep),
+        "timeline": tl,
+        "notes": list(result.notes),
+        "elapsed_ms": (time.perf_counter() - started) * 1e3,
+    }
+    return finite(payload)  # type: ignore[no-any-return]
+
+
+def plan_for(data: DashData, req: PlanRequest) -> dict[str, Any]:
+    """:func:`run_plan` over ``data``'s store, cached per request and store version (the
+    same request answers with the same document object until an upload)."""
+    key = ("planner", json.dumps(req.model_dump(mode="json"), sort_keys=True))
+    return data.cached(key, lambda: run_plan(req, store_loader(data.store)))
+
+
+def export_filename(payload: Mapping[str, Any]) -> str:
+    """``plan-<model>-<attention GPU>-<expert GPU>.json`` (the listed GPUs when there is
+    no best plan), with anything but letters, digits, ``._-`` replaced by ``_``."""
+    best = payload.get("best") or {}
+    gpus = (
+        f"{best.get('attention_gpu')}-{best.get('expert_gpu')}"
+        if best
+        else "-".join(g["name"] for g in payload.get("gpus", []))
+    )
+    stem = f"plan-{payload.get('model', {}).get('name', 'model')}-{gpus}"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", stem)[:120] + ".json"
+
+
+def catalog(store: Store | None) -> dict[str, Any]:
+    """Models and GPUs of the catalogue, the modes, limits and request defaults; per
+    model, the stored sweeps of its shape (hardware, quant, runs)."""
+    runs = store.list_runs(limit=10_000).items if store is not None else pd.DataFrame()
+    shapes: dict[tuple[int, int, int, int], list[dict[str, Any]]] = {}
+    if len(runs):
+        cols = [C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE, C.INTERMEDIATE_SIZE]
+        ok = runs.dropna(subset=cols)
+        grouped = ok.groupby([*cols, C.HARDWARE, C.QUANT], dropna=False).size()
+        for (e, k, h, hf, hw, q), n in grouped.items():
+            shapes.setdefault((int(e), int(k), int(h), int(hf)), []).append(
+                {"hardware": hw, "quant": q, "runs": int(n)}
+            )
+    models = []
+    for m in MODELS.values():
+        key = (m.num_experts, m.top_k, m.hidden_size, m.intermediate_size)
+        models.append({**dataclasses.asdict(m), "stored_sweeps": shapes.get(key, [])})
+    body: dict[str, Any] = finite(
+        {
+            "models": models,
+            "gpus": [dataclasses.asdict(g) for g in GPUS.values()],
+            "modes": ["homogeneous", "heterogeneous"],
+            "limits": {"max_gpus": MAX_GPUS, "heterogeneous_max_gpus": HETERO_MAX_GPUS},
+            "defaults": PlanRequest().model_dump(mode="json"),
+        }
+    )
+    return body
+
+
+def stored_quants(data: DashData) -> list[str]:
+    """Quants of the stored sweeps, sorted (the page's Te-fit quant choices); empty when
+    the store is empty or cannot be read."""
+    try:
+        cov = data.coverage()
+    except Exception:  # noqa: BLE001 - an empty or unavailable store shows no choices
+        return []
+    return sorted({str(q) for q in cov[C.QUANT].dropna()}) if len(cov) else []

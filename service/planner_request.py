@@ -1,0 +1,296 @@
+"""What the planner is asked: the validating request model and its resolution against
+the model and GPU catalogues.
+
+``POST /api/v1/planner/plan`` takes a :class:`PlanRequest` as its JSON body and the
+/planner page builds one from its form, so both validate with the same bounds. A
+request that passes pydantic can still name an unknown model or GPU, or be inconsistent
+(top_k > num_experts, an override for a GPU that is not listed): :func:`resolve` raises
+:class:`PlanInputError` with the field path for those.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from analysis.planner import GPUS, MODELS, GPUSpec, ModelSpec, SearchOptions, Workload
+
+# The heterogeneous search tries every (attention GPU, expert GPU) pair and every
+# experts-per-node choice; over all 10 catalogue GPUs that takes about a minute, so it
+# accepts at most this many GPUs unless options.experts_per_node pins the choice.
+HETERO_MAX_GPUS = 4
+MAX_GPUS = 10
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.+\-]{0,63}$"
+
+MODEL_FIELDS: tuple[str, ...] = (
+    "num_experts",
+    "top_k",
+    "hidden_size",
+    "intermediate_size",
+    "num_layers",
+    "gqa_groups",
+    "attention_param_bytes",
+    "expert_param_bytes",
+    "dense_layers",
+    "activation_bytes",
+    "attention_weight_bytes_per_param",
+)
+GPU_FIELDS: tuple[str, ...] = (
+    "memory_gb",
+    "bandwidth_gb_s",
+    "bf16_tflops",
+    "price",
+    "power_w",
+    "nic_gbps",
+    "intra_node_gb_s",
+    "gpus_per_node",
+)
+# A custom (non-catalogue) model must give the first eight model fields; a custom GPU
+# every GPU field but gpus_per_node (which has a default).
+_CUSTOM_MODEL_FIELDS = MODEL_FIELDS[:8]
+_CUSTOM_GPU_FIELDS = GPU_FIELDS[:-1]
+
+
+class PlanInputError(ValueError):
+    """A request that is well-formed but names something unknown or inconsistent.
+
+    ``loc`` is the field path inside the request (e.g. ``["gpus", 1]``), ``msg`` says why.
+    """
+
+    def __init__(self, loc: Sequence[str | int], msg: str) -> None:
+        super().__init__(msg)
+        self.loc = list(loc)
+        self.msg = msg
+
+
+# ------------------------------------------------------------------ request models
+class ModelOverrides(BaseModel):
+    """Fields of :class:`analysis.planner.ModelSpec` to change (bytes are bytes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_experts: int | None = Field(None, ge=1, le=4096, description="E")
+    top_k: int | None = Field(None, ge=1, le=256, description="K")
+    hidden_size: int | None = Field(None, ge=16, le=131072, description="h")
+    intermediate_size: int | None = Field(None, ge=16, le=524288, description="h'")
+    num_layers: int | None = Field(None, ge=1, le=1024, description="L, MoE layers")
+    gqa_groups: float | None = Field(None, gt=0, le=4096, description="g: KV = 4h/g B/token/layer")
+    attention_param_bytes: float | None = Field(None, gt=0, le=1e14, description="Pa, bytes")
+    expert_param_bytes: float | None = Field(None, gt=0, le=1e13, description="Pe, bytes")
+    dense_layers: int | None = Field(None, ge=0, le=1024)
+    activation_bytes: float | None = Field(None, gt=0, le=8)
+    attention_weight_bytes_per_param: float | None = Field(None, gt=0, le=8)
+
+
+class GPUOverrides(BaseModel):
+    """Fields of :class:`analysis.planner.GPUSpec` to change (price in L20 = 1 units)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory_gb: float | None = Field(None, gt=0, le=10000)
+    bandwidth_gb_s: float | None = Field(None, gt=0, le=1e6)
+    bf16_tflops: float | None = Field(None, gt=0, le=1e6)
+    price: float | None = Field(None, gt=0, le=1e6)
+    power_w: float | None = Field(None, gt=0, le=1e6)
+    nic_gbps: float | None = Field(None, gt=0, le=1e5)
+    intra_node_gb_s: float | None = Field(None, gt=0, le=1e5)
+    gpus_per_node: int | None = Field(None, ge=1, le=72)
+
+
+class WorkloadIn(BaseModel):
+    """The serving workload: average KV length (tokens) and the TBT SLO (ms)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq_len: float = Field(2048, gt=0, le=10_000_000, description="average tokens in KV")
+    slo_tbt_ms: float = Field(150.0, gt=0, le=1_000_000, description="time-between-tokens SLO")
+
+
+class OptionsIn(BaseModel):
+    """Search knobs (a subset of :class:`analysis.planner.SearchOptions`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_micro_batches: int = Field(4, ge=2, le=8, description="Nm")
+    experts_per_node: list[Annotated[int, Field(ge=1, le=4096)]] | None = Field(
+        None, min_length=1, max_length=16, description="x choices; null = powers of two"
+    )
+    tp_choices: list[Annotated[int, Field(ge=1, le=72)]] = Field(
+        [1, 2, 4, 8], min_length=1, max_length=8
+    )
+    max_gpus: int | None = Field(None, ge=2, le=1_000_000)
+    balance_tolerance: float = Field(0.25, gt=0, le=1)
+    usable_memory: float = Field(0.9, gt=0, le=1)
+    max_na: int = Field(512, ge=1, le=4096)
+
+
+class FitIn(BaseModel):
+    """How Te is fitted from stored bench_moe sweeps of the same model shape."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    use_stored: bool = True
+    quant: str | None = Field(None, max_length=64, pattern=NAME_PATTERN)
+    dispatch: str | None = Field("balanced", max_length=64, pattern=NAME_PATTERN)
+    cuda_graph: bool | None = True
+    attention_dp: bool | None = None
+    min_points: int = Field(3, ge=2, le=100_000)
+    hardware: dict[str, Annotated[str, Field(max_length=64, pattern=NAME_PATTERN)]] = Field(
+        default_factory=dict, description="GPU name -> stored hardware label (default: name)"
+    )
+
+
+class LinearIn(BaseModel):
+    """Your own linear time law: ``slope_ms * tokens + intercept_ms``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    slope_ms: float = Field(ge=0, le=1e6)
+    intercept_ms: float = Field(ge=-1e6, le=1e6)
+
+
+class AttentionFitIn(LinearIn):
+    """Your own attention time law for one GPU at one attention TP size."""
+
+    gpu: str = Field(max_length=64, pattern=NAME_PATTERN)
+    tpa: int = Field(ge=1, le=72)
+
+
+class PlanRequest(BaseModel):
+    """What the planner takes (``POST /planner/plan``, the /planner page). Every field
+    has a default; GPU names are upper-cased and must be distinct."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    model: str = Field("mixtral_8x22b", max_length=64, pattern=NAME_PATTERN)
+    model_overrides: ModelOverrides | None = None
+    workload: WorkloadIn = Field(default_factory=WorkloadIn)
+    gpus: list[Annotated[str, Field(max_length=64, pattern=NAME_PATTERN)]] = Field(
+        default_factory=lambda: ["H20"], min_length=1, max_length=MAX_GPUS
+    )
+    gpu_overrides: dict[str, GPUOverrides] = Field(default_factory=dict)
+    mode: Literal["homogeneous", "heterogeneous"] = "homogeneous"
+    options: OptionsIn = Field(default_factory=OptionsIn)
+    fit: FitIn = Field(default_factory=FitIn)
+    expert_fits: dict[str, LinearIn] = Field(
+        default_factory=dict, description="GPU name -> your own Te per expert (k3, k4)"
+    )
+    attention_fits: list[AttentionFitIn] = Field(default_factory=list, max_length=100)
+    top: int = Field(20, ge=1, le=1000, description="alternatives returned")
+    timeline_layers: int = Field(1, ge=1, le=8)
+
+    @field_validator("gpus")
+    @classmethod
+    def _unique(cls, value: list[str]) -> list[str]:
+        upper = [v.upper() for v in value]
+        if len(set(upper)) != len(upper):
+            raise ValueError("GPU names must be distinct")
+        return upper
+
+    @field_validator("gpu_overrides", "expert_fits")
+    @classmethod
+    def _upper_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return {k.strip().upper(): v for k, v in value.items()}
+
+
+# ------------------------------------------------------------------ resolution
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """A request turned into the planner's own inputs."""
+
+    model: ModelSpec
+    gpus: tuple[GPUSpec, ...]
+    workload: Workload
+    options: SearchOptions
+
+
+def _resolve_model(req: PlanRequest) -> ModelSpec:
+    over = req.model_overrides.model_dump(exclude_none=True) if req.model_overrides else {}
+    base = MODELS.get(req.model)
+    if base is None:
+        missing = [f for f in _CUSTOM_MODEL_FIELDS if f not in over]
+        if missing:
+            raise PlanInputError(
+                ["model"],
+                f"unknown model {req.model!r} (catalogue: {', '.join(sorted(MODELS))}); "
+                f"a custom model needs model_overrides with {', '.join(missing)}",
+            )
+        model = ModelSpec(name=req.model, source="user-defined", **over)
+    elif over:
+        model = dataclasses.replace(base, **over)
+        model = dataclasses.replace(model, source=f"{base.source}; edited: {', '.join(over)}")
+    else:
+        model = base
+    if model.top_k > model.num_experts:
+        raise PlanInputError(["model_overrides", "top_k"], "top_k must not exceed num_experts")
+    if model.dense_layers < 0:
+        raise PlanInputError(["model_overrides", "dense_layers"], "must be >= 0")
+    return model
+
+
+def _resolve_gpus(req: PlanRequest) -> tuple[GPUSpec, ...]:
+    gpus = []
+    for i, name in enumerate(req.gpus):
+        g_over = req.gpu_overrides.get(name)
+        fields = g_over.model_dump(exclude_none=True) if g_over else {}
+        base_gpu = GPUS.get(name)
+        if base_gpu is None:
+            missing = [f for f in _CUSTOM_GPU_FIELDS if f not in fields]
+            if missing:
+                raise PlanInputError(
+                    ["gpus", i],
+                    f"unknown GPU {name!r} (catalogue: {', '.join(GPUS)}); a custom GPU "
+                    f"needs gpu_overrides[{name!r}] with {', '.join(missing)}",
+                )
+            gpus.append(GPUSpec(name=name, source="user-defined", **fields))
+        else:
+            gpus.append(dataclasses.replace(base_gpu, **fields) if fields else base_gpu)
+    for key in req.gpu_overrides:
+        if key not in req.gpus:
+            raise PlanInputError(["gpu_overrides", key], f"{key!r} is not in gpus")
+    for key in req.expert_fits:
+        if key not in req.gpus:
+            raise PlanInputError(["expert_fits", key], f"{key!r} is not in gpus")
+    for i, af in enumerate(req.attention_fits):
+        if af.gpu.upper() not in req.gpus:
+            raise PlanInputError(["attention_fits", i, "gpu"], f"{af.gpu!r} is not in gpus")
+    return tuple(gpus)
+
+
+def resolve(req: PlanRequest) -> Resolved:
+    """Catalogue entries with the request's overrides applied, the workload and the
+    search options. Raises :class:`PlanInputError` for an unknown model or GPU without
+    the figures to define it, an override of a GPU that is not listed, experts-per-node
+    choices none of which divides the experts, or a heterogeneous search over more than
+    :data:`HETERO_MAX_GPUS` GPUs without pinned experts per node."""
+    model = _resolve_model(req)
+    gpus = _resolve_gpus(req)
+    opt = req.options
+    if opt.experts_per_node is not None and not any(
+        model.num_experts % x == 0 for x in opt.experts_per_node
+    ):
+        raise PlanInputError(
+            ["options", "experts_per_node"],
+            f"no choice divides the model's {model.num_experts} experts",
+        )
+    if req.mode == "heterogeneous" and len(gpus) > HETERO_MAX_GPUS and not opt.experts_per_node:
+        raise PlanInputError(
+            ["gpus"],
+            f"the heterogeneous search over {len(gpus)} GPUs ({len(gpus) ** 2} pairs) can "
+            f"take about a minute: pick at most {HETERO_MAX_GPUS} GPUs or set "
+            "options.experts_per_node",
+        )
+    options = SearchOptions(
+        tp_choices=tuple(sorted(set(opt.tp_choices))),
+        max_micro_batches=opt.max_micro_batches,
+        experts_per_node=tuple(sorted(set(opt.experts_per_node))) if opt.experts_per_node else None,
+        usable_memory=opt.usable_memory,
+        balance_tolerance=opt.balance_tolerance,
+        max_na=opt.max_na,
+        max_gpus=opt.max_gpus,
+    )
+    workload = Workload(req.workload.seq_len, req.workload.slo_tbt_ms)
+    return Resolved(model, gpus, workload, options)

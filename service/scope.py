@@ -1,0 +1,123 @@
+"""The slice of the stored candidates a question is asked on, and where its rows come from.
+
+:class:`Scope` is the set of equality filters the analysis endpoints accept (the API
+reads it from the query string; field limits live here, once). :func:`scoped_frame`
+answers it from the cached frames of :class:`~service.frames.DashData`: one cell frame
+when model, hardware and quant are all given (the frame the pages read), else the
+all-candidates frame; then the remaining filters as masks. Only successful candidates
+with a score are kept -- what every analysis ranks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from analysis import columns as C
+from service.frames import CELL_COLUMNS, Cell, DashData
+
+Phase = Literal["decode", "prefill"]
+Attention = Literal["dp", "tp"]
+
+
+class Scope(BaseModel):
+    """Which stored candidates an analysis looks at (all given filters must match).
+    ``hardware`` is compared upper-cased; ``phase`` decode = CUDA graph on;
+    ``attention`` dp = attention data parallel."""
+
+    # an endpoint's other query parameters share the query string
+    model_config = ConfigDict(extra="ignore")
+
+    model: str | None = Field(None, max_length=100, description="bench_moe model name")
+    hardware: str | None = Field(None, max_length=32)
+    quant: str | None = Field(None, max_length=64)
+    world_size: int | None = Field(None, ge=1, le=100000)
+    phase: Phase | None = Field(None, description="decode = CUDA graph on, prefill = off")
+    attention: Attention | None = None
+    run_id: list[int] | None = Field(None, description="restrict to these runs")
+    include_synthetic: bool = Field(True, description="include generated demo data")
+
+    def filters(self) -> dict[str, Any]:
+        """The scope as ``{column: value}`` equality filters (the store's vocabulary)."""
+        out: dict[str, Any] = {}
+        for name, col in (
+            ("model", C.MODEL),
+            ("hardware", C.HARDWARE),
+            ("quant", C.QUANT),
+            ("world_size", C.WORLD_SIZE),
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                out[col] = value.upper() if name == "hardware" else value
+        if self.phase is not None:
+            out[C.CUDA_GRAPH] = self.phase == "decode"
+        if self.attention is not None:
+            out[C.ATTN] = "D" if self.attention == "dp" else "T"
+        if not self.include_synthetic:
+            out[C.SYNTHETIC] = False
+        return out
+
+    def cell(self) -> Cell | None:
+        """The one cell this scope lies in, when model, hardware and quant are given."""
+        if self.model is None or self.hardware is None or self.quant is None:
+            return None
+        return Cell(self.model, self.hardware.upper(), self.quant)
+
+    def key(self) -> tuple[Any, ...]:
+        """A hashable identity for caching answers per scope."""
+        runs = None if self.run_id is None else tuple(sorted(set(self.run_id)))
+        return (*sorted(self.filters().items()), ("run_id", runs))
+
+
+def _equals(series: pd.Series, value: Any) -> np.ndarray:
+    """``series == value`` with missing values never matching (SQL ``IN`` semantics)."""
+    out: np.ndarray
+    if isinstance(value, bool):
+        out = (series.astype("boolean") == value).to_numpy(dtype=bool, na_value=False)
+    elif isinstance(value, int):
+        out = series.to_numpy(dtype=np.float64, na_value=np.nan) == value
+    else:
+        out = (series == value).to_numpy(dtype=bool, na_value=False)
+    return out
+
+
+def scoped_frame(data: DashData, scope: Scope) -> pd.DataFrame:
+    """Successful candidates (status success, score_ms present) matching ``scope``, with
+    the derived columns, ordered by (run_id, candidate_index), index reset. An empty
+    frame (with the cell frames' columns) when nothing matches."""
+    cell = scope.cell()
+    if cell is not None:
+        # an unknown cell would cache an empty frame and push a real one out of the LRU
+        frame = data.cell_frame(cell) if cell in data.cells() else None
+    else:
+        frame = data.all_frame()
+    if frame is None or frame.empty:
+        return pd.DataFrame(columns=list(dict.fromkeys((*C.RUN_COLUMNS, *CELL_COLUMNS))))
+    # (to_numpy may hand out read-only views: combine into new arrays)
+    mask = (frame[C.STATUS] == "success").to_numpy(dtype=bool, na_value=False)
+    mask = mask & frame[C.SCORE_MS].notna().to_numpy()
+    filters = scope.filters()
+    if cell is not None:
+        for col in (C.MODEL, C.HARDWARE, C.QUANT):
+            filters.pop(col)
+    for col, value in filters.items():
+        mask = mask & _equals(frame[col], value)
+    if scope.run_id is not None:
+        mask = mask & frame[C.RUN_ID].isin(scope.run_id).to_numpy(dtype=bool, na_value=False)
+    return frame.loc[mask].reset_index(drop=True)
+
+
+def provenance(df: pd.DataFrame) -> dict[str, Any]:
+    """Where an answer came from: sorted run ids and TensorRT-LLM versions, the number of
+    candidates and whether any of them is generated demo data."""
+    if df.empty:
+        return {"run_ids": [], "trtllm_versions": [], "n_candidates": 0, "synthetic": False}
+    return {
+        "run_ids": sorted(int(x) for x in df[C.RUN_ID].unique()),
+        "trtllm_versions": sorted(str(x) for x in df[C.TRTLLM_VERSION].dropna().unique()),
+        "n_candidates": int(len(df)),
+        "synthetic": bool(df[C.SYNTHETIC].fillna(False).astype(bool).any()),
+    }

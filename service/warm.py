@@ -1,0 +1,55 @@
+"""Warm the caches the first page visits read, so the first visitor does not wait."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from analysis.best import GROUPINGS
+from analysis.frontier import FrontierAxes, FrontierFilter
+from service.best import cell_best_table
+from service.frames import DashData
+from service.pareto import cell_pareto
+
+_log = logging.getLogger(__name__)
+
+
+def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, float]]:
+    """Load what the first visits need, cell by cell in ``data.cells()`` order (the
+    overview's order; the first is every page's default): the cell frame, its Pareto
+    index and the default Pareto view, then the best-by-workload tables of every
+    grouping. At most ``limit`` cells (default ``data.max_cells``: more would evict
+    each other). Returns [(cell key, seconds)]. Errors are logged, never raised (pages
+    load on demand)."""
+    done: list[tuple[str, float]] = []
+    try:
+        cells = data.cells()
+    except Exception:  # noqa: BLE001 - warming is best effort
+        _log.exception("cache warm-up: listing cells failed")
+        return done
+    for cell in cells[: limit if limit is not None else data.max_cells]:
+        t0 = time.perf_counter()
+        try:
+            cell_pareto(data, cell, FrontierFilter(), FrontierAxes())
+            for grouping in GROUPINGS:
+                cell_best_table(data, cell, grouping)
+        except Exception:  # noqa: BLE001
+            _log.exception("cache warm-up of %s failed", cell.key)
+            continue
+        done.append((cell.key, time.perf_counter() - t0))
+    return done
+
+
+def start_warm_cache(data: DashData) -> threading.Thread:
+    """:func:`warm_cache` in a daemon thread: serving starts at once, and a request for
+    a cell being warmed waits for that load instead of repeating it."""
+
+    def run() -> None:
+        t0 = time.perf_counter()
+        done = warm_cache(data)
+        _log.info("cache warm-up: %d cells in %.1f s", len(done), time.perf_counter() - t0)
+
+    thread = threading.Thread(target=run, name="moedash-warm-cache", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,1 @@
+"""Tests of the synthetic bench_moe generator (ingest.demo)."""

@@ -1,0 +1,124 @@
+"""Parity: the /crossval page's callback and ``GET /api/v1/crossval/ledger`` +
+``/summary`` give the same answer on the same seeded store (DuckDB; PostgreSQL with the
+postgres marker).
+
+The page is driven through its callback (``dashboard.pages.crossval.update``, what the
+registered Dash callback calls) and read back from the components it returns: the
+ledger grid's rows, the count line and the summary grid. The API is the real app over the
+same store, through Starlette's test client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from analysis import crossval_columns as cc
+from dashboard.pages import crossval as P
+from dashboard.pages.crossval_grids import SUMMARY_GRID_COLUMNS
+from db.store import Store
+from service.crossval import STATUSES
+from service.crossval_import import import_serving_directory
+from service.frames import DashData
+from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
+from tests.factories.dashboard import walk
+
+
+@pytest.fixture
+def seeded(store: Store) -> Store:
+    """Fixture serving configs, the H200 candidates (one Match, one Mismatch) and an
+    end-to-end outcome for the Mismatch (+10 %: Improvement at ±3 %, Flat at ±15 %)."""
+    import_serving_directory(store, FIXTURE, "fixture")
+    ingest_h200_candidates(store)
+    w = store.serving_workloads({cc.PHASE: "decode", "hardware": "H200"})
+    mismatch = str(w[(w[cc.ENTRY] == H200) & (w[cc.CONC] == 64)][cc.WORKLOAD_ID].iloc[0])
+    store.add_outcomes(
+        [
+            {
+                "workload_id": mismatch,
+                "tps_per_user_deployed": 100.0,
+                "tps_per_user_candidate": 110.0,
+            }
+        ]
+    )
+    return store
+
+
+def _by_id(component: Any, cid: str) -> Any:
+    found = [c for c in walk(component) if getattr(c, "id", None) == cid]
+    assert len(found) == 1, cid
+    return found[0]
+
+
+def _by_testid(component: Any, test_id: str) -> Any:
+    found = [c for c in walk(component) if getattr(c, "data-testid", None) == test_id]
+    assert len(found) == 1, test_id
+    return found[0]
+
+
+# (page controls: model, hardware, phase, status, tol, band) and the same as API params
+CASES: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((None, None, None, None, 2, 3), {}),
+    ((None, "H200", "decode", None, 2, 3), {"hardware": "H200", "phase": "decode"}),
+    (
+        ("deepseek_r1", "h200", None, "Mismatch", "2", "15"),
+        {"model": "deepseek_r1", "hardware": "h200", "status": "Mismatch", "band_pct": 15},
+    ),
+    (
+        (None, "H200", "decode", None, 8, 3),
+        {"hardware": "H200", "phase": "decode", "token_tolerance": 8},
+    ),
+    (("all", "all", "all", "all", "1024", "0"), {"token_tolerance": 1024, "band_pct": 0}),
+]
+
+
+@pytest.mark.parametrize(("controls", "params"), CASES, ids=lambda v: str(v))
+def test_page_callback_and_api_agree(
+    seeded: Store, client: TestClient, controls: tuple[Any, ...], params: dict[str, Any]
+) -> None:
+    data = DashData(seeded, version_ttl=0.0)
+    notes, summary, _figure, ledger, _search = P.update(data, *controls)
+    assert notes is None  # every control value above is valid
+
+    ledger_params = {k: v for k, v in params.items() if k != "band_pct"}
+    api_ledger = client.get("/api/v1/crossval/ledger", params=ledger_params)
+    assert api_ledger.status_code == 200, api_ledger.text
+    api_rows = api_ledger.json()["items"]
+    page_rows = _by_id(ledger, "cv-ledger-grid").rowData
+    # Match / Mismatch / no data / not mappable per workload, in the same order
+    assert [(r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in page_rows] == [
+        (r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in api_rows
+    ]
+    for page_row, api_row in zip(page_rows, api_rows, strict=True):
+        for col in (cc.BEST_BACKEND, cc.DIFFERS, cc.DEPLOYED_RANK, cc.DEPLOYED_GAP_PCT):
+            assert page_row.get(col) == api_row[col], (col, api_row[cc.WORKLOAD_ID])
+    # the count line says what the API's rows hold
+    count_line = " ".join(
+        c for c in walk(_by_testid(ledger, "cv-ledger-count")) if isinstance(c, str)
+    )
+    assert count_line.startswith(f"{len(api_rows)} workloads")
+    for status in STATUSES:
+        n = sum(r[cc.STATUS] == status for r in api_rows)
+        assert (f"{n} {status}" in count_line) == (n > 0), (status, count_line)
+
+    summary_params = {k: v for k, v in params.items() if k not in ("phase", "status")}
+    api_summary = client.get("/api/v1/crossval/summary", params=summary_params)
+    assert api_summary.status_code == 200, api_summary.text
+    api_table = [{c: r[c] for c in SUMMARY_GRID_COLUMNS} for r in api_summary.json()["items"]]
+    grid = _by_id(summary, "cv-summary-grid")
+    assert [{c: r.get(c) for c in SUMMARY_GRID_COLUMNS} for r in grid.rowData] == api_table
+
+
+def test_known_answers_on_both_sides(seeded: Store, client: TestClient) -> None:
+    """The parity above is not two empty answers: the H200 decode pair is there."""
+    data = DashData(seeded, version_ttl=0.0)
+    _, summary, _, ledger, _ = P.update(data, None, "H200", "decode", None, 2, 3)
+    statuses = sorted(r[cc.STATUS] for r in _by_id(ledger, "cv-ledger-grid").rowData)
+    assert statuses == [cc.MATCH, cc.MISMATCH, cc.NOT_MAPPABLE, cc.NOT_MAPPABLE]
+    row = _by_id(summary, "cv-summary-grid").rowData[0]
+    api = client.get("/api/v1/crossval/summary", params={"hardware": "H200"}).json()["items"]
+    assert row[cc.S_MATCH] == api[0][cc.S_MATCH] == "1/2 (50%, prefill 0/0, decode 1/2)"
+    assert row[cc.S_IMPROVEMENT] == api[0][cc.S_IMPROVEMENT] == "1/1"
+    assert row[cc.N_NO_DATA] == api[0][cc.N_NO_DATA] == 2
