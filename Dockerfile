@@ -2,9 +2,13 @@ FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY analysis analysis
-COPY db db
 COPY ingest ingest
+COPY db db
+COPY service service
+COPY api api
 COPY dashboard dashboard
+COPY moedash moedash
+# static/ stays beside the working directory: the installed app serves ./static (moedash.app)
 COPY static static
 RUN pip install --no-cache-dir .
 ENV MOEDASH_HOST=0.0.0.0 MOEDASH_PORT=8050

@@ -6,16 +6,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, FastAPI
 
 from api.auth import get_store, require_read
 from api.config import ApiConfig
+from api.errors import install_error_handlers
 from api.jsonio import FastJSONResponse, frame_records
 from api.limits import BodyLimitMiddleware
 from api.routes import analysis, crossval, planner, runs
-from db import migrations
-from db.errors import StoreError
 from db.store import Store
 
 
@@ -49,20 +47,14 @@ def create_api(
     app.state.store = store
     app.add_middleware(BodyLimitMiddleware, limit=config.max_upload_bytes)
 
-    @app.exception_handler(StoreError)
-    async def store_error(_: Request, exc: StoreError) -> JSONResponse:
-        return JSONResponse(
-            status_code=503,
-            content={"detail": [{"loc": [], "msg": str(exc), "type": "store_error"}]},
-        )
+    install_error_handlers(app)
 
     v1 = APIRouter(prefix="/api/v1")
 
     @v1.get("/health", tags=["meta"], summary="Liveness and database check")
     def health(s: Store = Depends(get_store)) -> dict[str, object]:
-        with s.engine.connect() as conn:
-            version = migrations.current_version(conn)
-        return {"status": "ok", "database": s.dialect, "schema_version": version}
+        # reads the database, so an outage answers 503 (the store error envelope)
+        return {"status": "ok", "database": s.dialect, "schema_version": s.schema_version()}
 
     @v1.get(
         "/coverage", tags=["runs"], summary="What is stored", dependencies=[Depends(require_read)]

@@ -8,9 +8,6 @@ URL without re-rendering), so any URL is a permalink.
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -21,8 +18,11 @@ from dash import Input, Output, dcc, html
 
 from dashboard import components as ui
 from dashboard.pages import best, crossval, overview, pareto, planner, recommend, run
-from db.store import Store
 from service.frames import DashData
+from service.warm import start_warm_cache, warm_cache
+
+# the composition root starts the warm-up through this module (it owns the Dash app)
+__all__ = ["PAGES", "create_dash", "parse_search", "render_page", "start_warm_cache", "warm_cache"]
 
 # path -> (page module, nav label); the order is the navigation bar's.
 PAGES: dict[str, tuple[ModuleType, str]] = {
@@ -68,50 +68,9 @@ def _nav() -> html.Nav:
     )
 
 
-_log = logging.getLogger(__name__)
-
-
-def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, float]]:
-    """Load what the first visits need, cell by cell in ``data.cells()`` order (the
-    overview's order; the first is every page's default): the cell frame, its Pareto
-    index and the default Pareto view, then the best-by-workload tables. Returns
-    [(cell key, seconds)]. Errors are logged, never raised (pages load on demand)."""
-    done: list[tuple[str, float]] = []
-    try:
-        cells = data.cells()
-    except Exception:  # noqa: BLE001 - warming is best effort
-        _log.exception("cache warm-up: listing cells failed")
-        return done
-    for cell in cells[: limit if limit is not None else data.max_cells]:
-        t0 = time.perf_counter()
-        try:
-            pareto.update_figure(data, pareto.ParetoQuery(cell=cell))
-            for grouping in ("bench_moe", "dashboard"):
-                best.table_for(data, cell, grouping, None)
-        except Exception:  # noqa: BLE001
-            _log.exception("cache warm-up of %s failed", cell.key)
-            continue
-        done.append((cell.key, time.perf_counter() - t0))
-    return done
-
-
-def start_warm_cache(data: DashData) -> threading.Thread:
-    """:func:`warm_cache` in a daemon thread: serving starts at once, and a request for
-    a cell being warmed waits for that load instead of repeating it."""
-
-    def run() -> None:
-        t0 = time.perf_counter()
-        done = warm_cache(data)
-        _log.info("cache warm-up: %d cells in %.1f s", len(done), time.perf_counter() - t0)
-
-    thread = threading.Thread(target=run, name="moedash-warm-cache", daemon=True)
-    thread.start()
-    return thread
-
-
-def create_dash(store: Store, data: DashData | None = None) -> dash.Dash:
-    """Build the dashboard over ``store``. Nothing is loaded until a page asks."""
-    data = data or DashData(store)
+def create_dash(data: DashData) -> dash.Dash:
+    """Build the dashboard over the read path ``data`` (one store). Nothing is loaded
+    until a page asks."""
     app = dash.Dash(
         __name__,
         title="moedash",

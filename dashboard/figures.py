@@ -15,16 +15,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis import columns as C
+from analysis.frontier import AXES, KEY
 from dashboard.components import label
 
-KEY = "_key"  # row position in the cell frame; travels in customdata for click-through
+# AXES (the Pareto page's axes and which direction is better) and KEY (a row's position
+# in the cell frame, sent back in customdata on click) come from analysis.frontier.
 
-# Axes the Pareto page offers and which direction is better on each.
-AXES: dict[str, str] = {
-    C.SCORE_MS: "min",
-    C.TOKENS_PER_S_PER_GPU: "max",
-    C.ACTIVATED_TOKENS_PER_RANK: "min",
-}
 BACKEND_COLORS: dict[str, str] = {
     "TRTLLM": "#1f77b4",
     "CUTEDSL": "#ff7f0e",
@@ -277,50 +273,6 @@ def pareto_figure(
         yaxis={"title": {"text": label(y)}, "type": "log" if logy else "linear"},
     )
     return go.Figure(data=traces, layout=layout, _validate=False)
-
-
-def downsample(
-    df: pd.DataFrame,
-    x: str,
-    y: str,
-    max_points: int,
-    *,
-    logx: bool = False,
-    logy: bool = False,
-    grid: tuple[int, int] = (900, 600),
-    seed: int = 0,
-) -> pd.DataFrame:
-    """At most ``max_points`` rows of ``df`` that look like ``df`` when plotted.
-
-    First one row per cell of a ``grid`` over the (log-)axes (points drawn on the same
-    pixel add nothing), then a seeded uniform sample if that is still too many. Rows
-    with non-finite x or y are dropped. Deterministic; ``df`` is not modified.
-    """
-    xs = df[x].to_numpy(np.float64, na_value=np.nan)
-    ys = df[y].to_numpy(np.float64, na_value=np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if logx:
-            xs = np.where(xs > 0, np.log10(xs), np.nan)
-        if logy:
-            ys = np.where(ys > 0, np.log10(ys), np.nan)
-    ok = np.isfinite(xs) & np.isfinite(ys)
-    if ok.sum() <= max_points:
-        return df.loc[ok]
-    idx = np.flatnonzero(ok)
-    xs, ys = xs[ok], ys[ok]
-
-    def bins(v: np.ndarray, n: int) -> np.ndarray:
-        lo, hi = float(v.min()), float(v.max())
-        span = hi - lo if hi > lo else 1.0
-        return np.minimum(((v - lo) / span * n).astype(np.int64), n - 1)
-
-    cell = bins(xs, grid[0]) * (grid[1] + 1) + bins(ys, grid[1])
-    _, first = np.unique(cell, return_index=True)
-    idx = idx[np.sort(first)]
-    if len(idx) > max_points:
-        rng = np.random.default_rng(seed)
-        idx = np.sort(rng.choice(idx, size=max_points, replace=False))
-    return df.iloc[idx]
 
 
 def path_figure(steps: Sequence[dict]) -> go.Figure:

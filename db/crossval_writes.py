@@ -153,9 +153,7 @@ def outcome_record(i: int, rec: OutcomeRecord | Mapping[str, Any]) -> OutcomeRec
     return OutcomeRecord(**dataclasses.asdict(checked), **extra)
 
 
-def write_outcomes(
-    conn: sa.Connection, recs: list[OutcomeRecord], replace: bool
-) -> OutcomesResult:
+def write_outcomes(conn: sa.Connection, recs: list[OutcomeRecord], replace: bool) -> OutcomesResult:
     """Insert new outcomes, replace changed ones when ``replace``; an unknown workload
     raises NotFound and a changed one without ``replace`` OutcomeConflict, before any
     write."""

@@ -13,6 +13,7 @@ the dialect.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -40,8 +41,13 @@ def bulk_insert_frame(conn: sa.Connection, table: str, frame: pd.DataFrame) -> N
         raw.register(view, frame)
         try:
             raw.execute(f"INSERT INTO {table} ({col_sql}) SELECT {col_sql} FROM {view}")
-        finally:
-            raw.unregister(view)
+        except BaseException:
+            # The failed insert aborted the transaction, so unregistering fails too;
+            # the insert's own error is the one to report.
+            with contextlib.suppress(Exception):
+                raw.unregister(view)
+            raise
+        raw.unregister(view)
         return
     rows = _python_rows(frame)
     with raw.cursor() as cur, cur.copy(f"COPY {table} ({col_sql}) FROM STDIN") as copy:

@@ -206,16 +206,24 @@ class Store:
 
     # ------------------------------------------------------------------ cross-validation
     def import_serving(
-        self, points_df: pd.DataFrame, workloads_df: pd.DataFrame, content_hash: str,
+        self,
+        points_df: pd.DataFrame,
+        workloads_df: pd.DataFrame,
+        content_hash: str,
         source: str | None = None,
     ) -> ServingImportResult:
-        return self.crossval.import_serving(points_df, workloads_df, content_hash, source)  # transitional
+        return self.crossval.import_serving(
+            points_df, workloads_df, content_hash, source
+        )  # transitional
 
     def serving_imports(self) -> pd.DataFrame:
         return self.crossval.serving_imports()  # transitional
 
     def serving_workloads(
-        self, filters: Mapping[str, Any] | None = None, *, limit: int | None = None,
+        self,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        limit: int | None = None,
         offset: int = 0,
     ) -> pd.DataFrame:
         return self.crossval.serving_workloads(filters, limit=limit, offset=offset)  # transitional

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import (
@@ -57,6 +57,12 @@ def _shown(value: Any) -> str:
     """A short printable form of a refused value (control characters escaped)."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _printable(text: str) -> bool:
+    """No control characters but newline and tab (format codes such as U+200B count as
+    control here, as ``str.isprintable`` says)."""
+    return all(ch.isprintable() or ch in "\n\t" for ch in text)
 
 
 def _readable(field: str, error: ErrorDetails) -> str:
@@ -136,11 +142,10 @@ class UploadMetadata(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             raise PydanticCustomError(first["type"], _readable(field, first)) from None
-        if field == "notes" and isinstance(result, str):
-            if any(not (ch.isprintable() or ch in "\n\t") for ch in result):
-                raise PydanticCustomError(
-                    "control_characters", "contains control characters (only \\n and \\t)"
-                )
+        if field == "notes" and isinstance(result, str) and not _printable(result):
+            raise PydanticCustomError(
+                "control_characters", "contains control characters (only \\n and \\t)"
+            )
         return result
 
     def to_meta(self, filename: str | None = None, *, synthetic: bool = False) -> UploadMeta:

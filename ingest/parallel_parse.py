@@ -30,6 +30,9 @@ MAX_WORKERS = 4
 # Set in a pool child by its initializer (inherited through fork, never pickled): the
 # whole report and the parent's row flattener as they were when the pool forked.
 _CHILD_JOB: tuple[bytes, RowFlattener] | None = None
+# What a child keeps alive until it exits: freeing millions of objects one by one costs
+# about as much as building them, and the child's exit (os._exit) reclaims them at once.
+_CHILD_KEEP: list[Any] = []
 
 
 class Fallback(Exception):
@@ -150,20 +153,20 @@ def _parse_span(start: int, end: int) -> tuple[Any, ...]:
     picklable tuple: ("ok", tuples, state) | ("input_error", ...) | ("json_error", msg)."""
     assert _CHILD_JOB is not None, "run only in a pool child set up by _adopt_job"
     raw, rows = _CHILD_JOB
-    chunk = bytearray(end - start + 2)  # one copy of the span, brackets included
-    chunk[0], chunk[-1] = ord("["), ord("]")
-    chunk[1:-1] = memoryview(raw)[start:end]
+    chunk = b"".join((b"[", memoryview(raw)[start:end], b"]"))  # one copy of the span
     baseline = rows.warnings.counts()  # warnings the parent (or an earlier task) has
     try:
         items = pydantic_core.from_json(chunk, allow_inf_nan=True, cache_strings="all")
     except ValueError as exc:
         return ("json_error", str(exc)[:200])
     del chunk
+    _CHILD_KEEP.append(items)
     try:
         tuples = [rows.flatten(i, row) for i, row in enumerate(items)]
     except InputError as exc:
         unsupported = isinstance(exc, UnsupportedFormat)
         return ("input_error", exc.field, exc.problem, exc.status, unsupported)
+    _CHILD_KEEP.append(tuples)
     counts, labels, saw_timing = rows.state()
     new = {t: n - baseline.get(t, 0) for t, n in counts.items() if n > baseline.get(t, 0)}
     return ("ok", tuples, (new, labels, saw_timing))

@@ -51,8 +51,10 @@ def _mount_dashboard(
     from api.auth import DashboardGate
     from api.compress import CachedGZipMiddleware
     from dashboard.app import create_dash  # lazy: the API alone never loads Dash
+    from service.frames import DashData
 
-    dash_app = create_dash(store)
+    app.state.data = DashData(store)  # one read path: the API's answers and the pages'
+    dash_app = create_dash(app.state.data)
     # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
     # stalls the event loop serving the API (measured in stack-notes). Responses are
     # gzipped, the JS bundles compressed once (api/compress.py).

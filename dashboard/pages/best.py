@@ -1,4 +1,4 @@
-"""Best by workload: ``analysis.best.best_by_workload`` as sortable, filterable grids.
+"""Best by workload: ``service.best.cell_best_table`` as sortable, filterable grids.
 
 URL: ``/best?model=&hardware=&quant=&grouping=bench_moe|dashboard&ws=``.
 Groupings: bench_moe's own (run, num_tokens, parallel_mode) and NVIDIA's dashboard
@@ -10,25 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 import dash
-import numpy as np
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
 from analysis import columns as C
-from analysis.best import (
-    GROUPINGS,
-    IS_TIE,
-    MARGIN_PCT,
-    N_CANDIDATES,
-    NOISE_BAND_PCT,
-    best_by_workload,
-)
+from analysis.best import GROUPINGS, IS_TIE, MARGIN_PCT, N_CANDIDATES, NOISE_BAND_PCT
 from analysis.tables import to_csv_text
 from dashboard import components as ui
+from service.best import cell_best_table, world_sizes
 from service.frames import Cell, DashData
 
 PATH = "/best"
-_DERIVED = (C.ACTIVATED_TOKENS_PER_RANK, C.DISPATCH_KB, C.TOKENS_PER_S_PER_GPU)
 _HEADERS = {
     "best_backend": "best backend",
     "best_comm": "best comm",
@@ -49,49 +41,6 @@ _HEADERS = {
     "best_run_id": "run",
     C.RUN_ID: "run",
 }
-
-
-def best_table(frame: pd.DataFrame, grouping: str) -> pd.DataFrame:
-    """``best_by_workload(frame, grouping)`` plus, for each winner, world size, phase,
-    activated_tokens_per_rank, dispatch_kb and tokens_per_s_per_gpu from its own row."""
-    res = best_by_workload(frame, grouping)
-    if res.empty:
-        return res
-    pos = _positions(
-        frame,
-        res["best_" + C.RUN_ID].to_numpy(np.int64),
-        res["best_" + C.CANDIDATE_INDEX].to_numpy(np.int64),
-    )
-    for col in (C.WORLD_SIZE, C.PHASE, *_DERIVED):
-        if col not in res:
-            values = frame[col].take(pos).to_numpy()
-            res[col] = values.astype(object) if col == C.PHASE else values
-    return res
-
-
-def _positions(frame: pd.DataFrame, run_ids: np.ndarray, cand: np.ndarray) -> np.ndarray:
-    """Row positions of (run_id, candidate_index) pairs in ``frame`` (-1 when absent).
-    Cell frames are sorted by that pair, so a binary search does; otherwise an index."""
-    runs = frame[C.RUN_ID].to_numpy()
-    idx = frame[C.CANDIDATE_INDEX].to_numpy()
-    if (
-        len(runs)
-        and runs.dtype.kind == idx.dtype.kind == "i"
-        and idx.min() >= 0
-        and run_ids.min(initial=0) >= 0
-        and cand.min(initial=0) >= 0
-    ):
-        width = int(max(idx.max(), cand.max(initial=0))) + 1
-        if max(int(runs.max()), int(run_ids.max(initial=0))) < np.iinfo(np.int64).max // width:
-            key = runs.astype(np.int64) * width + idx
-            if bool(np.all(key[1:] > key[:-1])):
-                want = run_ids * width + cand
-                pos = np.minimum(np.searchsorted(key, want), len(key) - 1)
-                return np.where(key[pos] == want, pos, -1)
-    index = pd.MultiIndex.from_arrays([runs, idx])
-    want_index = pd.MultiIndex.from_arrays([run_ids, cand])
-    out: np.ndarray = index.get_indexer(want_index)
-    return out
 
 
 def display_columns(grouping: str) -> list[str]:
@@ -123,12 +72,7 @@ def display_columns(grouping: str) -> list[str]:
 
 def table_for(data: DashData, cell: Cell, grouping: str, ws: int | None) -> pd.DataFrame:
     """The (cached) table of one cell and grouping, optionally for one world size."""
-    table = data.cached(
-        ("best", cell, grouping), lambda: best_table(data.cell_frame(cell), grouping)
-    )
-    if ws is not None and not table.empty:
-        table = table[table[C.WORLD_SIZE].to_numpy() == ws]
-    return table
+    return cell_best_table(data, cell, grouping, ws)
 
 
 def _grid(table: pd.DataFrame, grouping: str) -> Any:
@@ -157,7 +101,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     grouping = ui.first(query, "grouping") or "bench_moe"
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
     ws = ui.as_int(ui.first(query, "ws"))
-    sizes = sorted(int(w) for w in data.cell_frame(cell)[C.WORLD_SIZE].unique())
+    sizes = world_sizes(data, cell)
     return html.Div(
         [
             dcc.Location(id="best-url", refresh=False),
@@ -296,7 +240,7 @@ def register(app: dash.Dash, data: DashData) -> None:
     )
     def _cell(cell_key: str | None) -> tuple[list[dict[str, Any]], str]:
         cell = Cell.from_key(cell_key)
-        sizes = sorted(int(w) for w in data.cell_frame(cell)[C.WORLD_SIZE].unique()) if cell else []
+        sizes = world_sizes(data, cell) if cell else []
         return [{"label": "all", "value": "all"}, *ui.options(sizes)], "all"
 
     @app.callback(Output("best-body", "children"), Output("best-url", "search"), *controls)

@@ -13,8 +13,8 @@ from dash import Input, Output, State, dcc, html
 
 from analysis import columns as C
 from dashboard import components as ui
-from db.errors import NotFound
 from service.frames import DashData
+from service.runs import candidate_fields, run_candidates, run_detail
 
 PATH = "/run"
 MAX_ROWS = 20_000  # rows sent to the grid; larger runs are filtered by status first
@@ -77,12 +77,6 @@ def run_metadata(run: dict[str, Any]) -> dict[str, Any]:
     return {k: run.get(k) for k in _META}
 
 
-def candidates_page(data: DashData, run_id: int, status: str | None) -> tuple[Any, int]:
-    filters = {C.STATUS: status} if status else None
-    page = data.store.list_candidates(run_id, filters=filters, limit=MAX_ROWS)
-    return page.items, page.total
-
-
 def layout(data: DashData, **query: Any) -> html.Div:
     run_id = ui.as_int(ui.first(query, "id"))
     if run_id is None:
@@ -95,9 +89,8 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 ),
             ]
         )
-    try:
-        run = data.store.get_run(run_id)
-    except NotFound:
+    run = run_detail(data, run_id)
+    if run is None:
         return html.Div(
             [
                 html.H2(f"Run {run_id}"),
@@ -178,10 +171,10 @@ def update_grid(data: DashData, run_id: int, status: str | None) -> tuple[Any, s
     """Status filter -> (grid, URL search)."""
     status = None if status in (None, "all") else status
     search = run_search(run_id, status, None)
-    try:
-        items, total = candidates_page(data, run_id, status)
-    except NotFound:
+    page = run_candidates(data, run_id, status, MAX_ROWS)
+    if page is None:
         return ui.empty_state(f"Run {run_id} does not exist."), search
+    items, total = page
     if items.empty:
         return ui.empty_state(
             f"No {status or ''} candidates in run {run_id}.", ["set the status filter to “all”"]
@@ -216,10 +209,9 @@ def candidate_detail(data: DashData, run_id: int, cand: int | None) -> Any:
         return html.P(
             "Select a row to see its per-rank latencies and outlier details.", className="muted"
         )
-    page = data.store.list_candidates(run_id, filters={C.CANDIDATE_INDEX: cand}, limit=1)
-    if page.items.empty:
+    row = candidate_fields(data, run_id, cand)
+    if row is None:
         return ui.empty_state(f"Candidate {cand} is not in run {run_id}.")
-    row = page.items.iloc[0].to_dict()
     blobs = {}
     for key in (C.PER_RANK_JSON, C.EXTRA_JSON, C.PER_RANK_NUM_TOKENS):
         text = row.pop(key, None)

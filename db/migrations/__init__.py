@@ -24,16 +24,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import sqlalchemy as sa
-
 # Registers alembic's DuckDB implementation (the dialect does so on its own only when
 # alembic was imported before its first connection).
 import duckdb_sqlalchemy.alembic_impl  # noqa: F401
+import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
+
 from db.errors import StoreError
 from db.session import Database
 

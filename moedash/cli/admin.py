@@ -70,7 +70,9 @@ class Scope(enum.StrEnum):
     admin = "admin"
 
 
-token_app = typer.Typer(help="Manage API tokens.", no_args_is_help=True, rich_markup_mode="markdown")
+token_app = typer.Typer(
+    help="Manage API tokens.", no_args_is_help=True, rich_markup_mode="markdown"
+)
 
 
 @token_app.command("create")
@@ -155,6 +157,8 @@ def import_serving(
     db: Db = None,
 ) -> int:
     """Import InferenceX masters and srt-slurm recipes as serving workloads."""
+    import yaml
+
     from service.crossval_import import import_serving_directory
 
     ui = Output()
@@ -167,7 +171,7 @@ def import_serving(
     store = open_store(settings.database_url)
     try:
         result = import_serving_directory(store, data_dir, str(data_dir.resolve()))
-    except (ValueError, StoreError) as exc:
+    except (ValueError, yaml.YAMLError, StoreError) as exc:
         ui.error(f"{data_dir}: {exc}")
         return FAILED
     finally:
@@ -194,15 +198,15 @@ def import_serving(
 
 
 def outcomes(
-    file: Annotated[str, typer.Argument(help="JSON list of {workload_id, tps_per_user_deployed, …}.")],
+    file: Annotated[
+        str, typer.Argument(help="JSON list of {workload_id, tps_per_user_deployed, …}.")
+    ],
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite differing stored outcomes.")
     ] = False,
     db: Db = None,
 ) -> int:
     """Store end-to-end outcomes (deployed vs candidate) from a JSON list."""
-    from db.crossval_store import OutcomeConflict
-
     ui = Output()
     path = Path(file)
     try:
@@ -216,7 +220,7 @@ def outcomes(
     store = open_store(settings_for(db).database_url)
     try:
         result = store.add_outcomes(records, replace=replace)
-    except (OutcomeConflict, ValueError, NotFound, StoreError) as exc:
+    except (Conflict, ValueError, NotFound, StoreError) as exc:  # Conflict: a differing outcome
         ui.error(f"{path}: {exc} (nothing stored)")
         return FAILED
     finally:

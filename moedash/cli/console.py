@@ -78,7 +78,9 @@ class Output:
             disable=not self.err.is_terminal,
         )
         with bar:
-            yield Steps(bar, bar.add_task(label, total=total, item=""))
+            task = bar.add_task(label, total=total, item="")
+            yield Steps(bar, task)
+            bar.update(task, item="")  # the finished bar names no file
 
 
 class Steps:

@@ -94,9 +94,7 @@ def ingest(
 
 def upload(
     files: Files,
-    url: Annotated[
-        str, typer.Option(help="Server base URL, e.g. https://moedash.example.")
-    ],
+    url: Annotated[str, typer.Option(help="Server base URL, e.g. https://moedash.example.")],
     token: Annotated[str, typer.Option(help="API token with the upload scope.")],
     retries: Annotated[int, typer.Option(help="Retries on network errors, 5xx and 429.")] = 5,
     timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 300.0,

@@ -284,21 +284,3 @@ def test_summary_in_the_guide_format() -> None:
 def test_candidates_missing_columns_raise() -> None:
     with pytest.raises(ValueError, match="candidates: missing columns"):
         ledger(pd.DataFrame([workload()]), pd.DataFrame([{c.MODEL: "deepseek_r1"}]))
-
-
-def test_cross_validation_modules_stay_pure() -> None:
-    import ast
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2] / "analysis"
-    banned = ("db", "ingest", "dashboard", "sqlalchemy", "fastapi", "dash")
-    for name in ("crossval.py", "crossval_columns.py", "serving_map.py"):
-        tree = ast.parse((root / name).read_text())
-        for node in ast.walk(tree):
-            mods = []
-            if isinstance(node, ast.Import):
-                mods = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                mods = [node.module]
-            for m in mods:
-                assert m.split(".")[0] not in banned, f"{name} imports {m}"

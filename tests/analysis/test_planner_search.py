@@ -3,10 +3,8 @@ the na sweep, JSON export and the ping-pong timeline."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
@@ -204,20 +202,3 @@ def test_pipeline_is_full_when_constraints_hold_and_has_bubbles_when_depth_fails
     assert _attention_idle(slow, 3) > 0.5 * plan.ta_ms
     deep = dataclasses.replace(plan, m=4, tc_ms=plan.ta_ms * 0.75)
     assert _attention_idle(deep, 3) == pytest.approx(0.0, abs=1e-9)
-
-
-# --- purity ---------------------------------------------------------------------------------
-
-
-def test_planner_imports_nothing_outside_analysis() -> None:
-    banned = {"db", "ingest", "dashboard", "sqlalchemy", "fastapi", "dash", "plotly"}
-    root = Path(__file__).resolve().parents[2] / "analysis" / "planner"
-    for path in root.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                mods = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                mods = [node.module or ""]
-            else:
-                continue
-            assert not {m.split(".")[0] for m in mods} & banned, path.name

@@ -152,7 +152,7 @@ def test_pareto_click_gives_detail_and_exportable_yaml(seeded: Any) -> None:
 
 def test_cell_change_resets_filters_to_the_new_cells_values(seeded: Any) -> None:
     data, _ = seeded
-    app = create_dash(data.store, data=data)
+    app = create_dash(data)
     cb = next(v for k, v in app.callback_map.items() if "pareto-ws.options" in k)
     out = cb["callback"].__wrapped__("kimi_k2|B300|NVFP4")
     ws_options = out[0]
@@ -356,52 +356,6 @@ def test_search_string_skips_empty_values() -> None:
         == "?c=x&c=y&d=0&e=1"
     )
     assert parse_search("?c=x&c=y&d=0") == {"c": ["x", "y"], "d": "0"}
-
-
-def test_pareto_index_frontiers_equal_the_direct_computation() -> None:
-    """The per-cell index only prunes: atomic frontiers and every filtered frontier are
-    the same as ``pareto_frontier`` over the whole cell (ties and duplicates included)."""
-    import itertools
-
-    import numpy as np
-    import pandas as pd
-
-    from dashboard.figures import AXES
-    from service.frames import prepare_frame
-    from tests.factories import make_candidates
-
-    rng = np.random.default_rng(3)
-    rows = [
-        {
-            C.CANDIDATE_INDEX: i,
-            C.RUN_ID: 1 + i % 3,
-            C.WORLD_SIZE: int(rng.choice([4, 8])),
-            C.NUM_TOKENS: int(2 ** rng.integers(0, 6)),
-            C.BACKEND: str(rng.choice(["TRTLLM", "CUTEDSL", "CUTLASS"])),
-            C.CUDA_GRAPH: bool(rng.random() < 0.5),
-            C.PARALLEL_MODE: str(rng.choice(["DEP", "TEP"])),
-            C.SCORE_MS: float(rng.choice([0.5, 1.0, 1.5, 2.0, 3.0, 0.0, np.nan])),
-        }
-        for i in range(400)
-    ]
-    frame = prepare_frame(make_candidates(rows))
-    index = pareto.ParetoIndex(frame)
-    for x, y in itertools.permutations(AXES, 2):
-        for logx, logy in ((True, True), (False, True), (False, False)):
-            q = pareto.ParetoQuery(cell=KNOWN, x=x, y=y, logx=logx, logy=logy)
-            direct = pareto.atomic_frontiers(frame, q)
-            pd.testing.assert_frame_equal(index.atomic(q), direct)
-            for ws, phase, backend in (
-                (None, "all", ()),
-                (8, "decode", ("TRTLLM",)),
-                (4, "prefill", ("CUTEDSL", "CUTLASS")),
-            ):
-                fq = pareto.ParetoQuery(
-                    cell=KNOWN, ws=ws, phase=phase, backend=backend, x=x, y=y, logx=logx, logy=logy
-                )
-                fast = pareto.pareto_view(frame, fq, atomic=index.atomic(fq)).frontier
-                slow = pareto.pareto_view(frame, fq).frontier
-                pd.testing.assert_frame_equal(fast, slow)
 
 
 def test_synthetic_data_is_marked_where_numbers_are_shown(seeded: Any, store: Store) -> None:

@@ -90,26 +90,6 @@ def test_pareto_figure_sends_typed_arrays() -> None:
     assert payload["x"]["dtype"] == "f4" and "bdata" in payload["x"]
 
 
-def test_downsample_caps_is_deterministic_and_keeps_small_frames() -> None:
-    rng = np.random.default_rng(1)
-    df = pd.DataFrame({"x": rng.lognormal(size=100_000), "y": rng.lognormal(size=100_000)})
-    a = F.downsample(df, "x", "y", 5_000, logx=True, logy=True)
-    b = F.downsample(df, "x", "y", 5_000, logx=True, logy=True)
-    assert len(a) == 5_000 and a.index.equals(b.index)
-    small = df.iloc[:100]
-    assert F.downsample(small, "x", "y", 5_000).index.equals(small.index)
-
-
-def test_downsample_drops_non_positive_on_log_axes_and_keeps_extremes_cells() -> None:
-    df = pd.DataFrame(
-        {"x": [0.0, -1.0, 1.0, 1000.0] + [10.0] * 50, "y": [1.0, 1.0, 1.0, 1.0] + [2.0] * 50}
-    )
-    out = F.downsample(df, "x", "y", 10, logx=True)
-    assert (out["x"] > 0).all()
-    # 50 identical points collapse to one grid cell; both extremes survive
-    assert {1.0, 1000.0} <= set(out["x"]) and len(out) == 3
-
-
 def test_path_figure_has_one_bar_pair_per_threshold_step() -> None:
     steps = [
         {

@@ -293,7 +293,7 @@ def test_update_explains_refusals_and_empty_results(store: Store) -> None:
 
 def test_page_is_routed_and_registered(store: Store) -> None:
     assert PAGES["/planner"][0] is P and "/planner" in _NAV
-    app = create_dash(store)
+    app = create_dash(DashData(store))
     outputs = " ".join(app.callback_map)
     assert "plan-body.children" in outputs and "plan-download.data" in outputs
     data = app.server.config["MOEDASH_DATA"]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis import columns as C
-from db import Conflict, NotFound
+from db import Conflict, NotFound, StoreError
 from db.store import Store, open_store
 from ingest.records import UploadMeta
 from tests.factories.sweeps import make_sweep
@@ -102,7 +102,7 @@ def test_failed_bulk_load_rolls_back_everything(store: Store) -> None:
     good = make_sweep(10, key="a")
     bad = make_sweep(10, key="b")
     bad.candidates.loc[3, C.CANDIDATE_INDEX] = 2  # duplicate primary key inside the run
-    with pytest.raises(Exception):  # noqa: B017 - any store error; the point is the rollback
+    with pytest.raises(StoreError):
         store.ingest([good, bad], b"two-sweeps", META)
     assert store.table_counts() == {"uploads": 0, "runs": 0, "candidates": 0, "api_tokens": 0}
 

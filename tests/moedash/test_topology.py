@@ -27,7 +27,7 @@ def test_two_app_processes_share_one_postgres(pg_schema_url: str, tmp_path: Path
     secret = store.create_token("ci", ["upload"])[1]
     store.close()
     raw = EXAMPLE.read_bytes()
-    other = raw.replace(b'"hostname": "example-node-01"', b'"hostname": "example-node-02"')
+    other = raw.replace(b"moedash-fixture-b200-07", b"moedash-fixture-b200-08")
     assert other != raw
     headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
     env = {"MOEDASH_MIGRATE_ON_START": "true"}
@@ -36,7 +36,7 @@ def test_two_app_processes_share_one_postgres(pg_schema_url: str, tmp_path: Path
         second = httpx.post(f"{b}/api/v1/runs", content=other, headers=headers, timeout=30)
         assert first.status_code == 201 and second.status_code == 201
         # The same new bytes through both replicas at once: one run, one "created".
-        third = raw.replace(b'"hostname": "example-node-01"', b'"hostname": "example-node-03"')
+        third = raw.replace(b"moedash-fixture-b200-07", b"moedash-fixture-b200-09")
         with ThreadPoolExecutor(4) as pool:
             answers = list(
                 pool.map(

@@ -10,19 +10,23 @@ same store, through Starlette's test client.
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
+import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
 from analysis import crossval_columns as cc
 from dashboard.pages import crossval as P
+from dashboard.pages import crossval_filters as CF
 from dashboard.pages.crossval_grids import SUMMARY_GRID_COLUMNS
 from db.store import Store
 from service.crossval import STATUSES
 from service.crossval_import import import_serving_directory
 from service.frames import DashData
 from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
+from tests.dashboard.test_crossval_page import ingest_h200_tokens8_only
 from tests.factories.dashboard import walk
 
 
@@ -122,3 +126,67 @@ def test_known_answers_on_both_sides(seeded: Store, client: TestClient) -> None:
     assert row[cc.S_MATCH] == api[0][cc.S_MATCH] == "1/2 (50%, prefill 0/0, decode 1/2)"
     assert row[cc.S_IMPROVEMENT] == api[0][cc.S_IMPROVEMENT] == "1/1"
     assert row[cc.N_NO_DATA] == api[0][cc.N_NO_DATA] == 2
+
+
+def test_token_tolerance_parity(store: Store, client: TestClient) -> None:
+    """Only num_tokens 8 measured: the conc-64 workload is "no data" at x2 and compared
+    with the nearest tokens at x8, on the page and in the API alike."""
+    import_serving_directory(store, FIXTURE, "fixture")
+    ingest_h200_tokens8_only(store)
+    data = DashData(store, version_ttl=0.0)
+    seen = []
+    for tol in (2, 8):
+        _, _, _, ledger, _ = P.update(data, None, "H200", "decode", None, tol, 3)
+        page = [(r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in _by_id(ledger, "cv-ledger-grid").rowData]
+        params = {"hardware": "H200", "phase": "decode", "token_tolerance": tol}
+        items = client.get("/api/v1/crossval/ledger", params=params).json()["items"]
+        assert page == [(r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in items]
+        seen.append(sorted(status for _, status in page))
+    assert seen[0] != seen[1]  # the tolerance changed the answer
+    assert cc.NO_DATA in seen[0] and seen[1].count(cc.MATCH) == 2
+
+
+def test_page_downloads_equal_the_api(store: Store, client: TestClient) -> None:
+    """The page's summary table and ledger CSV against the API's (moved from the page
+    tests): an outcome of -10 %, -1 % with perfect routing, is a Regression at ±3 %."""
+    import_serving_directory(store, FIXTURE, "fixture")
+    ingest_h200_candidates(store)
+    data = DashData(store, version_ttl=0.0)
+    view = P.compute(data, CF.make_filters(hardware="H200", phase="decode")[0]).view
+    mismatch_id = str(view[view[cc.STATUS] == cc.MISMATCH][cc.WORKLOAD_ID].iloc[0])
+    store.add_outcomes(
+        [
+            {
+                "workload_id": mismatch_id,
+                "tps_per_user_deployed": 100.0,
+                "tps_per_user_candidate": 90.0,
+                "tps_per_user_candidate_perfect_routing": 99.0,
+            }
+        ]
+    )
+    for params in (
+        {},
+        {"hardware": "H200", "band_pct": 5, "token_tolerance": 4},
+        {"model": "deepseek_r1"},
+    ):
+        api = client.get("/api/v1/crossval/summary", params=params).json()["items"]
+        f, _ = CF.make_filters(
+            params.get("model"),
+            params.get("hardware"),
+            None,
+            None,
+            params.get("token_tolerance", 2),
+            params.get("band_pct", 3),
+        )
+        page = P.compute(data, f).summary
+        assert (
+            pd.DataFrame(api)[list(cc.SUMMARY_COLUMNS)].astype(str).values.tolist()
+            == page[list(cc.SUMMARY_COLUMNS)].astype(str).values.tolist()
+        )
+    api_csv = client.get("/api/v1/crossval/ledger", params={"phase": "decode", "format": "csv"})
+    api_led = pd.read_csv(io.StringIO(api_csv.text))
+    page_csv = P.ledger_csv(data, CF.make_filters(phase="decode")[0])["content"]
+    page_led = pd.read_csv(io.StringIO(page_csv))
+    assert page_led[list(cc.LEDGER_COLUMNS)].equals(api_led)
+    row = page_led.set_index(cc.WORKLOAD_ID).loc[mismatch_id]
+    assert row[cc.OUTCOME] == cc.REGRESSION  # -10 %, perfect routing -1 % (within band)

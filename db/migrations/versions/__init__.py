@@ -1,0 +1,1 @@
+"""Frozen alembic revisions, one file per schema version; alembic loads them by path."""

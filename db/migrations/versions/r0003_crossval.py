@@ -73,9 +73,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("workload_id"),
     )
     # Filters of /crossval/workloads and the ledger's model/hardware restriction.
-    op.create_index(
-        "serving_workloads_facets", "serving_workloads", ["model", "hardware", "phase"]
-    )
+    op.create_index("serving_workloads_facets", "serving_workloads", ["model", "hardware", "phase"])
 
 
 def downgrade() -> None:

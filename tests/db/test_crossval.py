@@ -1,4 +1,5 @@
-"""Store: serving imports, workloads and E2E outcomes on DuckDB and PostgreSQL."""
+"""CrossvalRepository (store.crossval): serving imports, workloads and E2E outcomes,
+on DuckDB and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ import pytest
 from analysis import columns as c
 from analysis import crossval_columns as cc
 from analysis.serving_map import map_workloads
-from db import migrations
-from db.crossval_store import OutcomeConflict, OutcomeRecord
+from db.crossval_records import OutcomeConflict, OutcomeRecord
 from db.errors import NotFound, StoreError
 from db.store import Store
 from ingest.serving_configs import import_directory, points_frame, recipe_configs
@@ -30,7 +30,7 @@ def fixture_frames() -> tuple[pd.DataFrame, pd.DataFrame, str]:
 @pytest.fixture
 def imported(store: Store, fixture_frames: tuple[pd.DataFrame, pd.DataFrame, str]) -> pd.DataFrame:
     points, workloads, digest = fixture_frames
-    store.import_serving(points, workloads, digest, "fixture")
+    store.crossval.import_serving(points, workloads, digest, "fixture")
     return workloads
 
 
@@ -45,9 +45,8 @@ def _decode_id(workloads: pd.DataFrame, entry: str, conc: int) -> str:
 
 
 def test_schema_version_includes_crossval_tables(store: Store) -> None:
-    with store.engine.connect() as conn:
-        assert migrations.current_version(conn) >= 3
-    assert store.crossval_counts() == {
+    assert store.schema_version() >= 3
+    assert store.crossval.crossval_counts() == {
         "serving_imports": 0,
         "serving_workloads": 0,
         "crossval_outcomes": 0,
@@ -58,19 +57,19 @@ def test_import_twice_stores_once_and_round_trips(
     store: Store, fixture_frames: tuple[pd.DataFrame, pd.DataFrame, str]
 ) -> None:
     points, workloads, digest = fixture_frames
-    first = store.import_serving(points, workloads, digest, "fixture")
+    first = store.crossval.import_serving(points, workloads, digest, "fixture")
     assert not first.already_existed
     # 6 entries (5 current + 1 deprecated), 16 points, 32 workloads, 20 mappable
     assert (first.n_entries, first.n_points, first.n_workloads) == (6, 16, 32)
     assert (first.n_mappable, first.n_unmappable) == (20, 12)
     assert (first.n_new_workloads, first.n_existing_workloads) == (32, 0)
-    before = store.crossval_counts()
+    before = store.crossval.crossval_counts()
 
-    second = store.import_serving(points, workloads, digest, "fixture again")
+    second = store.crossval.import_serving(points, workloads, digest, "fixture again")
     assert second.already_existed and second.import_id == first.import_id
     assert (second.n_new_workloads, second.n_existing_workloads) == (0, 32)
     assert (
-        store.crossval_counts()
+        store.crossval.crossval_counts()
         == before
         == {
             "serving_imports": 1,
@@ -79,14 +78,16 @@ def test_import_twice_stores_once_and_round_trips(
         }
     )
     # Same columns, dtypes, values and order as map_workloads.
-    pd.testing.assert_frame_equal(store.serving_workloads(), workloads)
+    pd.testing.assert_frame_equal(store.crossval.serving_workloads(), workloads)
 
 
 def test_other_hash_adds_only_new_and_rewrites_changed_workloads(
     store: Store, imported: pd.DataFrame, fixture_frames: tuple[pd.DataFrame, pd.DataFrame, str]
 ) -> None:
     points = fixture_frames[0]
-    same = store.import_serving(points, imported, "other-hash", "same workloads, other hash")
+    same = store.crossval.import_serving(
+        points, imported, "other-hash", "same workloads, other hash"
+    )
     assert not same.already_existed
     assert (same.n_new_workloads, same.n_updated_workloads, same.n_existing_workloads) == (0, 0, 32)
 
@@ -96,15 +97,15 @@ def test_other_hash_adds_only_new_and_rewrites_changed_workloads(
     extra = changed.iloc[[0]].copy()
     extra[cc.WORKLOAD_ID] = "feedfacefeedface:prefill"
     changed = pd.concat([changed, extra], ignore_index=True)
-    res = store.import_serving(points, changed, "third-hash", "edited recipe")
+    res = store.crossval.import_serving(points, changed, "third-hash", "edited recipe")
     assert (res.n_new_workloads, res.n_updated_workloads, res.n_workloads) == (1, 1, 33)
-    assert store.crossval_counts()["serving_workloads"] == 33
-    got = store.serving_workloads({cc.WORKLOAD_ID: wid})
+    assert store.crossval.crossval_counts()["serving_workloads"] == 33
+    got = store.crossval.serving_workloads({cc.WORKLOAD_ID: wid})
     assert got[c.BACKEND].tolist() == ["TRTLLM"]
     # The rewritten row keeps its place; the new one comes last.
-    ids = store.serving_workloads()[cc.WORKLOAD_ID].tolist()
+    ids = store.crossval.serving_workloads()[cc.WORKLOAD_ID].tolist()
     assert ids[:32] == imported[cc.WORKLOAD_ID].tolist() and ids[32] == "feedfacefeedface:prefill"
-    assert store.serving_imports()["content_hash"].tolist() == [
+    assert store.crossval.serving_imports()["content_hash"].tolist() == [
         "third-hash",
         "other-hash",
         fixture_frames[2],
@@ -112,39 +113,39 @@ def test_other_hash_adds_only_new_and_rewrites_changed_workloads(
 
 
 def test_filters_and_paging(store: Store, imported: pd.DataFrame) -> None:
-    dec = store.serving_workloads({cc.PHASE: "decode", cc.MAPPABLE: True})
+    dec = store.crossval.serving_workloads({cc.PHASE: "decode", cc.MAPPABLE: True})
     assert (
         len(dec) == 10
-        and store.serving_workload_count({cc.PHASE: "decode", cc.MAPPABLE: True}) == 10
+        and store.crossval.serving_workload_count({cc.PHASE: "decode", cc.MAPPABLE: True}) == 10
     )
     assert set(dec[cc.PHASE]) == {"decode"} and dec[cc.MAPPABLE].all()
     # H200: dynamo-trt (2 points, mappable) and single-node trt (2 points, not mappable)
-    h200 = store.serving_workloads({c.MODEL: ["deepseek_r1"], c.HARDWARE: "H200"})
+    h200 = store.crossval.serving_workloads({c.MODEL: ["deepseek_r1"], c.HARDWARE: "H200"})
     assert len(h200) == 8 and set(h200[c.HARDWARE]) == {"H200"}
-    assert store.serving_workload_count({c.HARDWARE: "H200", cc.MAPPABLE: True}) == 4
-    page = store.serving_workloads(limit=5, offset=10)
+    assert store.crossval.serving_workload_count({c.HARDWARE: "H200", cc.MAPPABLE: True}) == 4
+    page = store.crossval.serving_workloads(limit=5, offset=10)
     assert page[cc.WORKLOAD_ID].tolist() == imported[cc.WORKLOAD_ID].tolist()[10:15]
-    assert store.serving_workload_count({c.MODEL: None}) == 32  # None = no filter
+    assert store.crossval.serving_workload_count({c.MODEL: None}) == 32  # None = no filter
     with pytest.raises(ValueError, match="row_json"):
-        store.serving_workloads({"row_json": "x"})
+        store.crossval.serving_workloads({"row_json": "x"})
 
 
 def test_failed_import_writes_nothing(
     store: Store, imported: pd.DataFrame, fixture_frames: tuple[pd.DataFrame, pd.DataFrame, str]
 ) -> None:
-    before = store.crossval_counts()
+    before = store.crossval.crossval_counts()
     bad = imported.copy()
     bad[cc.WORKLOAD_ID] = bad[cc.WORKLOAD_ID] + "-v2"  # all new rows ...
     bad.loc[5, cc.POINT_ID] = None  # ... one violating NOT NULL after the import row is written
     with pytest.raises(StoreError):
-        store.import_serving(fixture_frames[0], bad, "broken-hash", "broken")
-    assert store.crossval_counts() == before
-    assert "broken-hash" not in store.serving_imports()["content_hash"].tolist()
+        store.crossval.import_serving(fixture_frames[0], bad, "broken-hash", "broken")
+    assert store.crossval.crossval_counts() == before
+    assert "broken-hash" not in store.crossval.serving_imports()["content_hash"].tolist()
 
     dup = pd.concat([imported, imported.iloc[[3]]], ignore_index=True)
     with pytest.raises(ValueError, match="duplicate"):
-        store.import_serving(fixture_frames[0], dup, "dup-hash", "dup")
-    assert store.crossval_counts() == before
+        store.crossval.import_serving(fixture_frames[0], dup, "dup-hash", "dup")
+    assert store.crossval.crossval_counts() == before
 
 
 def test_concurrent_identical_imports_store_one(
@@ -155,7 +156,7 @@ def test_concurrent_identical_imports_store_one(
 
     def run() -> None:
         try:
-            results.append(store.import_serving(points, workloads, digest, "race"))
+            results.append(store.crossval.import_serving(points, workloads, digest, "race"))
         except Exception as exc:  # collected and asserted below
             errors.append(exc)
 
@@ -166,32 +167,33 @@ def test_concurrent_identical_imports_store_one(
         t.join()
     assert errors == []
     assert sum(not r.already_existed for r in results) == 1
-    assert store.crossval_counts()["serving_workloads"] == 32
+    assert store.crossval.crossval_counts()["serving_workloads"] == 32
 
 
 def test_outcomes_created_repeated_conflict_replace(store: Store, imported: pd.DataFrame) -> None:
     a = _decode_id(imported, "dsr1-fp8-h200-dynamo-trt", 8)
     b = _decode_id(imported, "dsr1-fp8-h200-dynamo-trt", 64)
     rec = {"workload_id": a, "tps_per_user_deployed": 100, "tps_per_user_candidate": 110.5}
-    first = store.add_outcomes([rec, OutcomeRecord(b, 50.0, 40.0, 45.0, source="run 7")])
+    first = store.crossval.add_outcomes([rec, OutcomeRecord(b, 50.0, 40.0, 45.0, source="run 7")])
     assert [w.state for w in first.items] == ["created", "created"]
-    again = store.add_outcomes([rec])
+    again = store.crossval.add_outcomes([rec])
     assert again.count("already existed") == 1 and again.count("created") == 0
 
     with pytest.raises(OutcomeConflict) as err:
-        store.add_outcomes([{**rec, "tps_per_user_candidate": 111.0}])
+        store.crossval.add_outcomes([{**rec, "tps_per_user_candidate": 111.0}])
     assert err.value.field == cc.TPS_CANDIDATE and err.value.workload_id == a
     with pytest.raises(OutcomeConflict) as err:
-        store.add_outcomes([OutcomeRecord(b, 50.0, 40.0, 45.0, source="run 8")])
+        store.crossval.add_outcomes([OutcomeRecord(b, 50.0, 40.0, 45.0, source="run 8")])
     assert err.value.field == "source"
     # No source given: identical tps values are a repeat, whatever the stored source.
     assert (
-        store.add_outcomes([OutcomeRecord(b, 50.0, 40.0, 45.0)]).items[0].state == "already existed"
+        store.crossval.add_outcomes([OutcomeRecord(b, 50.0, 40.0, 45.0)]).items[0].state
+        == "already existed"
     )
 
-    replaced = store.add_outcomes([{**rec, "tps_per_user_candidate": 111.0}], replace=True)
+    replaced = store.crossval.add_outcomes([{**rec, "tps_per_user_candidate": 111.0}], replace=True)
     assert replaced.items[0].state == "replaced"
-    out = store.outcomes()
+    out = store.crossval.outcomes()
     assert list(out.columns)[:4] == [
         cc.WORKLOAD_ID,
         cc.TPS_DEPLOYED,
@@ -208,22 +210,24 @@ def test_outcomes_created_repeated_conflict_replace(store: Store, imported: pd.D
 def test_outcome_batch_is_all_or_nothing(store: Store, imported: pd.DataFrame) -> None:
     a = _decode_id(imported, "dsr1-fp8-h200-dynamo-trt", 8)
     b = _decode_id(imported, "dsr1-fp8-h200-dynamo-trt", 64)
-    store.add_outcomes(
+    store.crossval.add_outcomes(
         [{"workload_id": b, "tps_per_user_deployed": 10, "tps_per_user_candidate": 9}]
     )
-    before = store.crossval_counts()
+    before = store.crossval.crossval_counts()
     new_a = {"workload_id": a, "tps_per_user_deployed": 1, "tps_per_user_candidate": 2}
     with pytest.raises(OutcomeConflict):
-        store.add_outcomes(
+        store.crossval.add_outcomes(
             [new_a, {"workload_id": b, "tps_per_user_deployed": 10, "tps_per_user_candidate": 8}]
         )
     with pytest.raises(NotFound):
-        store.add_outcomes([new_a, {**new_a, "workload_id": "nope:decode"}])
+        store.crossval.add_outcomes([new_a, {**new_a, "workload_id": "nope:decode"}])
     with pytest.raises(ValueError, match=r"records\[1\]\.workload_id: duplicate"):
-        store.add_outcomes([new_a, new_a])
+        store.crossval.add_outcomes([new_a, new_a])
     with pytest.raises(ValueError, match=r"records\[1\]\.tps_per_user_deployed"):
-        store.add_outcomes([new_a, {**new_a, "workload_id": b, "tps_per_user_deployed": 0}])
+        store.crossval.add_outcomes(
+            [new_a, {**new_a, "workload_id": b, "tps_per_user_deployed": 0}]
+        )
     with pytest.raises(ValueError, match=r"records\[0\]\.tps_per_user_candidate"):
-        store.add_outcomes([{**new_a, "tps_per_user_candidate": True}])
-    assert store.crossval_counts() == before
-    assert store.outcomes()[cc.WORKLOAD_ID].tolist() == [b]
+        store.crossval.add_outcomes([{**new_a, "tps_per_user_candidate": True}])
+    assert store.crossval.crossval_counts() == before
+    assert store.crossval.outcomes()[cc.WORKLOAD_ID].tolist() == [b]

@@ -1,0 +1,117 @@
+"""The Pareto page's controls, laid out from a :class:`ParetoQuery` (no data access)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import dcc, html
+
+from analysis.frontier import AXES
+from dashboard import components as ui
+from dashboard.pages.pareto_query import MULTI, ParetoQuery
+from service.frames import Cell
+
+
+def filter_options(values: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Dropdown options from ``service.pareto.filter_values`` (world size adds "all")."""
+    return {
+        "ws": [{"label": "all", "value": "all"}] + ui.options(values["ws"]),
+        **{key: ui.options(values[key]) for key in MULTI},
+    }
+
+
+def _control(text: str, component: Any, wide: bool = False) -> html.Div:
+    return html.Div([html.Label(text), component], className="control wide" if wide else "control")
+
+
+def _multi(key: str, text: str, q: ParetoQuery, opts: dict[str, list[dict[str, Any]]]) -> Any:
+    return _control(
+        text,
+        dcc.Dropdown(
+            id=f"pareto-{key}",
+            options=opts[key],
+            value=list(getattr(q, key)),
+            multi=True,
+            placeholder="all",
+        ),
+    )
+
+
+def controls(cells: list[Cell], q: ParetoQuery, opts: dict[str, list[dict[str, Any]]]) -> html.Div:
+    """Cell, filters, axes and scales, set to ``q`` (``q.cell`` is one of ``cells``)."""
+    axis_opts = [{"label": ui.label(a), "value": a} for a in AXES]
+    return html.Div(
+        [
+            _control(
+                "model · hardware · precision",
+                dcc.Dropdown(
+                    id="pareto-cell",
+                    options=[{"label": c.label, "value": c.key} for c in cells],
+                    value=q.cell.key if q.cell else None,
+                    clearable=False,
+                ),
+                wide=True,
+            ),
+            _control(
+                "world size (GPUs)",
+                dcc.Dropdown(
+                    id="pareto-ws",
+                    options=opts["ws"],
+                    value="all" if q.ws is None else q.ws,
+                    clearable=False,
+                ),
+            ),
+            _control(
+                "phase",
+                dcc.RadioItems(
+                    id="pareto-phase",
+                    options=[
+                        {"label": "decode (CUDA graph on)", "value": "decode"},
+                        {"label": "prefill (CUDA graph off)", "value": "prefill"},
+                        {"label": "both", "value": "all"},
+                    ],
+                    value=q.phase,
+                    inline=True,
+                ),
+                wide=True,
+            ),
+            _control(
+                "attention",
+                dcc.RadioItems(
+                    id="pareto-attn",
+                    options=[
+                        {"label": "all", "value": "all"},
+                        {"label": "DP", "value": "D"},
+                        {"label": "TP", "value": "T"},
+                    ],
+                    value=q.attn,
+                    inline=True,
+                ),
+            ),
+            _multi("dispatch", "dispatch pattern", q, opts),
+            _multi("mode", "parallel mode", q, opts),
+            _multi("backend", "backend", q, opts),
+            _multi("comm", "comm", q, opts),
+            _control(
+                "x axis",
+                dcc.Dropdown(id="pareto-x", options=axis_opts, value=q.x, clearable=False),
+            ),
+            _control(
+                "y axis",
+                dcc.Dropdown(id="pareto-y", options=axis_opts, value=q.y, clearable=False),
+            ),
+            _control(
+                "scales",
+                dcc.Checklist(
+                    id="pareto-log",
+                    options=[
+                        {"label": "log x", "value": "x"},
+                        {"label": "log y", "value": "y"},
+                    ],
+                    value=[a for a, on in (("x", q.logx), ("y", q.logy)) if on],
+                    inline=True,
+                ),
+            ),
+        ],
+        className="controls",
+    )

@@ -1,0 +1,168 @@
+"""The Recommend page's blocks, each laid out from a service answer (no data access)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from dash import html
+
+from analysis import columns as C
+from analysis.measured import RANK
+from analysis.thresholds import GuideCheck
+from analysis.tree import Recommendation
+from dashboard import components as ui
+from dashboard.figures import evidence_figure
+from service.recommend import RecommendationAnswer
+
+_MEASURED_COLUMNS = (
+    RANK,
+    C.BACKEND,
+    C.COMM,
+    C.PARALLEL_MODE,
+    C.SCORE_MS,
+    C.TOKENS_PER_S_PER_GPU,
+    C.RUN_ID,
+    C.CANDIDATE_INDEX,
+)
+_THRESHOLD_COLUMNS = (
+    "name",
+    "published",
+    "derived",
+    "bracket_lo",
+    "bracket_hi",
+    "status",
+    "n_workloads",
+    "accuracy",
+    "verdict",
+)
+
+
+def path_list(rec: Recommendation) -> html.Ol:
+    """The tree's decisions in order, each threshold next to the observed value."""
+    items = []
+    for s in rec.path:
+        parts: list[Any] = [
+            html.Span(s.step, className="step"),
+            f" {s.question} → ",
+            html.Strong(s.answer),
+        ]
+        if s.threshold_name is not None and s.observed is not None:
+            parts.append(
+                html.Span(
+                    f"  {s.threshold_name}: observed {ui.fmt(s.observed)} vs "
+                    f"threshold {ui.fmt(s.threshold_value)}",
+                    className="threshold",
+                )
+            )
+        items.append(html.Li(parts))
+    return html.Ol(items, className="path", **{"data-testid": "rec-path"})
+
+
+def summary(rec: Recommendation) -> html.Div:
+    """The tree's pick as a facts table, with its notes."""
+    comm = (
+        f"{rec.comm} (set TRTLLM_FORCE_COMM_METHOD)"
+        if rec.force_comm
+        else f"AUTO (expected: {rec.expected_comm})"
+    )
+    facts = {
+        "MoE parallelism": f"{rec.parallel_mode} (EP {rec.moe_ep_size} × TP {rec.moe_tp_size})",
+        "backend": rec.backend,
+        "communication": comm,
+        "phase": rec.phase,
+        "activated tokens per rank (tokens)": rec.activated_tokens_per_rank,
+        "dispatch (KiB)": rec.dispatch_kb,
+        "inside the guide's coverage": rec.in_guide_coverage,
+    }
+    return html.Div(
+        [
+            ui.kv_table(facts, "rec-summary"),
+            html.Ul([html.Li(n) for n in rec.notes], className="notes") if rec.notes else None,
+        ]
+    )
+
+
+def measured_block(ans: RecommendationAnswer, asked_tokens: int) -> Any:
+    """The measured best at the nearest workload and its runners-up, or an empty state
+    saying what is missing."""
+    dep, pick = ans.deployment, ans.measured
+    if pick is None or ans.top.empty:
+        attention = "DP" if dep.attention_dp else "TP"
+        return ui.empty_state(
+            f"No measured candidates for {dep.model} · {dep.hardware} · {dep.quant} at "
+            f"world size {dep.world_size}, attention {attention}, {ans.tree.phase}.",
+            [
+                "upload a bench_moe sweep for this deployment",
+                "or change world size / attention / phase to one the Overview lists",
+            ],
+            test_id="rec-no-data",
+        )
+    backend = pick.recommendation.backend
+    verdict = (
+        "The data agrees with the tree's backend."
+        if ans.agrees
+        else f"The data's fastest backend is {backend}, not {ans.tree.backend}."
+    )
+    rows = [
+        html.Tr([html.Td(ui.fmt(r[c])) for c in _MEASURED_COLUMNS])
+        for r in ans.top.to_dict("records")
+    ]
+    return html.Div(
+        [
+            html.P(
+                [
+                    f"Nearest measured workload: num_tokens = {pick.measured_num_tokens} "
+                    f"(asked {asked_tokens}). ",
+                    html.Strong(verdict),
+                ]
+            ),
+            html.Table(
+                [
+                    html.Thead(html.Tr([html.Th(ui.label(c)) for c in _MEASURED_COLUMNS])),
+                    html.Tbody(rows),
+                ],
+                className="small",
+                **{"data-testid": "rec-measured"},
+            ),
+        ]
+    )
+
+
+def threshold_table(check: GuideCheck) -> html.Table:
+    """Published vs data-derived thresholds, the verdict cell coloured."""
+    rows = [
+        html.Tr(
+            [
+                html.Td(
+                    ui.fmt(r[c]), className=f"verdict-{r['verdict']}" if c == "verdict" else None
+                )
+                for c in _THRESHOLD_COLUMNS
+            ]
+        )
+        for r in check.table.to_dict("records")
+    ]
+    return html.Table(
+        [
+            html.Thead(html.Tr([html.Th(c.replace("_", " ")) for c in _THRESHOLD_COLUMNS])),
+            html.Tbody(rows),
+        ],
+        className="small",
+        **{"data-testid": "rec-thresholds"},
+    )
+
+
+def evidence_for(check: GuideCheck, name: str) -> Any:
+    """The evidence chart of threshold ``name`` (an empty chart for an unknown name)."""
+    row = check.table[check.table["name"] == name]
+    if row.empty:
+        return evidence_figure(pd.DataFrame(), C.ACTIVATED_TOKENS_PER_RANK, None, None, None, name)
+    r = row.iloc[0]
+    ev = check.evidence[check.evidence["name"] == name]
+    derived = float(r["derived"]) if pd.notna(r["derived"]) else None
+    bracket = (
+        (float(r["bracket_lo"]), float(r["bracket_hi"])) if pd.notna(r["bracket_lo"]) else None
+    )
+    return evidence_figure(
+        ev, str(r["axis"]), float(r["published"]), derived, bracket, f"{name}: {r['description']}"
+    )

@@ -1,0 +1,152 @@
+"""One managed session: every public store method answers a database outage with
+StoreError, on reads as on writes, on DuckDB and on PostgreSQL."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from analysis.serving_map import map_workloads
+from db.candidates import CandidateReader
+from db.crossval import CrossvalRepository
+from db.crossval_records import OutcomeRecord
+from db.errors import StoreError, UniqueViolation
+from db.runs import RunRepository
+from db.store import Store, open_store
+from db.tokens import TokenRepository
+from ingest.records import UploadMeta
+from ingest.serving_configs import import_directory, points_frame, recipe_configs
+from tests.db.outage import Outage, outage_database
+from tests.factories.sweeps import make_sweep
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "serving"
+META = UploadMeta(hardware="GB300")
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def outage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Outage]:
+    with outage_database(str(request.param), tmp_path) as o:
+        yield o
+
+
+@pytest.fixture(scope="module")
+def serving() -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    r = import_directory(FIXTURE)
+    points = points_frame(r)
+    return points, map_workloads(points, recipe_configs(r)), r.content_hash
+
+
+def _calls(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> dict[str, Callable[[Any], Any]]:
+    """One call of every public method that reaches the database, by name."""
+    points, workloads, digest = serving
+    return {
+        # Store itself
+        "upgrade": lambda s: s.upgrade(),
+        "schema_version": lambda s: s.schema_version(),
+        # runs
+        "ingest": lambda s: s.ingest([make_sweep(5)], b"outage", META),
+        "list_runs": lambda s: s.list_runs(),
+        "get_run": lambda s: s.get_run(1),
+        "get_run_exists": lambda s: s.get_run_exists(1),
+        "raw_upload": lambda s: s.raw_upload(1),
+        "delete_run": lambda s: s.delete_run(1),
+        "table_counts": lambda s: s.table_counts(),
+        # candidates
+        "list_candidates": lambda s: s.list_candidates(1),
+        "candidate_frame": lambda s: s.candidate_frame(categorical=True),
+        "coverage": lambda s: s.coverage(),
+        # tokens
+        "create_token": lambda s: s.create_token("ci", ["upload"]),
+        "list_tokens": lambda s: s.list_tokens(),
+        "revoke_token": lambda s: s.revoke_token("ci"),
+        "verify_token": lambda s: s.verify_token("mdt_" + "x" * 43),
+        # cross-validation
+        "import_serving": lambda s: s.import_serving(points, workloads, digest, "fixture"),
+        "serving_imports": lambda s: s.serving_imports(),
+        "serving_workloads": lambda s: s.serving_workloads({"phase": "decode"}),
+        "serving_workload_count": lambda s: s.serving_workload_count(),
+        "add_outcomes": lambda s: s.add_outcomes([OutcomeRecord("p:decode", 10.0, 12.0)]),
+        "outcomes": lambda s: s.outcomes(),
+        "crossval_counts": lambda s: s.crossval_counts(),
+    }
+
+
+def _public_methods(cls: type) -> set[str]:
+    return {
+        name
+        for name, member in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_")
+    }
+
+
+def _repository(store: Store, name: str) -> object:
+    """The repository that owns method ``name`` (the store for its own methods)."""
+    for repo in (store.runs, store.candidates, store.tokens, store.crossval):
+        if name in _public_methods(type(repo)):
+            return repo
+    return store
+
+
+def test_every_public_method_is_exercised(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> None:
+    # A new public method must join _calls, so the outage test below covers it.
+    public = set().union(
+        *(
+            _public_methods(cls)
+            for cls in (Store, RunRepository, CandidateReader, TokenRepository, CrossvalRepository)
+        )
+    )
+    assert public - {"close"} == set(_calls(serving))
+
+
+def test_outage_raises_store_error_from_every_method(
+    outage: Outage, serving: tuple[pd.DataFrame, pd.DataFrame, str]
+) -> None:
+    store = open_store(outage.url)
+    try:
+        store.ingest([make_sweep(5)], b"before", META)
+        outage.cut(store)
+        for name, call in _calls(serving).items():
+            for target in {store, _repository(store, name)}:
+                with pytest.raises(StoreError) as err:
+                    call(target)
+                # a plain store failure: not "not found", not a conflict, not a collision
+                assert type(err.value) is StoreError, (name, err.value)
+                assert str(err.value).startswith(f"{name} failed: "), str(err.value)
+                assert err.value.__cause__ is not None
+    finally:
+        store.close()
+
+
+@pytest.mark.postgres
+def test_store_recovers_when_the_database_returns(tmp_path: Path) -> None:
+    with outage_database("postgres", tmp_path) as outage:
+        store = open_store(outage.url)
+        try:
+            run_id = store.ingest([make_sweep(5)], b"kept", META).runs[0].run_id
+            outage.cut(store)
+            with pytest.raises(StoreError):
+                store.get_run(run_id)
+            outage.restore()
+            assert store.get_run(run_id)["n_candidates"] == 5
+        finally:
+            store.close()
+
+
+def test_collisions_are_translated_too(store: Store) -> None:
+    # The bulk candidate load talks to the raw driver connection (DuckDB register,
+    # PostgreSQL COPY); its duplicate-key error arrives unwrapped and is translated.
+    sweep = make_sweep(10)
+    sweep.candidates.loc[3, "candidate_index"] = 2
+    with pytest.raises(UniqueViolation, match="^ingest failed: "):
+        store.ingest([sweep], b"dup", META)
+    assert store.table_counts()["uploads"] == 0
+
+
+def test_errors_of_our_own_pass_unchanged(store: Store) -> None:
+    with pytest.raises(ValueError, match="order: unknown column"):
+        store.list_candidates(store.ingest([make_sweep(3)], b"v", META).runs[0].run_id, order="x")
