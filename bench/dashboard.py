@@ -3,11 +3,12 @@
 For each size: generate candidates with numpy and store them through ``Store.ingest``
 (DuckDB native frame insert), then measure in-process
 
-* ``pareto``: filter change -> Pareto figure (``pages.pareto.update_figure`` plus the
-  JSON serialisation Dash does), over a rotation of filter/axis combinations, warm cell
+* ``pareto``: filter change -> Pareto figure (``pages.pareto.update_figure``: the view
+  from ``service.pareto.cell_pareto`` and the figure builder, plus the JSON
+  serialisation Dash does), over a rotation of filter/axis combinations, warm cell
   cache; and the figure payload size;
 * ``best``: the best-by-workload table callback (first call computes
-  ``analysis.best.best_by_workload``; later calls hit the cache) plus its JSON size;
+  ``service.best.cell_best_table``; later calls hit the cache) plus its JSON size;
 * ``cell load``: the cold load of one cell frame from the store;
 
 then start ``moedash serve`` on the file and time the first render of the Pareto page

@@ -192,6 +192,7 @@ class Store:
         return self.candidates.coverage()
 
     # ------------------------------------------------------------------ tokens
+    # Transitional: call sites move to store.tokens / store.crossval, then these go.
     def create_token(self, name: str, scopes: Sequence[str]) -> tuple[TokenInfo, str]:
         return self.tokens.create_token(name, scopes)  # transitional
 
@@ -205,16 +206,14 @@ class Store:
         return self.tokens.verify_token(secret)  # transitional
 
     # ------------------------------------------------------------------ cross-validation
-    def import_serving(
+    def import_serving(  # transitional
         self,
         points_df: pd.DataFrame,
         workloads_df: pd.DataFrame,
         content_hash: str,
         source: str | None = None,
     ) -> ServingImportResult:
-        return self.crossval.import_serving(
-            points_df, workloads_df, content_hash, source
-        )  # transitional
+        return self.crossval.import_serving(points_df, workloads_df, content_hash, source)
 
     def serving_imports(self) -> pd.DataFrame:
         return self.crossval.serving_imports()  # transitional

@@ -1,1 +1,1 @@
-"""Bytes → records: format detection, the bench_moe parser, NVIDIA dashboard data, legacy formats, serving configs and the one upload-metadata model."""
+"""Bytes → records: detection, bench_moe, NVIDIA dashboard, legacy, serving configs, upload metadata."""  # noqa: E501

@@ -1,5 +1,8 @@
 """Shared fixtures: real databases only (a DuckDB file per test, a PostgreSQL schema per
-test on the server named by MOEDASH_TEST_PG_URL)."""
+test on the server named by MOEDASH_TEST_PG_URL), the app over them, and Chromium.
+
+Nothing here reads ``../shared``: the default suite is self-contained (our fixtures are
+in tests/fixtures/); only the real-data tier (tests/realdata/) reads third-party data."""
 
 from __future__ import annotations
 
@@ -18,14 +21,6 @@ from moedash.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("MOEDASH_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def shared_dir() -> Path:
-    return Path(os.environ.get("MOEDASH_SHARED", REPO.parent / "shared"))
-
-
-def shared_data_dir() -> Path:
-    return Path(os.environ.get("MOEDASH_SHARED_DATA", shared_dir() / "data"))
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ indexes literally and never reads :mod:`db.schema`, so a database created fresh 
 upgraded revision by revision end at the same schema (``tests/db/test_migrations.py``
 checks both, and that head matches :mod:`db.schema`). To change the schema, add a
 revision (copy the newest file, set ``revision`` / ``down_revision`` to the next
-number, write the ``op.*`` calls out) and change :mod:`db.schema` to match.
+four-digit number, write the ``op.*`` calls out) and change :mod:`db.schema` to match.
+Revision ids stay numbers: the store and ``/api/v1/health`` report them as integers.
 
 Revisions 0001-0003 are the three versions of the hand-made migrations they replace,
 which recorded their version in a ``moedash_schema_version`` table; a database they

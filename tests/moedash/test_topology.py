@@ -20,7 +20,6 @@ from tests.factories import EXAMPLE
 from tests.factories.servers import REPO, running_server
 
 
-
 @pytest.mark.postgres
 def test_two_app_processes_share_one_postgres(pg_schema_url: str, tmp_path: Path) -> None:
     store = open_store(pg_schema_url)

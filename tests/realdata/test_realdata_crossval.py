@@ -6,8 +6,6 @@ worked examples are derived by hand from the YAML (derivations in comments).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -24,22 +22,18 @@ from ingest.serving_configs import (
     recipe_configs,
 )
 from ingest.serving_recipes import IX, IX_OLD, SS, SS_MAIN, RecipeRoots, candidate_locations
+from tests.realdata import require, shared_data_dir
 
 pytestmark = pytest.mark.realdata
 
-DATA = Path(
-    os.environ.get(
-        "MOEDASH_SHARED_DATA", Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    )
-)
+DATA = shared_data_dir()
 TRT = ("dynamo-trt", "trt")
 CURRENT = "inferencex/configs/nvidia-master.yaml"
 
 
 @pytest.fixture(scope="module")
 def imported() -> ImportResult:
-    if not (DATA / "inferencex" / "configs" / "nvidia-master.yaml").is_file():
-        pytest.fail(f"shared data not found at {DATA} (set MOEDASH_SHARED_DATA)")
+    require(DATA / "inferencex" / "configs" / "nvidia-master.yaml")
     return import_directory(DATA)
 
 

@@ -21,7 +21,7 @@ from ingest.serving_configs import (
     recipe_configs,
 )
 from moedash.cli import main
-from tests.conftest import shared_data_dir
+from tests.realdata import shared_data_dir
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 

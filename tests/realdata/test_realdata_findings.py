@@ -22,7 +22,7 @@ from analysis.tree import Thresholds
 from ingest.detect import parse_path
 from ingest.records import UploadMeta
 from ingest.serving_configs import import_directory, points_frame, recipe_configs
-from tests.conftest import shared_data_dir
+from tests.realdata import shared_data_dir
 
 pytestmark = pytest.mark.realdata
 

@@ -10,7 +10,7 @@ import pytest
 from analysis import columns as C
 from db.store import open_store
 from moedash.cli import main
-from tests.conftest import shared_data_dir
+from tests.realdata import shared_data_dir
 
 pytestmark = pytest.mark.realdata
 

@@ -6,7 +6,6 @@ never copies it into the repository.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -17,25 +16,24 @@ from analysis import columns as C
 from ingest.detect import parse_path
 from ingest.records import UploadMeta
 from tests.ingest.contract import check_sweep_contract
+from tests.realdata import require, shared_data_dir
 
 pytestmark = pytest.mark.realdata
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = Path(os.environ.get("MOEDASH_SHARED_DATA", REPO.parent / "shared" / "data"))
+DATA = shared_data_dir()
 DASHBOARD = DATA / "nvidia_moe_dashboard"
 
 
 @pytest.fixture(scope="module")
 def datajs_sweeps() -> list:
-    if not DATA.is_dir():
-        pytest.skip(f"real data directory {DATA} is absent (set MOEDASH_SHARED_DATA)")
+    require(DASHBOARD)
     return parse_path(DASHBOARD / "data.js", UploadMeta())
 
 
 @pytest.fixture(scope="module")
 def csv_sweeps() -> list:
-    if not DATA.is_dir():
-        pytest.skip(f"real data directory {DATA} is absent (set MOEDASH_SHARED_DATA)")
+    require(DASHBOARD)
     paths = sorted((DASHBOARD / "csv").glob("*/*/*.csv"))
     assert len(paths) == 12
     return [sweep for path in paths for sweep in parse_path(path, UploadMeta())]

@@ -142,10 +142,7 @@ def test_best_winner_per_workload_agrees(
                         "cuda_graph", "attn") if k in items[0]]  # fmt: skip
 
     def winners(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
-        return {
-            tuple(r[k] for k in keys): tuple(r[k] for k in WINNER)
-            for r in rows
-        }
+        return {tuple(r[k] for k in keys): tuple(r[k] for k in WINNER) for r in rows}
 
     assert len(items) == len(grid.rowData) > 0
     assert winners(grid.rowData) == winners(items)
