@@ -42,7 +42,7 @@ def _unauthorized(msg: str) -> HTTPException:
 def _token(creds: HTTPAuthorizationCredentials | None, store: Store) -> TokenInfo:
     if creds is None:
         raise _unauthorized("a bearer token is required (Authorization: Bearer mdt_…)")
-    info = store.verify_token(creds.credentials)
+    info = store.tokens.verify_token(creds.credentials)
     if info is None:
         raise _unauthorized("the bearer token is unknown or revoked")
     return info
@@ -128,4 +128,4 @@ class DashboardGate:
             except (binascii.Error, UnicodeDecodeError):
                 return False
             secret = decoded.partition(":")[2]
-        return bool(secret) and self.store.verify_token(secret) is not None
+        return bool(secret) and self.store.tokens.verify_token(secret) is not None

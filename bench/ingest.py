@@ -93,7 +93,7 @@ def api_run(path: Path, tmp: Path, n: int, i: int, pg: str | None) -> dict[str, 
 
     db = pg or f"duckdb:///{tmp / f'api{i}.duckdb'}"
     store = open_store(db)
-    secret = store.create_token(f"bench{i}-{time.time_ns()}", ["upload"])[1]
+    secret = store.tokens.create_token(f"bench{i}-{time.time_ns()}", ["upload"])[1]
     store.close()
     env = {"MOEDASH_ENABLE_DASHBOARD": "false", "MOEDASH_MAX_UPLOAD_BYTES": str(4 << 30)}
     with running_server(db, env=env) as base:

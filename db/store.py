@@ -22,7 +22,7 @@ database failure raises :class:`db.errors.StoreError`, on reads as on writes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -32,10 +32,9 @@ from analysis import columns as C
 from db import migrations
 from db.candidates import CandidateReader
 from db.crossval import CrossvalRepository
-from db.crossval_records import OutcomeRecord, OutcomesResult, ServingImportResult
 from db.runs import Page, RawUpload, RunRepository
 from db.session import Database, make_engine
-from db.tokens import TokenInfo, TokenRepository
+from db.tokens import TokenRepository
 from db.uploads import IngestResult, RunRef, sweep_fingerprint
 from ingest.records import Sweep, UploadMeta
 
@@ -190,53 +189,3 @@ class Store:
     def coverage(self) -> pd.DataFrame:
         """See :meth:`db.candidates.CandidateReader.coverage`."""
         return self.candidates.coverage()
-
-    # ------------------------------------------------------------------ tokens
-    # Transitional: call sites move to store.tokens / store.crossval, then these go.
-    def create_token(self, name: str, scopes: Sequence[str]) -> tuple[TokenInfo, str]:
-        return self.tokens.create_token(name, scopes)  # transitional
-
-    def list_tokens(self) -> list[TokenInfo]:
-        return self.tokens.list_tokens()  # transitional
-
-    def revoke_token(self, name_or_id: str) -> TokenInfo:
-        return self.tokens.revoke_token(name_or_id)  # transitional
-
-    def verify_token(self, secret: str) -> TokenInfo | None:
-        return self.tokens.verify_token(secret)  # transitional
-
-    # ------------------------------------------------------------------ cross-validation
-    def import_serving(  # transitional
-        self,
-        points_df: pd.DataFrame,
-        workloads_df: pd.DataFrame,
-        content_hash: str,
-        source: str | None = None,
-    ) -> ServingImportResult:
-        return self.crossval.import_serving(points_df, workloads_df, content_hash, source)
-
-    def serving_imports(self) -> pd.DataFrame:
-        return self.crossval.serving_imports()  # transitional
-
-    def serving_workloads(
-        self,
-        filters: Mapping[str, Any] | None = None,
-        *,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> pd.DataFrame:
-        return self.crossval.serving_workloads(filters, limit=limit, offset=offset)  # transitional
-
-    def serving_workload_count(self, filters: Mapping[str, Any] | None = None) -> int:
-        return self.crossval.serving_workload_count(filters)  # transitional
-
-    def add_outcomes(
-        self, records: Sequence[OutcomeRecord | Mapping[str, Any]], *, replace: bool = False
-    ) -> OutcomesResult:
-        return self.crossval.add_outcomes(records, replace=replace)  # transitional
-
-    def outcomes(self) -> pd.DataFrame:
-        return self.crossval.outcomes()  # transitional
-
-    def crossval_counts(self) -> dict[str, int]:
-        return self.crossval.crossval_counts()  # transitional

@@ -19,7 +19,7 @@ from analysis import columns as C
 from analysis import crossval_columns as cc
 from analysis.crossval import DEFAULT_BAND_PCT, DEFAULT_TOKEN_TOLERANCE, ledger, outcomes_frame
 from analysis.crossval import summary as summary_of
-from db.crossval_store import iter_outcome_records
+from db.crossval_records import iter_outcome_records
 from db.store import Store
 from service.frames import DashData
 
@@ -70,13 +70,13 @@ class WorkloadPage:
 def workloads_page(store: Store, filters: dict[str, Any], limit: int, offset: int) -> WorkloadPage:
     """Stored serving workloads matching ``filters``, ``limit`` from ``offset`` (the
     store's order), with the total count."""
-    total = store.serving_workload_count(filters)
-    return WorkloadPage(total, store.serving_workloads(filters, limit=limit, offset=offset))
+    total = store.crossval.serving_workload_count(filters)
+    return WorkloadPage(total, store.crossval.serving_workloads(filters, limit=limit, offset=offset))
 
 
 def serving_imports(store: Store) -> pd.DataFrame:
     """Serving-config imports, newest first."""
-    return store.serving_imports()
+    return store.crossval.serving_imports()
 
 
 def compute_ledger(
@@ -85,7 +85,7 @@ def compute_ledger(
     """``analysis.crossval.ledger`` over the stored workloads matching ``filters`` and the
     stored successful candidates of their models and hardware (no candidates read when
     no workload is mappable)."""
-    workloads = store.serving_workloads(filters)
+    workloads = store.crossval.serving_workloads(filters)
     ok = workloads[workloads[cc.MAPPABLE].fillna(False).astype(bool)]
     models = sorted({str(m) for m in ok[C.MODEL].dropna()})
     hardware = sorted({str(h) for h in ok[C.HARDWARE].dropna()})
@@ -102,7 +102,7 @@ def compute_ledger(
 
 def outcome_table(store: Store, band_pct: float) -> pd.DataFrame:
     """Stored outcomes classified at ``band_pct`` (OUTCOME_COLUMNS + provenance)."""
-    stored = store.outcomes()
+    stored = store.crossval.outcomes()
     classified = outcomes_frame(iter_outcome_records(stored), band_pct)
     extra = stored[[cc.WORKLOAD_ID, *_OUTCOME_PROVENANCE]]
     return classified.merge(extra, on=cc.WORKLOAD_ID, how="left")
@@ -166,21 +166,21 @@ def view_counts(view: pd.DataFrame) -> ViewCounts:
 # ------------------------------------------------------------------ the page's cached reads
 def import_key(data: DashData) -> tuple[int, int]:
     """(imports, newest import id): changes with every serving-config import."""
-    imports = data.store.serving_imports()
+    imports = data.store.crossval.serving_imports()
     newest = int(imports["import_id"].max()) if len(imports) else 0
     return len(imports), newest
 
 
 def has_workloads(data: DashData) -> bool:
     """True once any serving workload is stored."""
-    return data.store.serving_workload_count() > 0
+    return data.store.crossval.serving_workload_count() > 0
 
 
 def choices(data: DashData) -> tuple[list[str], list[str]]:
     """(models, hardware) of the stored workloads, sorted (unknown models left out)."""
 
     def load() -> tuple[list[str], list[str]]:
-        w = data.store.serving_workloads()
+        w = data.store.crossval.serving_workloads()
         models = sorted({str(m) for m in w[C.MODEL].dropna()}) if len(w) else []
         hardware = sorted({str(h) for h in w[C.HARDWARE].dropna()}) if len(w) else []
         return models, hardware

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from analysis.serving_map import map_workloads
-from db.crossval_store import ServingImportResult
+from db.crossval_records import ServingImportResult
 from db.store import Store
 from ingest.serving_configs import (
     ImportResult,
@@ -63,7 +63,7 @@ def import_serving_directory(store: Store, data_dir: Path, source: str | None) -
     parsed = import_directory(data_dir)
     points = points_frame(parsed)
     workloads = map_workloads(points, recipe_configs(parsed))
-    stored = store.import_serving(points, workloads, parsed.content_hash, source)
+    stored = store.crossval.import_serving(points, workloads, parsed.content_hash, source)
     return ServingImport(parsed, stored)
 
 

@@ -62,7 +62,7 @@ def client(settings: Settings, store: Store) -> Iterator[TestClient]:
 
 @pytest.fixture
 def upload_token(store: Store) -> str:
-    return store.create_token("ci", ["upload"])[1]
+    return store.tokens.create_token("ci", ["upload"])[1]
 
 
 @pytest.fixture

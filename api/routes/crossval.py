@@ -22,7 +22,7 @@ from api.auth import get_config, get_store, require_read, require_scope
 from api.config import ApiConfig
 from api.jsonio import FastJSONResponse, frame_records
 from api.routes.runs import error
-from db.crossval_store import OutcomeConflict
+from db.crossval_records import OutcomeConflict
 from db.errors import NotFound
 from db.store import Store
 from db.tokens import TokenInfo
@@ -277,7 +277,7 @@ def post_outcomes(
 ) -> Response:
     index = {r.workload_id: i for i, r in enumerate(records)}
     try:
-        result = store.add_outcomes([r.model_dump() for r in records], replace=replace)
+        result = store.crossval.add_outcomes([r.model_dump() for r in records], replace=replace)
     except OutcomeConflict as exc:
         raise error(
             409, ["body", index[exc.workload_id], exc.field], exc.problem, "conflict"

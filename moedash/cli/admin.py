@@ -88,7 +88,7 @@ def token_create(
     ui = Output()
     store = open_store(settings_for(db).database_url)
     try:
-        info, secret = store.create_token(name, [s.value for s in scope or [Scope.upload]])
+        info, secret = store.tokens.create_token(name, [s.value for s in scope or [Scope.upload]])
     except (ValueError, Conflict) as exc:
         ui.error(str(exc))
         return FAILED
@@ -107,7 +107,7 @@ def token_list(db: Db = None) -> int:
     """List tokens (never their secrets)."""
     store = open_store(settings_for(db).database_url)
     try:
-        tokens = store.list_tokens()
+        tokens = store.tokens.list_tokens()
     finally:
         store.close()
     rows = [
@@ -133,7 +133,7 @@ def token_revoke(
     ui = Output()
     store = open_store(settings_for(db).database_url)
     try:
-        info = store.revoke_token(name)
+        info = store.tokens.revoke_token(name)
     except (ValueError, NotFound) as exc:
         ui.error(str(exc))
         return FAILED
@@ -219,7 +219,7 @@ def outcomes(
         return FAILED
     store = open_store(settings_for(db).database_url)
     try:
-        result = store.add_outcomes(records, replace=replace)
+        result = store.crossval.add_outcomes(records, replace=replace)
     except (Conflict, ValueError, NotFound, StoreError) as exc:  # Conflict: a differing outcome
         ui.error(f"{path}: {exc} (nothing stored)")
         return FAILED

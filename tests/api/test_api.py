@@ -14,7 +14,7 @@ from tests.factories.hostile import BAD_UPLOAD_META, GOOD_UPLOAD_META
 
 @pytest.fixture
 def admin_token(store: Store) -> str:
-    return store.create_token("admin", ["admin"])[1]
+    return store.tokens.create_token("admin", ["admin"])[1]
 
 
 def auth(token: str) -> dict[str, str]:
@@ -109,7 +109,7 @@ def test_auth_errors(client: TestClient, store: Store, upload_token: str) -> Non
     forbidden = client.delete(f"/api/v1/runs/{run_id}", headers=auth(upload_token))
     assert forbidden.status_code == 403
     assert "admin" in forbidden.json()["detail"][0]["msg"]
-    store.revoke_token("ci")
+    store.tokens.revoke_token("ci")
     assert post_example(client, upload_token).status_code == 401
 
 
@@ -216,7 +216,7 @@ def test_bad_query_parameters_name_the_parameter(client: TestClient) -> None:
 
 def test_reads_can_be_closed(db_url: str, store: Store) -> None:
     settings = Settings(database_url=db_url, enable_dashboard=False, read_requires_token=True)
-    secret = store.create_token("reader", ["upload"])[1]
+    secret = store.tokens.create_token("reader", ["upload"])[1]
     with TestClient(create_app(settings, store=store)) as c:
         assert c.get("/api/v1/runs").status_code == 401
         assert c.get("/api/v1/runs", headers=auth(secret)).status_code == 200

@@ -28,7 +28,7 @@ H200 = "dsr1-fp8-h200-dynamo-trt"
 
 @pytest.fixture
 def token(store: Store) -> str:
-    return store.create_token("ci", ["upload"])[1]
+    return store.tokens.create_token("ci", ["upload"])[1]
 
 
 def auth(secret: str) -> dict[str, str]:
@@ -113,7 +113,7 @@ def test_upload_imports_once(client: TestClient, token: str, store: Store) -> No
     again = upload(client, token)
     assert again.status_code == 200
     assert again.json()["already_existed"] is True and again.json()["n_new_workloads"] == 0
-    assert store.crossval_counts()["serving_workloads"] == 32
+    assert store.crossval.crossval_counts()["serving_workloads"] == 32
     listing = client.get("/api/v1/serving-configs").json()["items"]
     assert [i["import_id"] for i in listing] == [body["import_id"]]
 
@@ -149,7 +149,7 @@ def test_upload_errors(client: TestClient, token: str, store: Store) -> None:
         headers={**auth(token), "Content-Type": "text/yaml"},
     )
     assert not_multipart.status_code == 415
-    assert store.crossval_counts()["serving_imports"] == 0
+    assert store.crossval.crossval_counts()["serving_imports"] == 0
 
 
 def test_auth(client: TestClient, token: str, store: Store, settings: Settings) -> None:
@@ -159,10 +159,10 @@ def test_auth(client: TestClient, token: str, store: Store, settings: Settings) 
     no_token = client.post("/api/v1/crossval/outcomes", json=outcome)
     assert no_token.status_code == 401
     assert no_token.json()["detail"][0]["loc"] == ["header", "Authorization"]
-    store.revoke_token("ci")
+    store.tokens.revoke_token("ci")
     assert upload(client, token).status_code == 401
     # An admin token carries every scope.
-    admin = store.create_token("admin", ["admin"])[1]
+    admin = store.tokens.create_token("admin", ["admin"])[1]
     assert upload(client, admin).status_code == 201
     # Closed reads: GETs need a valid token too.
     closed = settings.model_copy(update={"read_requires_token": True})
@@ -246,7 +246,7 @@ def test_ledger_and_summary_with_known_answers(
         client.post(
             "/api/v1/crossval/outcomes",
             json=[outcome],
-            headers=auth(store.create_token("bot", ["upload"])[1]),
+            headers=auth(store.tokens.create_token("bot", ["upload"])[1]),
         ).status_code
         == 201
     )
@@ -343,7 +343,7 @@ def test_outcome_validation_names_the_record_field(
     for body in ([], {"workload_id": a}):
         resp = client.post("/api/v1/crossval/outcomes", json=body, headers=auth(token))
         assert resp.status_code == 422
-    assert store.crossval_counts()["crossval_outcomes"] == 0
+    assert store.crossval.crossval_counts()["crossval_outcomes"] == 0
 
 
 # --------------------------------------------------------------------------- CLI
@@ -366,7 +366,7 @@ def test_cli_import_serving_and_outcomes(
 
     store = open_store(db_url)
     try:
-        wid = str(store.serving_workloads({cc.PHASE: "decode"})[cc.WORKLOAD_ID].iloc[0])
+        wid = str(store.crossval.serving_workloads({cc.PHASE: "decode"})[cc.WORKLOAD_ID].iloc[0])
     finally:
         store.close()
     rec = {"workload_id": wid, "tps_per_user_deployed": 10, "tps_per_user_candidate": 12}
@@ -383,6 +383,6 @@ def test_cli_import_serving_and_outcomes(
     assert main(["outcomes", str(path), "--db", db_url]) == 1
     store = open_store(db_url)
     try:
-        assert store.outcomes()[cc.TPS_CANDIDATE].tolist() == [13.0]
+        assert store.crossval.outcomes()[cc.TPS_CANDIDATE].tolist() == [13.0]
     finally:
         store.close()

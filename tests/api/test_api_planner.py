@@ -402,7 +402,7 @@ def test_reads_closed_need_a_token(db_url: str, store: Store) -> None:
     with TestClient(app) as c:
         assert c.get(f"{URL}/catalog").status_code == 401
         assert c.post(f"{URL}/plan", json={}).status_code == 401
-        token = store.create_token("reader", ["upload"])[1]
+        token = store.tokens.create_token("reader", ["upload"])[1]
         ok = c.post(f"{URL}/plan", json={}, headers={"Authorization": f"Bearer {token}"})
         assert ok.status_code == 200
 

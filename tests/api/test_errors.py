@@ -77,7 +77,7 @@ def test_reads_during_a_database_outage_answer_json_503(outage: Outage) -> None:
 def test_a_write_during_an_outage_answers_json_503(outage: Outage) -> None:
     store = open_store(outage.url)
     try:
-        secret = store.create_token("ci", ["upload"])[1]
+        secret = store.tokens.create_token("ci", ["upload"])[1]
         settings = Settings(database_url=outage.url, enable_dashboard=False)
         with TestClient(create_app(settings, store=store)) as client:
             outage.cut(store)

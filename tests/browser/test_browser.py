@@ -64,7 +64,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     ids = seed_store(store)
     raw, meta = _demo_upload("deepseek_v4_pro", "GB300", 8, [16, 64, 256, 1024, 4096, 16384], 1)
     store.ingest(parse_upload(raw, meta, meta.filename), raw, meta)
-    _, secret = store.create_token("browser-test", ["upload"])
+    _, secret = store.tokens.create_token("browser-test", ["upload"])
     store.close()
     port = _free_port()
     env = {**os.environ, "MOEDASH_DEMO_ON_EMPTY": "false"}

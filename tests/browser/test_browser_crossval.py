@@ -36,10 +36,10 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     try:
         import_serving_directory(store, FIXTURE, "fixture")
         ingest_h200_candidates(store)
-        decode = store.serving_workloads({cc.PHASE: "decode", "hardware": "H200"})
+        decode = store.crossval.serving_workloads({cc.PHASE: "decode", "hardware": "H200"})
         mism = decode[(decode[cc.ENTRY] == H200) & (decode[cc.CONC] == 64)]
         mismatch_id = str(mism[cc.WORKLOAD_ID].iloc[0])
-        store.add_outcomes(
+        store.crossval.add_outcomes(
             [
                 {
                     "workload_id": mismatch_id,

@@ -322,7 +322,7 @@ def test_token_tolerance_changes_the_ledger(imported_only: DashData) -> None:
 
 def test_outcomes_join_the_ledger_and_follow_the_band(data: DashData) -> None:
     _, mismatch_id = h200_decode(data)
-    data.store.add_outcomes(
+    data.store.crossval.add_outcomes(
         [
             {
                 "workload_id": mismatch_id,

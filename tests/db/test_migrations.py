@@ -131,7 +131,7 @@ def _check_old_rows_survived(url: str) -> None:
         cands = store.list_candidates(1).items
         assert cands["score_ms"].tolist() == [0.25] and cands["backend"].tolist() == ["CUTLASS"]
         assert store.raw_upload(1).content == b"old"
-        assert [t.name for t in store.list_tokens()] == ["old"]
+        assert [t.name for t in store.tokens.list_tokens()] == ["old"]
         # the sequences carried on: new rows get new ids
         new = store.ingest([make_sweep(3)], b"new", UploadMeta(hardware="GB300"))
         assert new.upload_id == 2 and new.runs[0].run_id == 2

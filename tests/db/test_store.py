@@ -163,18 +163,18 @@ def test_candidate_frame_joins_run_facts(store: Store) -> None:
 
 
 def test_tokens_hashed_verified_revoked(store: Store) -> None:
-    info, secret = store.create_token("ci", ["upload"])
+    info, secret = store.tokens.create_token("ci", ["upload"])
     assert secret.startswith("mdt_") and info.scopes == frozenset({"upload"})
-    assert store.verify_token(secret) is not None
-    assert store.verify_token(secret + "x") is None
+    assert store.tokens.verify_token(secret) is not None
+    assert store.tokens.verify_token(secret + "x") is None
     with pytest.raises(Conflict):
-        store.create_token("ci", ["upload"])
+        store.tokens.create_token("ci", ["upload"])
     with pytest.raises(ValueError, match="scope"):
-        store.create_token("bad", ["root"])
-    store.revoke_token("ci")
-    assert store.verify_token(secret) is None
-    assert [t.name for t in store.list_tokens()] == ["ci"]
-    assert not store.list_tokens()[0].active
+        store.tokens.create_token("bad", ["root"])
+    store.tokens.revoke_token("ci")
+    assert store.tokens.verify_token(secret) is None
+    assert [t.name for t in store.tokens.list_tokens()] == ["ci"]
+    assert not store.tokens.list_tokens()[0].active
 
 
 def test_same_measurements_in_other_bytes_is_the_same_run(store: Store) -> None:

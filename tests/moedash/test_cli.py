@@ -202,7 +202,7 @@ def test_no_progress_bar_off_a_terminal(
 def test_upload_to_a_live_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = db(tmp_path)
     store = open_store(url)
-    secret = store.create_token("ci", ["upload"])[1]
+    secret = store.tokens.create_token("ci", ["upload"])[1]
     store.close()  # DuckDB: one process per file, the server is the next one
     other = tmp_path / "tiny.json"
     other.write_bytes(encode(minimal_report()))

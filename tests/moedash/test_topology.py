@@ -23,7 +23,7 @@ from tests.factories.servers import REPO, running_server
 @pytest.mark.postgres
 def test_two_app_processes_share_one_postgres(pg_schema_url: str, tmp_path: Path) -> None:
     store = open_store(pg_schema_url)
-    secret = store.create_token("ci", ["upload"])[1]
+    secret = store.tokens.create_token("ci", ["upload"])[1]
     store.close()
     raw = EXAMPLE.read_bytes()
     other = raw.replace(b"moedash-fixture-b200-07", b"moedash-fixture-b200-08")

@@ -54,9 +54,9 @@ def test_import_serving_matches_direct_mapping(
         assert any(line.split() == [label, str(value)] for line in out.splitlines()), (label, out)
     store = open_store(db_url)
     try:
-        got = store.serving_workloads()
-        counts = store.crossval_counts()
-        imports = store.serving_imports()
+        got = store.crossval.serving_workloads()
+        counts = store.crossval.crossval_counts()
+        imports = store.crossval.serving_imports()
     finally:
         store.close()
     assert (len(expected), int(expected[cc.MAPPABLE].sum())) == (8650, 1070)
@@ -84,8 +84,8 @@ def test_second_import_from_default_dir_adds_nothing(
     assert any(line.split() == ["existing", "8650"] for line in out.splitlines())
     store = open_store(url)
     try:
-        assert store.crossval_counts()["serving_workloads"] == 8650
-        assert len(store.serving_imports()) == 1
+        assert store.crossval.crossval_counts()["serving_workloads"] == 8650
+        assert len(store.crossval.serving_imports()) == 1
     finally:
         store.close()
 
@@ -110,7 +110,7 @@ def test_upload_of_the_real_tree_equals_the_directory_import(
     ]
     store = open_store(url)
     try:
-        secret = store.create_token("ci", ["upload"])[1]
+        secret = store.tokens.create_token("ci", ["upload"])[1]
         settings = Settings(database_url=url, enable_dashboard=False)
         with TestClient(create_app(settings, store=store)) as client:
             resp = client.post(
@@ -123,6 +123,6 @@ def test_upload_of_the_real_tree_equals_the_directory_import(
         assert body["content_hash"] == parsed.content_hash
         assert (body["n_workloads"], body["n_mappable"]) == (8650, 1070)
         assert (body["n_recipes_resolved"], body["n_recipes_unresolved"]) == (1123, 18)
-        pd.testing.assert_frame_equal(store.serving_workloads(), expected)
+        pd.testing.assert_frame_equal(store.crossval.serving_workloads(), expected)
     finally:
         store.close()

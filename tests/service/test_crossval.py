@@ -45,7 +45,7 @@ def seeded(store: Store) -> Store:
 
 def h200_decode_ids(store: Store) -> tuple[str, str]:
     """(Match workload id, Mismatch workload id): conc 8 and conc 64 of the H200 entry."""
-    w = store.serving_workloads(S.workload_filters(None, "h200", "decode"))
+    w = store.crossval.serving_workloads(S.workload_filters(None, "h200", "decode"))
     ids = [
         str(w[(w[cc.ENTRY] == H200) & (w[cc.CONC] == conc)][cc.WORKLOAD_ID].iloc[0])
         for conc in (8, 64)
@@ -109,7 +109,7 @@ def test_file_problems_name_the_file(store: Store) -> None:
     with pytest.raises(ServingFilesError) as broken:
         import_serving_files(store, {MASTER: b"e1:\n  model: x\n"}, "x")
     assert (broken.value.loc, broken.value.kind) == ([MASTER], "invalid_config")
-    assert store.crossval_counts()["serving_imports"] == 0
+    assert store.crossval.crossval_counts()["serving_imports"] == 0
 
 
 # ------------------------------------------------------------------ reads
@@ -135,7 +135,7 @@ def test_ledger_summary_and_outcomes_known_answers(seeded: Store) -> None:
     assert table[cc.S_MATCH].tolist() == ["1/2 (50%, prefill 0/0, decode 1/2)"]
     assert table[[cc.N_NOT_EVALUATED, cc.N_NO_DATA]].values.tolist() == [[1, 2]]
 
-    seeded.add_outcomes(
+    seeded.crossval.add_outcomes(
         [
             {
                 "workload_id": mismatch_id,
@@ -166,7 +166,7 @@ def test_ledger_view_joins_outcomes_in_ledger_order(seeded: Store) -> None:
     assert empty[cc.WORKLOAD_ID].tolist() == led[cc.WORKLOAD_ID].tolist()
     assert empty[cc.OUTCOME].isna().all() and str(empty[cc.CHANGE_PCT].dtype) == "Float64"
 
-    seeded.add_outcomes(
+    seeded.crossval.add_outcomes(
         [
             {
                 "workload_id": mismatch_id,

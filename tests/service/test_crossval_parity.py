@@ -36,9 +36,9 @@ def seeded(store: Store) -> Store:
     end-to-end outcome for the Mismatch (+10 %: Improvement at ±3 %, Flat at ±15 %)."""
     import_serving_directory(store, FIXTURE, "fixture")
     ingest_h200_candidates(store)
-    w = store.serving_workloads({cc.PHASE: "decode", "hardware": "H200"})
+    w = store.crossval.serving_workloads({cc.PHASE: "decode", "hardware": "H200"})
     mismatch = str(w[(w[cc.ENTRY] == H200) & (w[cc.CONC] == 64)][cc.WORKLOAD_ID].iloc[0])
-    store.add_outcomes(
+    store.crossval.add_outcomes(
         [
             {
                 "workload_id": mismatch,
@@ -154,7 +154,7 @@ def test_page_downloads_equal_the_api(store: Store, client: TestClient) -> None:
     data = DashData(store, version_ttl=0.0)
     view = P.compute(data, CF.make_filters(hardware="H200", phase="decode")[0]).view
     mismatch_id = str(view[view[cc.STATUS] == cc.MISMATCH][cc.WORKLOAD_ID].iloc[0])
-    store.add_outcomes(
+    store.crossval.add_outcomes(
         [
             {
                 "workload_id": mismatch_id,
