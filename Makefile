@@ -8,8 +8,9 @@ PYTEST  := $(BIN)/pytest -p no:cacheprovider
 SRC     := analysis ingest db service api dashboard moedash
 # Coverage of the default suite (`make test`) over SRC, measured in-process: code run by
 # served subprocesses (tests.factories.servers) and forked parser children is not counted.
-# Floor: measured XX.X% on <date> minus a small margin; raise it when coverage grows.
-COV_FLOOR ?= XX
+# Floor: 91%, the measured 93.2% (default suite, 2026-12-01) minus a margin for the
+# modules still being reshaped; raise it as coverage grows, never lower it to pass.
+COV_FLOOR ?= 91
 COV     := $(foreach p,$(SRC),--cov=$(p)) --cov-report=term:skip-covered --cov-report=xml \
            --cov-fail-under=$(COV_FLOOR)
 

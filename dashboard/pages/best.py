@@ -70,11 +70,6 @@ def display_columns(grouping: str) -> list[str]:
     ]
 
 
-def table_for(data: DashData, cell: Cell, grouping: str, ws: int | None) -> pd.DataFrame:
-    """The (cached) table of one cell and grouping, optionally for one world size."""
-    return cell_best_table(data, cell, grouping, ws)
-
-
 def _grid(table: pd.DataFrame, grouping: str) -> Any:
     cols = display_columns(grouping)
     overrides: dict[str, dict[str, Any]] = {c: {"headerName": h} for c, h in _HEADERS.items()}
@@ -190,7 +185,7 @@ def update_table(
     )
     if cell is None:
         return ui.empty_state("Pick a model · hardware · precision."), search
-    table = table_for(data, cell, grouping, wsi)
+    table = cell_best_table(data, cell, grouping, wsi)
     if table.empty:
         return ui.empty_state(
             f"No successful candidates for {cell.label}"
@@ -216,7 +211,7 @@ def csv_download(
         return None
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
     wsi = None if ws in (None, "all") else ui.as_int(ws)
-    table = table_for(data, cell, grouping, wsi)
+    table = cell_best_table(data, cell, grouping, wsi)
     name = f"best_{cell.model}_{cell.hardware}_{cell.quant}_{grouping}.csv"
     return {
         "content": to_csv_text(table, display_columns(grouping)),

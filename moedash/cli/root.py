@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from db.errors import StoreError
 from moedash.cli import admin, files
 from moedash.cli.console import Output
 from moedash.cli.options import FAILED, OK
@@ -102,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except typer.Abort:
         Output().error("aborted")
         return INTERRUPTED
+    except StoreError as exc:  # the database is unreachable or refused: one line, no traceback
+        Output().error(f"database: {exc}")
+        return FAILED
     if isinstance(result, int):  # a command's return, or click's code for --help/--version
         return result
     return OK if result is None else FAILED

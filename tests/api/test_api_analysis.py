@@ -167,3 +167,30 @@ def test_bad_parameters_are_422_naming_them(
     resp = client.get(path, params=params)
     assert resp.status_code == 422, resp.text
     assert name in resp.json()["detail"][0]["loc"]
+
+
+def test_service_errors_keep_the_envelope_and_name_the_parameter(client: TestClient) -> None:
+    gb = {"hardware": "GB300", "quant": "NVFP4", "world_size": 8, "num_tokens": 64}
+    none = client.get("/api/v1/export", params={**gb, "model": "glm_5", "source": "measured"})
+    assert none.status_code == 404
+    (detail,) = none.json()["detail"]
+    assert (detail["loc"], detail["type"]) == (["query", "source"], "no_data")
+    unknown = client.get("/api/v1/recommendation", params={**gb, "model": "nope"})
+    assert unknown.status_code == 422
+    (detail,) = unknown.json()["detail"]
+    assert (detail["loc"], detail["type"]) == (["query", "model"], "unknown")
+    assert "unknown model 'nope'" in detail["msg"]
+
+
+def test_answers_follow_an_upload_at_once(client: TestClient, store: Store) -> None:
+    """The API reads the cached frames, but re-reads the store's version per request."""
+    params = {"model": "deepseek_v4_pro", "hardware": "GB300", "quant": "NVFP4"}
+    before = client.get("/api/v1/pareto", params=params).json()["provenance"]["run_ids"]
+    raw = dump_report(generate_report("deepseek_v4_pro", "GB300", "NVFP4", 16, TOKENS))
+    meta = UploadMeta(trtllm_version="v1.3.0rc27-synthetic", synthetic=True)
+    new = store.ingest(parse_upload(raw, meta, "ws16.json"), raw, meta).runs[0].run_id
+    after = client.get("/api/v1/pareto", params=params).json()["provenance"]
+    assert after["run_ids"] == sorted([*before, new])
+    assert "v1.3.0rc27-synthetic" in after["trtllm_versions"]
+    best = client.get("/api/v1/best", params={**params, "world_size": 16}).json()["items"]
+    assert best and {r["world_size"] for r in best} == {16}

@@ -313,3 +313,12 @@ def test_migrate_reports_the_schema_version(
     assert main(["migrate", "--db", db(tmp_path)]) == 0
     assert re.fullmatch(r"schema at version \S+\n", capsys.readouterr().out)
     assert counts(db(tmp_path))["runs"] == 0
+
+
+def test_unreachable_database_is_one_line_not_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    port = free_port()  # nothing listens there
+    assert main(["migrate", "--db", f"postgresql://nobody@127.0.0.1:{port}/x"]) == 1
+    err = capsys.readouterr().err
+    assert "database: upgrade failed" in err and "Traceback" not in err
