@@ -89,7 +89,7 @@ def child(mode: str, path: Path, db: str, n: int) -> dict[str, float]:
 
 def api_run(path: Path, tmp: Path, n: int, i: int, pg: str | None) -> dict[str, float]:
     from db.store import open_store
-    from tests.servers import running_server
+    from tests.factories.servers import running_server
 
     db = pg or f"duckdb:///{tmp / f'api{i}.duckdb'}"
     store = open_store(db)

@@ -71,7 +71,9 @@ def workloads_page(store: Store, filters: dict[str, Any], limit: int, offset: in
     """Stored serving workloads matching ``filters``, ``limit`` from ``offset`` (the
     store's order), with the total count."""
     total = store.crossval.serving_workload_count(filters)
-    return WorkloadPage(total, store.crossval.serving_workloads(filters, limit=limit, offset=offset))
+    return WorkloadPage(
+        total, store.crossval.serving_workloads(filters, limit=limit, offset=offset)
+    )
 
 
 def serving_imports(store: Store) -> pd.DataFrame:
