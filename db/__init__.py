@@ -1,5 +1,4 @@
-"""Storage, SQL only: one store interface over DuckDB (embedded) and PostgreSQL (team),
-repositories per concept, every driver error translated, alembic revisions."""
+"""SQL only: one store over DuckDB or PostgreSQL, repositories per concept, alembic revisions."""
 
 from db.errors import Conflict, NotFound, StoreError
 from db.store import Store, open_store
