@@ -2,18 +2,28 @@
 
 A *workload* is one (model, hardware, quant, world_size, num_tokens, dispatch,
 attention_dp, cuda_graph) -- the dashboard's grouping with attention family and graph
-mode -- over rankable rows (see ``derived.rankable_mask``). For each workload we run
-``tree.recommend`` and compare with the measured best (lowest score_ms; ties resolved
-like ``best.best_by_workload``).
+mode -- over rankable rows (see ``derived.rankable_mask``), so one routing pattern per
+workload. The rows compared are configurations (``identity.configuration_frame``: the
+median over repeat runs, or the latest run with ``repeats="latest"``). For each
+workload we run ``tree.recommend`` and compare with the measured best (lowest score_ms;
+ties resolved like ``best.best_by_workload``).
 
-* ``agrees``: best backend == tree backend and, when the tree forces a comm, the best
-  row's canonical comm == that comm (AUTO matches any comm). Layout is reported
-  separately (``layout_agrees``: best row is pure EP, moe_tp_size == 1).
-* ``pick_score_ms``: lowest score among rows with the tree's backend, pure EP
-  (moe_tp_size == 1) and matching comm (any comm when AUTO -- an optimistic bound that
-  assumes AUTO finds the best measured comm). NaN when no such row was measured.
-* ``regret`` = pick_score_ms / best_score_ms - 1 (fraction; NaN when unmeasured, and
-  those workloads are counted in ``n_pick_unmeasured``, not in the regret statistics).
+Backend **and** communication are compared:
+
+* ``tree_expected_comm``: what runs when the tree's advice is followed -- the forced
+  method, or the AUTO flow's predicted pick (``tree.auto_comm``) when the tree leaves
+  AUTO.
+* ``backend_agrees``: best backend == tree backend. ``comm_agrees``: the best row's
+  measured comm == tree_expected_comm (a best row that recorded no actual comm, "AUTO",
+  cannot disagree). ``agrees`` = both. Layout is reported separately
+  (``layout_agrees``: best row is pure EP, moe_tp_size == 1).
+* ``pick_score_ms``: lowest score among configurations with the tree's backend, pure EP
+  (moe_tp_size == 1) and the tree's comm: the forced method, or -- when the tree leaves
+  AUTO -- a run that asked for AUTO or measured the predicted pick. NaN when no such
+  configuration was measured.
+* ``regret`` = pick_score_ms / best_score_ms - 1 (fraction; ``regret_pct`` the same in
+  %; NaN when unmeasured, and those workloads are counted in ``n_pick_unmeasured``, not
+  in the regret statistics).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import pandas as pd
 from analysis import columns as C
 from analysis.best import best_by_workload
 from analysis.derived import add_derived, as_float, rankable_mask
+from analysis.identity import N_REPEATS, Repeats, configuration_frame
 from analysis.tree import Deployment, Thresholds, recommend
 
 WORKLOAD_KEYS: tuple[str, ...] = (
@@ -40,38 +51,46 @@ WORKLOAD_KEYS: tuple[str, ...] = (
 )
 SUMMARY_GROUP_COLS: tuple[str, ...] = (C.MODEL, C.HARDWARE, C.PHASE)
 _SHAPE = (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE)
+DETAIL_COLUMNS: tuple[str, ...] = (
+    *WORKLOAD_KEYS,
+    C.PHASE,
+    "tree_backend",
+    "tree_comm",
+    "tree_force_comm",
+    "tree_expected_comm",
+    "best_backend",
+    "best_comm",
+    "best_parallel_mode",
+    "best_score_ms",
+    "best_n_repeats",
+    "best_run_id",
+    "best_candidate_index",
+    "pick_score_ms",
+    "backend_agrees",
+    "comm_agrees",
+    "agrees",
+    "layout_agrees",
+    "regret",
+    "regret_pct",
+    "pick_measured",
+    "in_guide_coverage",
+)
 
 
-def agreement_detail(df: pd.DataFrame, thresholds: Thresholds | None = None) -> pd.DataFrame:
-    """One row per workload: WORKLOAD_KEYS, phase, tree_backend, tree_comm, tree_force_comm,
-    best_backend, best_comm, best_parallel_mode, best_score_ms, pick_score_ms, agrees,
-    layout_agrees, regret, pick_measured, in_guide_coverage. Sorted by WORKLOAD_KEYS.
-    Rows with an unknown attention mode or cuda_graph are left out."""
+def agreement_detail(
+    df: pd.DataFrame, thresholds: Thresholds | None = None, repeats: Repeats = "median"
+) -> pd.DataFrame:
+    """One row per workload with :data:`DETAIL_COLUMNS` (see the module docstring),
+    sorted by WORKLOAD_KEYS. Rows with an unknown attention mode or cuda_graph are left
+    out."""
     sub = df.loc[rankable_mask(df)]
     sub = sub[sub[C.ATTENTION_DP].notna() & sub[C.CUDA_GRAPH].notna()]
     keys = list(WORKLOAD_KEYS)
-    best = best_by_workload(sub, keys)
+    cfg = configuration_frame(sub, repeats)
+    best = best_by_workload(cfg, keys)
     if best.empty:
-        return pd.DataFrame(
-            columns=[
-                *keys,
-                C.PHASE,
-                "tree_backend",
-                "tree_comm",
-                "tree_force_comm",
-                "best_backend",
-                "best_comm",
-                "best_parallel_mode",
-                "best_score_ms",
-                "pick_score_ms",
-                "agrees",
-                "layout_agrees",
-                "regret",
-                "pick_measured",
-                "in_guide_coverage",
-            ]
-        )
-    shapes = sub.groupby(keys, sort=True, dropna=False, observed=True)[list(_SHAPE)].first()
+        return pd.DataFrame(columns=list(DETAIL_COLUMNS))
+    shapes = cfg.groupby(keys, sort=True, dropna=False, observed=True)[list(_SHAPE)].first()
     best = best.merge(shapes.reset_index(), on=keys, how="left")
     recs = [
         recommend(
@@ -96,31 +115,52 @@ def agreement_detail(df: pd.DataFrame, thresholds: Thresholds | None = None) -> 
     out["tree_backend"] = [r.backend for r in recs]
     out["tree_comm"] = [r.comm for r in recs]
     out["tree_force_comm"] = [r.force_comm for r in recs]
+    out["tree_expected_comm"] = [r.comm if r.force_comm else r.expected_comm for r in recs]
     out["best_backend"] = best["best_" + C.BACKEND]
     out["best_comm"] = best["best_" + C.COMM]
     out["best_parallel_mode"] = best["best_" + C.PARALLEL_MODE]
     out["best_score_ms"] = best["best_" + C.SCORE_MS]
-    comm_ok = ~out["tree_force_comm"] | (out["best_comm"] == out["tree_comm"])
-    out["agrees"] = (out["best_backend"] == out["tree_backend"]) & comm_ok
+    out["best_n_repeats"] = best["best_" + N_REPEATS]
+    out["best_run_id"] = best["best_" + C.RUN_ID]
+    out["best_candidate_index"] = best["best_" + C.CANDIDATE_INDEX]
+    best_comm = out["best_comm"].astype("string").fillna("AUTO")
+    out["backend_agrees"] = (out["best_backend"] == out["tree_backend"]).to_numpy(bool)
+    out["comm_agrees"] = (
+        (best_comm == "AUTO") | (best_comm == out["tree_expected_comm"])
+    ).to_numpy(dtype=bool, na_value=False)
+    out["agrees"] = out["backend_agrees"] & out["comm_agrees"]
     out["layout_agrees"] = as_float(best["best_" + C.MOE_TP_SIZE]) == 1
-    out["pick_score_ms"] = _pick_scores(sub, out, keys)
+    out["pick_score_ms"] = _pick_scores(cfg, out, keys)
     out["regret"] = out["pick_score_ms"] / out["best_score_ms"] - 1.0
+    out["regret_pct"] = 100.0 * out["regret"]
     out["pick_measured"] = out["pick_score_ms"].notna()
     out["in_guide_coverage"] = [r.in_guide_coverage for r in recs]
-    return out.reset_index(drop=True)
+    return out[list(DETAIL_COLUMNS)].reset_index(drop=True)
 
 
-def _pick_scores(sub: pd.DataFrame, detail: pd.DataFrame, keys: list[str]) -> np.ndarray:
-    picks = detail[[*keys, "tree_backend", "tree_comm", "tree_force_comm"]]
-    m = sub[[*keys, C.BACKEND, C.COMM, C.MOE_TP_SIZE, C.SCORE_MS]].merge(
+def _pick_scores(cfg: pd.DataFrame, detail: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Per workload, the lowest score of the configurations that follow the tree."""
+    picks = detail[[*keys, "tree_backend", "tree_force_comm", "tree_expected_comm"]]
+    cols = [*keys, C.BACKEND, C.COMM, C.MOE_TP_SIZE, C.SCORE_MS]
+    m = cfg[cols + ([C.COMM_REQUESTED] if C.COMM_REQUESTED in cfg else [])].merge(
         picks, on=keys, how="inner"
     )
-    ok = (
-        (m[C.BACKEND] == m["tree_backend"])
-        & (as_float(m[C.MOE_TP_SIZE]) == 1)
-        & (~m["tree_force_comm"] | (m[C.COMM] == m["tree_comm"]))
+    comm = m[C.COMM].astype("string")
+    asked_auto = (
+        m[C.COMM_REQUESTED].astype("string") == "AUTO"
+        if C.COMM_REQUESTED in m
+        else pd.Series(False, index=m.index)
     )
-    mins = m[ok.to_numpy()].groupby(keys, dropna=False, observed=True)[C.SCORE_MS].min()
+    same_comm = (comm == m["tree_expected_comm"]).fillna(False)
+    follows = same_comm | (
+        ~m["tree_force_comm"] & (asked_auto.fillna(False) | (comm == "AUTO").fillna(False))
+    )
+    ok = (
+        (m[C.BACKEND].astype("string") == m["tree_backend"]).fillna(False)
+        & (as_float(m[C.MOE_TP_SIZE]) == 1)
+        & follows
+    )
+    mins = m[ok.to_numpy(dtype=bool)].groupby(keys, dropna=False, observed=True)[C.SCORE_MS].min()
     joined = detail[keys].merge(mins.rename("p").reset_index(), on=keys, how="left")
     return as_float(joined["p"])
 
@@ -173,7 +213,8 @@ def agreement_report(
     df: pd.DataFrame,
     thresholds: Thresholds | None = None,
     group_cols: Sequence[str] = SUMMARY_GROUP_COLS,
+    repeats: Repeats = "median",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(detail, summary) -- see ``agreement_detail`` and ``agreement_summary``."""
-    detail = agreement_detail(add_derived(df) if C.PHASE not in df else df, thresholds)
+    detail = agreement_detail(add_derived(df) if C.PHASE not in df else df, thresholds, repeats)
     return detail, agreement_summary(detail, group_cols)

@@ -4,23 +4,31 @@ Two groupings:
 
 * ``BENCH_MOE_KEYS`` -- bench_moe's own rankings: (run_id, num_tokens, parallel_mode);
   CUDA graph on/off, backends and comms share a group, exactly like ``rankings[]``.
+  Per run, so repeats never meet: every row is its own measurement.
 * ``DASHBOARD_KEYS`` -- NVIDIA's MoE Perf Dashboard: (model, hardware, quant,
   world_size, num_tokens, dispatch, cuda_graph, attn); it keeps the top 3.
+
+A grouping without ``run_id`` pools runs, so it ranks **configurations**, not rows: the
+frame is first collapsed by ``analysis.identity.configuration_frame`` (one row per
+workload x configuration; ``repeats="median"`` = median over repeat runs of the same
+TensorRT-LLM version, ``"latest"`` = the latest run's measurement). So the runner-up is
+always a different configuration, never the winner's own repeat.
 
 Only rankable rows compete (status success, finite score_ms > 0, autotune not failed).
 Ordering inside a group: score_ms ascending, then :data:`ORDER_COLS` (run_id,
 candidate_index -- bench_moe's own stable order within a run -- then the recipe),
 missing values last; so equal scores resolve the same way whatever the row order.
 
-Noise band (``noise_band_pct``): each candidate's relative spread is
-``iter_stdev_ms / score_ms``. The stdev is taken over all iterations, outliers
-included, while the score trims them; so when ``outlier_count > 0`` we use the smaller
-of that and the robust estimate ``(iter_p90_ms - iter_median_ms) / 1.2816 /
-iter_median_ms`` (p90 = median + 1.2816 sigma for a normal). The band for a pair is the
-relative spread of a difference of two independent measurements:
-``100 * sqrt(s_best**2 + s_runner_up**2)`` percent. When either spread is unknown (e.g.
-NVIDIA dashboard rows carry none) the band is :data:`DEFAULT_NOISE_PCT` (3 %, the
-guide's "flat" band). ``is_tie`` is ``margin_pct <= noise_band_pct``.
+Noise band (``noise_band_pct``): each side's relative spread is its configuration's
+``score_spread`` -- the **run-to-run** spread where repeats were pooled, else the
+**within-run** iteration spread (``identity.relative_spread``: ``iter_stdev_ms /
+score_ms``, robust when outliers were trimmed). The band for a pair is the relative
+spread of a difference of two independent measurements:
+``100 * sqrt(s_best**2 + s_runner_up**2)`` percent; ``noise_source`` says which spreads
+went in ("run_to_run", "iteration_spread", "run_to_run+iteration_spread"). When either
+spread is unknown (e.g. NVIDIA dashboard rows carry none) the band is
+:data:`DEFAULT_NOISE_PCT` (3 %, the guide's "flat" band) and the source "default".
+``is_tie`` is ``margin_pct <= noise_band_pct``.
 """
 
 from __future__ import annotations
@@ -32,7 +40,18 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis.derived import as_float, group_codes, rankable_mask, sort_codes
+from analysis.identity import (
+    N_REPEATS,
+    REPEAT_RUN_IDS,
+    SCORE_SPREAD,
+    SPREAD_SOURCE,
+    Repeats,
+    configuration_frame,
+    relative_spread,
+)
 from analysis.pareto import RECIPE_COLS
+
+__all__ = ["relative_spread"]  # re-exported: its home is analysis.identity
 
 BENCH_MOE_KEYS: tuple[str, ...] = (C.RUN_ID, C.NUM_TOKENS, C.PARALLEL_MODE)
 DASHBOARD_KEYS: tuple[str, ...] = (
@@ -48,17 +67,19 @@ DASHBOARD_KEYS: tuple[str, ...] = (
 GROUPINGS: dict[str, tuple[str, ...]] = {"bench_moe": BENCH_MOE_KEYS, "dashboard": DASHBOARD_KEYS}
 ORDER_COLS: tuple[str, ...] = (C.RUN_ID, C.CANDIDATE_INDEX, *RECIPE_COLS, C.LOW_PRECISION_COMBINE)
 DEFAULT_NOISE_PCT = 3.0
-_P90_Z = 1.2816
 
 RANK = "rank"  # 1-based position inside the group (top_by_workload)
 N_CANDIDATES = "n_candidates"
 MARGIN_PCT = "margin_pct"
 NOISE_BAND_PCT = "noise_band_pct"
-NOISE_SOURCE = "noise_source"  # "iteration_spread" | "default"
+NOISE_SOURCE = "noise_source"  # "run_to_run" | "iteration_spread" | both joined | "default"
 IS_TIE = "is_tie"
 REL_SPREAD = "rel_spread"
+SPREAD_PCT = "spread_pct"  # per side: best_spread_pct, runner_up_spread_pct
 # Per-side recipe columns of best_by_workload: "best_<col>" and "runner_up_<col>".
 SIDE_COLS: tuple[str, ...] = (*RECIPE_COLS, C.SCORE_MS, C.RUN_ID, C.CANDIDATE_INDEX)
+# Per-side measurement columns: how many repeats, which runs, how the spread was taken.
+REPEAT_SIDE_COLS: tuple[str, ...] = (N_REPEATS, REPEAT_RUN_IDS, SPREAD_PCT, SPREAD_SOURCE)
 
 
 def _keys(grouping: str | Sequence[str]) -> list[str]:
@@ -67,23 +88,6 @@ def _keys(grouping: str | Sequence[str]) -> list[str]:
             raise ValueError(f"unknown grouping {grouping!r}; use {sorted(GROUPINGS)}")
         return list(GROUPINGS[grouping])
     return list(grouping)
-
-
-def relative_spread(df: pd.DataFrame) -> np.ndarray:
-    """Per-row relative spread of the score (fraction, NaN when unknown); see module doc."""
-    n = len(df)
-    nan = np.full(n, np.nan)
-    score = as_float(df[C.SCORE_MS]) if C.SCORE_MS in df else nan
-    stdev = as_float(df[C.ITER_STDEV_MS]) if C.ITER_STDEV_MS in df else nan
-    with np.errstate(divide="ignore", invalid="ignore"):
-        spread = np.where(score > 0, stdev / score, np.nan)
-        if {C.OUTLIER_COUNT, C.ITER_P90_MS, C.ITER_MEDIAN_MS} <= set(df.columns):
-            outliers = as_float(df[C.OUTLIER_COUNT])
-            med = as_float(df[C.ITER_MEDIAN_MS])
-            robust = (as_float(df[C.ITER_P90_MS]) - med) / _P90_Z / med
-            use = (outliers > 0) & np.isfinite(robust) & (robust >= 0)
-            spread = np.where(use, np.fmin(spread, robust), spread)
-    return np.where(spread >= 0, spread, np.nan)
 
 
 def _group_score_order(g: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -131,31 +135,59 @@ def _ordered(
     return df.iloc[pos[order[keep]]], gs[keep], rank[keep], sizes[keep]
 
 
+def measurements(
+    df: pd.DataFrame, keys: Sequence[str], repeats: Repeats = "median"
+) -> pd.DataFrame:
+    """What a grouping ranks: ``df`` itself when the keys hold ``run_id`` (per run, each
+    row its own measurement), else one row per workload x configuration
+    (``identity.configuration_frame`` with ``repeats``)."""
+    return df if C.RUN_ID in keys else configuration_frame(df, repeats)
+
+
 def top_by_workload(
-    df: pd.DataFrame, grouping: str | Sequence[str] = "dashboard", n: int = 3
+    df: pd.DataFrame,
+    grouping: str | Sequence[str] = "dashboard",
+    n: int = 3,
+    repeats: Repeats = "median",
 ) -> pd.DataFrame:
     """The ``n`` best rankable rows of every group (long format, dashboard style).
 
-    Returns the input rows (all columns) plus ``rank`` (1 = lowest score_ms) and
-    ``n_candidates`` (rankable rows in the group), sorted by group keys then rank.
+    Returns the ranked rows (all columns; per configuration for a grouping without
+    run_id, see :func:`measurements`) plus ``rank`` (1 = lowest score_ms) and
+    ``n_candidates`` (rankable configurations in the group), sorted by group keys then
+    rank.
     """
-    rows, _, rank, sizes = _ordered(df, _keys(grouping), n)
+    keys = _keys(grouping)
+    rows, _, rank, sizes = _ordered(measurements(df, keys, repeats), keys, n)
     return rows.assign(**{RANK: rank, N_CANDIDATES: sizes}).reset_index(drop=True)
+
+
+def _side_spread(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(relative spread, its source) per row: the configuration's own when the frame is
+    a configuration frame, else the within-run iteration spread."""
+    if SCORE_SPREAD in rows:
+        return as_float(rows[SCORE_SPREAD]), rows[SPREAD_SOURCE].to_numpy(dtype=object)
+    spread = relative_spread(rows)
+    return spread, np.where(np.isfinite(spread), "iteration_spread", "unknown").astype(object)
 
 
 def best_by_workload(
     df: pd.DataFrame,
     grouping: str | Sequence[str] = "bench_moe",
     default_noise_pct: float = DEFAULT_NOISE_PCT,
+    repeats: Repeats = "median",
 ) -> pd.DataFrame:
     """One row per group: the group keys, ``best_<c>`` and ``runner_up_<c>`` for c in
-    :data:`SIDE_COLS` (recipe columns, score_ms, run_id, candidate_index),
-    ``n_candidates``, ``margin_pct`` = (runner_up - best) / best * 100 (NaN when the
-    group has one candidate), ``noise_band_pct``, ``noise_source`` and ``is_tie``
-    (False without a runner-up). Groups with no rankable row are absent. Sorted by keys.
+    :data:`SIDE_COLS` (recipe columns, score_ms, run_id, candidate_index) and
+    :data:`REPEAT_SIDE_COLS` (n_repeats, repeat_run_ids, spread_pct = the side's
+    relative spread in %, spread_source), ``n_candidates``, ``margin_pct`` =
+    (runner_up - best) / best * 100 (NaN when the group has one candidate),
+    ``noise_band_pct``, ``noise_source`` and ``is_tie`` (False without a runner-up).
+    A grouping without run_id ranks configurations (median over repeats, or the latest
+    run: ``repeats``). Groups with no rankable row are absent. Sorted by keys.
     """
     keys = _keys(grouping)
-    top = top_by_workload(df, keys, n=2)
+    top = top_by_workload(df, keys, n=2, repeats=repeats)
     # top is sorted by group then rank, so a runner-up sits right after its winner.
     rank = top[RANK].to_numpy()
     idx1 = np.flatnonzero(rank == 1)
@@ -167,8 +199,28 @@ def best_by_workload(
     for c in SIDE_COLS:
         out["best_" + c] = first.get(c)
         out["runner_up_" + c] = second[c].where(pd.Series(has)) if c in second else None
-    spread_first = relative_spread(first)
-    spread_second = np.where(has, relative_spread(second), np.nan)
+    spread_first, src_first = _side_spread(first)
+    spread_second, src_second = _side_spread(second)
+    spread_second = np.where(has, spread_second, np.nan)
+    sides = (
+        ("best_", first, spread_first, src_first),
+        ("runner_up_", second, spread_second, src_second),
+    )
+    for prefix, rows, spread, src in sides:
+        mask = has if prefix == "runner_up_" else np.ones(len(rows), bool)
+        reps = as_float(rows[N_REPEATS]) if N_REPEATS in rows else np.ones(len(rows))
+        out[prefix + N_REPEATS] = pd.array(np.where(mask, reps, 0).astype(np.int64), dtype="Int64")
+        out.loc[~mask, prefix + N_REPEATS] = pd.NA
+        ids = (
+            rows[REPEAT_RUN_IDS].to_numpy(dtype=object)
+            if REPEAT_RUN_IDS in rows
+            else rows[C.RUN_ID].astype("string").to_numpy(dtype=object)
+            if len(rows)
+            else np.zeros(0, object)
+        )
+        out[prefix + REPEAT_RUN_IDS] = np.where(mask, ids, None)
+        out[prefix + SPREAD_PCT] = 100.0 * spread
+        out[prefix + SPREAD_SOURCE] = np.where(mask, src, None)
     out["runner_up_" + C.SCORE_MS] = as_float(out["runner_up_" + C.SCORE_MS])
     out["best_" + C.SCORE_MS] = as_float(out["best_" + C.SCORE_MS])
     best_s = out["best_" + C.SCORE_MS].to_numpy()
@@ -178,6 +230,17 @@ def best_by_workload(
     out[NOISE_BAND_PCT] = np.where(
         known, 100.0 * np.hypot(spread_first, spread_second), default_noise_pct
     )
-    out[NOISE_SOURCE] = np.where(known, "iteration_spread", "default")
+    out[NOISE_SOURCE] = np.where(known, _joined(src_first, src_second), "default")
     out[IS_TIE] = np.where(has, out[MARGIN_PCT].to_numpy() <= out[NOISE_BAND_PCT].to_numpy(), False)
     return out.reset_index(drop=True)
+
+
+def _joined(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pair: the one spread source both sides share, else both joined with "+"
+    (run-to-run first)."""
+    a = a.astype(str)
+    b = b.astype(str)
+    lo = np.where(a <= b, a, b)
+    hi = np.where(a <= b, b, a)
+    both: np.ndarray = np.where(lo == hi, lo, np.char.add(np.char.add(hi, "+"), lo))
+    return both

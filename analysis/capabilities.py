@@ -123,3 +123,105 @@ def supported_backends(sm: int, quant: str) -> list[str]:
 def deepep_low_latency_supported(hidden_size: int, top_k: int) -> bool:
     """The guide's DEEPEPLOWLATENCY rule: hidden_size in the supported set, top_k <= 16."""
     return hidden_size in DEEPEPLOWLATENCY_HIDDEN_SIZES and top_k <= DEEPEPLOWLATENCY_MAX_TOP_K
+
+
+# The values TRTLLM_FORCE_COMM_METHOD accepts (the guide's strategy table); NONE is the
+# fused MEGAMOE path and AUTO the default, neither is set by the variable.
+COMM_STRATEGIES: tuple[str, ...] = (
+    "NVLINK_ONE_SIDED",
+    "NVLINK_TWO_SIDED",
+    "DEEPEP",
+    "DEEPEPLOWLATENCY",
+    "NCCL_EP",
+    "ALLGATHER",
+)
+_NVLINK_COMMS = frozenset({"NVLINK_ONE_SIDED", "NVLINK_TWO_SIDED"})
+GUIDE_HARDWARE = frozenset({"GB300", "B300"})  # what the guide's sweeps covered
+
+
+@dataclass(frozen=True)
+class ExportCheck:
+    """What stands between a configuration and a deployment. ``errors``: TensorRT-LLM
+    cannot run it as written (no download is offered, the API answers 422);
+    ``warnings``: it runs, but outside what the guide's capability matrix or sweeps
+    cover (the export carries them as comments)."""
+
+    errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def check_export(
+    backend: str,
+    comm: str,
+    quant: str,
+    hardware: str,
+    *,
+    forced: bool,
+    hidden_size: int | None = None,
+    top_k: int | None = None,
+    world_size: int | None = None,
+) -> ExportCheck:
+    """Check an exported backend x comm x quant x GPU against the guide's tables.
+
+    Errors: a backend not in :data:`BACKEND_MATRIX` (``moe_config.backend`` has no such
+    value, e.g. a name from a non-TensorRT-LLM sweep); a forced comm that is not one of
+    :data:`COMM_STRATEGIES`. Warnings: hardware not in :data:`HARDWARE` (nothing can be
+    checked); the backend not listed for the GPU's SM x quant; a forced NVLINK_* method
+    on hardware without MNNVL; a forced DEEPEPLOWLATENCY outside its hidden_size/top_k
+    rule; hardware or world size outside the guide's sweeps (GB300 <= 72, B300).
+    ``comm`` is canonical (``columns.COMM_CANONICAL``); ``forced``: it is set with
+    TRTLLM_FORCE_COMM_METHOD."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    b = backend.upper()
+    if b not in BACKEND_MATRIX:
+        errors.append(
+            f"backend {backend} is not a TensorRT-LLM MoE backend: moe_config.backend takes "
+            f"{', '.join(BACKEND_MATRIX)} (the guide's capability matrix); this measurement "
+            "came from another framework's sweep and cannot be deployed with trtllm-serve"
+        )
+    if forced and comm not in COMM_STRATEGIES:
+        errors.append(
+            f"TRTLLM_FORCE_COMM_METHOD={comm} is not a TensorRT-LLM strategy: it takes "
+            f"{', '.join(COMM_STRATEGIES)}"
+        )
+    info = hardware_info(hardware)
+    if info is None:
+        warnings.append(
+            f"hardware {hardware} is not in the guide's tables: backend and comm support "
+            "could not be checked"
+        )
+    else:
+        if b in BACKEND_MATRIX and not backend_supports(b, info.sm, quant):
+            listed = ", ".join(supported_backends(info.sm, quant)) or "none"
+            warnings.append(
+                f"{b} is not listed for SM{info.sm} x {quant} in the guide's capability "
+                f"matrix (listed: {listed}); it was measured, check your TensorRT-LLM version"
+            )
+        if forced and comm in _NVLINK_COMMS and not info.mnnvl:
+            warnings.append(
+                f"{comm} needs MNNVL, which {hardware} does not have in the guide's table"
+            )
+    if (
+        forced
+        and comm == "DEEPEPLOWLATENCY"
+        and hidden_size is not None
+        and top_k is not None
+        and not deepep_low_latency_supported(hidden_size, top_k)
+    ):
+        warnings.append(
+            f"DEEPEPLOWLATENCY supports hidden_size in {sorted(DEEPEPLOWLATENCY_HIDDEN_SIZES)} "
+            f"and top_k <= {DEEPEPLOWLATENCY_MAX_TOP_K}; this model has {hidden_size} / {top_k}"
+        )
+    hw = hardware.upper()
+    if info is not None and hw not in GUIDE_HARDWARE:
+        warnings.append(f"outside the guide's coverage: its sweeps ran on GB300 and B300, not {hw}")
+    elif hw == "GB300" and world_size is not None and world_size > 72:
+        warnings.append(
+            "outside the guide's coverage: GB300 beyond world_size 72 was not benchmarked"
+        )
+    return ExportCheck(tuple(errors), tuple(warnings))

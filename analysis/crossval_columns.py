@@ -157,6 +157,17 @@ BEST_SCORE_MS = "best_score_ms"
 DEPLOYED_SCORE_MS = "deployed_score_ms"  # best score among candidates equal to deployed
 DEPLOYED_RANK = "deployed_rank"  # 1-based rank of that candidate, None if not measured
 DEPLOYED_GAP_PCT = "deployed_gap_pct"  # (deployed - best) / best * 100
+# Best candidate within the deployed layout family (EP / TP / hybrid; rule same_layout).
+LAYOUT_BEST_BACKEND = "layout_best_backend"
+LAYOUT_BEST_MOE_EP_SIZE = "layout_best_moe_ep_size"
+LAYOUT_BEST_MOE_TP_SIZE = "layout_best_moe_tp_size"
+LAYOUT_BEST_COMM = "layout_best_comm"
+LAYOUT_BEST_SCORE_MS = "layout_best_score_ms"
+LAYOUT_DIFFERS = "layout_differs"  # deployed -> layout-family best, None when equal
+# Set by analysis.crossval_rules.apply_rule:
+RULE = "match_rule"  # exact | backend | within_noise | same_layout
+CAUSE = "cause"  # why not a Match under exact: rule | tie within noise | different winner | no data
+SWEEP_COMMAND = "sweep_command"  # no data: the bench_moe command that would fill the row
 
 LEDGER_COLUMNS: tuple[str, ...] = (
     WORKLOAD_ID,
@@ -171,6 +182,7 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     c.NUM_TOKENS,
     c.CUDA_GRAPH,
     c.ATTENTION_DP,
+    c.PARALLEL_MODE,
     c.BACKEND,
     c.MOE_EP_SIZE,
     c.MOE_TP_SIZE,
@@ -191,7 +203,15 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     DEPLOYED_SCORE_MS,
     DEPLOYED_RANK,
     DEPLOYED_GAP_PCT,
+    LAYOUT_BEST_BACKEND,
+    LAYOUT_BEST_MOE_EP_SIZE,
+    LAYOUT_BEST_MOE_TP_SIZE,
+    LAYOUT_BEST_COMM,
+    LAYOUT_BEST_SCORE_MS,
+    LAYOUT_DIFFERS,
 )
+# A ledger with a rule applied: LEDGER_COLUMNS plus these.
+RULED_COLUMNS: tuple[str, ...] = (RULE, CAUSE, SWEEP_COMMAND)
 
 MATCH = "Match"
 MISMATCH = "Mismatch"
@@ -207,12 +227,14 @@ OUTCOME = "outcome"
 TPS_DEPLOYED = "tps_per_user_deployed"
 TPS_CANDIDATE = "tps_per_user_candidate"
 TPS_CANDIDATE_PR = "tps_per_user_candidate_perfect_routing"
+TPS_DEPLOYED_PR = "tps_per_user_deployed_perfect_routing"
 CHANGE_PCT = "change_pct"
 OUTCOME_COLUMNS: tuple[str, ...] = (
     WORKLOAD_ID,
     TPS_DEPLOYED,
     TPS_CANDIDATE,
     TPS_CANDIDATE_PR,
+    TPS_DEPLOYED_PR,
     CHANGE_PCT,
     OUTCOME,
 )

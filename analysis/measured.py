@@ -16,10 +16,25 @@ Nearest workload (the one rule; the API, the export and the Recommend page all u
   answered with. The comparison is exact: ``a`` and ``b`` tie for ``n`` when
   ``a * b == n * n``.
 
+The rows compared are configurations, not raw candidates: repeat runs of the same
+workload x configuration x TensorRT-LLM version are collapsed first
+(``analysis.identity.configuration_frame``; median over repeats, or the latest run),
+so a runner-up is always another configuration. The frame is scoped to one routing
+pattern by the caller; should it hold several, the nearest workload keeps
+``identity.default_dispatch`` of them (balanced where present).
+
 Inside that workload the order is score_ms ascending, then :data:`PICK_ORDER`'s recipe
 columns, run_id and candidate_index (missing values last): the first row is the pick,
 the rows after it the runners-up. ``exact`` says whether the requested count itself
 was measured.
+
+Communication of a measured pick (:func:`measured_comm`): a MEGAMOE backend runs NONE
+(fused; nothing to set). Otherwise the measured (actual) comm is reproduced: when the
+run asked for AUTO and recorded what it got, AUTO is left alone (it picked that);
+when the run forced a method, or recorded none (NVIDIA's published rows) and the guide's
+AUTO flow (``tree.auto_comm``) would pick something else, ``TRTLLM_FORCE_COMM_METHOD``
+is set to the measured method -- provided the AUTO flow reads the variable for this
+layout (attention DP, dp > 1, MoE TP 1); otherwise AUTO is left and a note says why.
 """
 
 from __future__ import annotations
@@ -31,10 +46,27 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis import capabilities as cap
 from analysis import columns as C
 from analysis.derived import rankable_mask
+from analysis.identity import (
+    N_REPEATS,
+    REPEAT_RUN_IDS,
+    SCORE_SPREAD,
+    SPREAD_SOURCE,
+    Repeats,
+    configuration_frame,
+    default_dispatch,
+)
 from analysis.tables import plain_value
-from analysis.tree import Deployment, PathStep, Recommendation, recommend
+from analysis.tree import (
+    FORCEABLE_COMMS,
+    Deployment,
+    PathStep,
+    Recommendation,
+    auto_comm,
+    recommend,
+)
 
 PICK_ORDER: tuple[str, ...] = (
     C.SCORE_MS,
@@ -61,6 +93,11 @@ class MeasuredPick:
     run_ids: tuple[int, ...]
     trtllm_versions: tuple[str, ...]
     candidate: dict[str, object]
+    dispatch: str | None = None
+    n_repeats: int = 1
+    repeat_run_ids: str | None = None
+    spread_pct: float | None = None
+    spread_source: str = "unknown"
 
 
 def nearest_num_tokens(measured: Iterable[float], requested: int) -> int | None:
@@ -89,35 +126,47 @@ def _same_workload_family(df: pd.DataFrame, dep: Deployment) -> pd.DataFrame:
     return df.loc[mask]
 
 
-def nearest_workload(df: pd.DataFrame, dep: Deployment) -> tuple[pd.DataFrame, int | None]:
-    """(rows of the nearest measured workload in pick order, its num_tokens); an empty
-    frame and None when nothing comparable was measured. ``df`` is scoped to the
-    deployment's model, hardware, quant and world size by the caller."""
+def nearest_workload(
+    df: pd.DataFrame, dep: Deployment, repeats: Repeats = "median"
+) -> tuple[pd.DataFrame, int | None]:
+    """(configurations of the nearest measured workload in pick order, its num_tokens);
+    an empty frame and None when nothing comparable was measured. ``df`` is scoped to
+    the deployment's model, hardware, quant, world size and routing pattern by the
+    caller; repeats are collapsed per ``repeats``."""
     if df.empty:
         return df.iloc[0:0], None
-    sub = _same_workload_family(df, dep)
+    sub = configuration_frame(_same_workload_family(df, dep), repeats)
     tokens = pd.to_numeric(sub[C.NUM_TOKENS]).to_numpy(dtype=float)
     measured = nearest_num_tokens(np.unique(tokens[np.isfinite(tokens)]), dep.num_tokens)
     if measured is None:
         return sub.iloc[0:0], None
     group = sub.loc[tokens == measured]
+    if C.DISPATCH in group and group[C.DISPATCH].nunique(dropna=True) > 1:
+        group = group[group[C.DISPATCH] == default_dispatch(group[C.DISPATCH])]
     order = [c for c in PICK_ORDER if c in group]
     return group.sort_values(order, kind="mergesort", na_position="last"), measured
 
 
-def measured_top(df: pd.DataFrame, dep: Deployment, n: int = 3) -> pd.DataFrame:
-    """The ``n`` first rows of :func:`nearest_workload` with ``rank`` (1 = the pick);
-    index reset. Empty when nothing comparable was measured."""
-    group, _ = nearest_workload(df, dep)
+def measured_top(
+    df: pd.DataFrame, dep: Deployment, n: int = 3, repeats: Repeats = "median"
+) -> pd.DataFrame:
+    """The ``n`` first configurations of :func:`nearest_workload` with ``rank`` (1 = the
+    pick); index reset. Empty when nothing comparable was measured."""
+    group, _ = nearest_workload(df, dep, repeats)
     top = group.head(n).reset_index(drop=True)
     return top.assign(**{RANK: np.arange(1, len(top) + 1)})
 
 
-def nearest_measured_best(df: pd.DataFrame, dep: Deployment) -> MeasuredPick | None:
-    """Best rankable candidate of ``df`` (already scoped to the model, hardware, quant and
-    world size) for the workload nearest ``dep``; None when nothing comparable exists.
-    ``margin_pct`` is (runner-up - best) / best * 100, None without a runner-up."""
-    group, measured = nearest_workload(df, dep)
+def nearest_measured_best(
+    df: pd.DataFrame, dep: Deployment, repeats: Repeats = "median"
+) -> MeasuredPick | None:
+    """Best configuration of ``df`` (already scoped to the model, hardware, quant, world
+    size and routing pattern) for the workload nearest ``dep``; None when nothing
+    comparable exists. ``score_ms`` is the configuration's aggregate (median over
+    repeats unless ``repeats="latest"``); ``margin_pct`` is (runner-up - best) / best *
+    100 against the next *configuration*, None without one. ``run_ids`` are the runs
+    behind the workload's configurations."""
+    group, measured = nearest_workload(df, dep, repeats)
     if measured is None or group.empty:
         return None
     top = group.iloc[0]
@@ -127,6 +176,9 @@ def nearest_measured_best(df: pd.DataFrame, dep: Deployment) -> MeasuredPick | N
     exact = measured == dep.num_tokens
     rec = recommendation_from_candidate(dep, top.to_dict(), measured, exact)
     versions = sorted({str(v) for v in group[C.TRTLLM_VERSION].dropna()})
+    ids = group[REPEAT_RUN_IDS] if REPEAT_RUN_IDS in group else group[C.RUN_ID].astype(str)
+    runs = sorted({int(r) for text in ids.astype(str) for r in text.split(",") if r})
+    spread = top.get(SCORE_SPREAD)
     return MeasuredPick(
         recommendation=rec,
         measured_num_tokens=measured,
@@ -135,9 +187,14 @@ def nearest_measured_best(df: pd.DataFrame, dep: Deployment) -> MeasuredPick | N
         runner_up_score_ms=runner,
         margin_pct=margin,
         n_candidates=len(group),
-        run_ids=tuple(sorted({int(r) for r in group[C.RUN_ID]})),
+        run_ids=tuple(runs),
         trtllm_versions=tuple(versions),
         candidate={k: plain_value(v) for k, v in top.to_dict().items()},
+        dispatch=_text(top.get(C.DISPATCH)),
+        n_repeats=_int(top.get(N_REPEATS), 1),
+        repeat_run_ids=_text(top.get(REPEAT_RUN_IDS)),
+        spread_pct=None if plain_value(spread) is None else 100.0 * float(spread),  # type: ignore[arg-type]
+        spread_source=_text(top.get(SPREAD_SOURCE)) or "unknown",
     )
 
 
@@ -149,11 +206,62 @@ def _text(value: object) -> str | None:
     return str(value)
 
 
-def _forced(requested: object, comm: str) -> bool:
-    """A candidate forced its comm when it asked for a specific method; an AUTO or fused
-    (NONE) or unrecorded request leaves TRTLLM_FORCE_COMM_METHOD unset."""
-    asked = (_text(requested) or "AUTO").upper()
-    return asked not in ("AUTO", "NONE") and comm not in ("AUTO", "NONE")
+@dataclass(frozen=True)
+class MeasuredComm:
+    """How to reproduce a measured candidate's comm: ``comm`` (canonical, "AUTO" when
+    the variable stays unset), ``force`` (set TRTLLM_FORCE_COMM_METHOD=comm),
+    ``expected`` (what runs: the measured method, or AUTO's predicted pick when the
+    measurement did not record one) and ``note`` (why, in words)."""
+
+    comm: str
+    force: bool
+    expected: str
+    note: str
+
+
+def measured_comm(
+    dep: Deployment, row: Mapping[str, object], ep: int | None = None, tp: int | None = None
+) -> MeasuredComm:
+    """The comm rule for a measured row (module docstring). ``ep`` / ``tp``: the row's
+    MoE layout (default: its moe_ep_size / moe_tp_size, else pure EP)."""
+    backend = (_text(row.get(C.BACKEND)) or "").upper()
+    ep = _int(row.get(C.MOE_EP_SIZE), dep.world_size) if ep is None else ep
+    tp = _int(row.get(C.MOE_TP_SIZE), 1) if tp is None else tp
+    if backend in cap.FUSED_COMM_BACKENDS:
+        return MeasuredComm("AUTO", False, "NONE", f"{backend} fuses the exchange: comm NONE")
+    measured = (_text(row.get(C.COMM)) or "AUTO").upper()
+    requested = (_text(row.get(C.COMM_REQUESTED)) or "").upper()
+    predicted, why, forceable = auto_comm(dep, backend, max(ep, 1), max(tp, 1))
+    if measured == "AUTO":
+        return MeasuredComm(
+            "AUTO", False, predicted, f"the run did not record the comm AUTO chose ({why})"
+        )
+    if requested == "AUTO":
+        return MeasuredComm("AUTO", False, measured, f"the run left AUTO, which chose {measured}")
+    if requested == "" and measured == predicted:
+        return MeasuredComm("AUTO", False, measured, f"AUTO picks {measured} here ({why})")
+    if not forceable:
+        return MeasuredComm(
+            "AUTO",
+            False,
+            measured,
+            f"measured {measured}; AUTO decides before reading TRTLLM_FORCE_COMM_METHOD "
+            f"here ({why} -> {predicted}), so nothing is forced",
+        )
+    if measured not in FORCEABLE_COMMS:
+        return MeasuredComm(
+            measured,
+            True,
+            measured,
+            f"measured {measured}, which TRTLLM_FORCE_COMM_METHOD cannot select",
+        )
+    if requested == "":
+        note = f"measured {measured} where AUTO would pick {predicted} ({why}): forced"
+    else:
+        note = f"the run forced {measured}" + (
+            "" if predicted == measured else f"; AUTO would pick {predicted}"
+        )
+    return MeasuredComm(measured, True, measured, note)
 
 
 def recommendation_from_candidate(
@@ -163,8 +271,8 @@ def recommendation_from_candidate(
     comm (forced only when the candidate forced it), with the deployment's derived
     axes and coverage flag from the tree and one DATA step naming the measurement."""
     tree = recommend(dep)  # for the derived axes and coverage flag
-    comm = _text(row.get(C.COMM)) or "AUTO"
-    forced = _forced(row.get(C.COMM_REQUESTED), comm)
+    mc = measured_comm(dep, row)
+    comm = mc.expected
     step = PathStep(
         step="DATA",
         question=(
@@ -181,22 +289,30 @@ def recommendation_from_candidate(
     )
     notes = (
         () if exact else (f"num_tokens {dep.num_tokens} was not measured; used {measured_tokens}",)
-    )
+    ) + (f"comm: {mc.note}",)
     return Recommendation(
         deployment=dep,
-        parallel_mode=str(row.get(C.PARALLEL_MODE)),
-        moe_ep_size=int(row.get(C.MOE_EP_SIZE) or dep.world_size),  # type: ignore[call-overload]
-        moe_tp_size=int(row.get(C.MOE_TP_SIZE) or 1),  # type: ignore[call-overload]
-        backend=str(row.get(C.BACKEND)),
-        comm=comm if forced else "AUTO",
-        force_comm=forced,
-        expected_comm=comm,
+        parallel_mode=_text(row.get(C.PARALLEL_MODE)) or "unknown",
+        moe_ep_size=_int(row.get(C.MOE_EP_SIZE), dep.world_size),
+        moe_tp_size=_int(row.get(C.MOE_TP_SIZE), 1),
+        backend=_text(row.get(C.BACKEND)) or "unknown",
+        comm=mc.comm,
+        force_comm=mc.force,
+        expected_comm=mc.expected,
         activated_tokens_per_rank=tree.activated_tokens_per_rank,
         dispatch_kb=tree.dispatch_kb,
         path=(step,),
         notes=notes,
         in_guide_coverage=tree.in_guide_coverage,
+        low_precision_combine=_flag(row.get(C.LOW_PRECISION_COMBINE)),
     )
+
+
+def _flag(value: object) -> bool | None:
+    """A nullable boolean cell as bool / None (NaN, NA and None are None)."""
+    if value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value))):
+        return None
+    return bool(value)
 
 
 def _int(value: object, default: int = 0) -> int:
@@ -224,23 +340,23 @@ def candidate_recommendation(row: Mapping[str, object]) -> Recommendation:
         num_tokens=_int(row[C.NUM_TOKENS], 1),
         model=str(row[C.MODEL]),
     )
-    comm = _text(row.get(C.COMM)) or "AUTO"
-    requested = _text(row.get(C.COMM_REQUESTED))
-    forced = requested not in (None, "AUTO") and comm not in ("AUTO", "NONE")
+    mc = measured_comm(dep, row)
     return Recommendation(
         deployment=dep,
-        parallel_mode=str(row[C.PARALLEL_MODE]),
-        moe_ep_size=_int(row[C.MOE_EP_SIZE], 1),
-        moe_tp_size=_int(row[C.MOE_TP_SIZE], 1),
-        backend=str(row[C.BACKEND]),
-        comm=comm if forced else "AUTO",
-        force_comm=forced,
-        expected_comm=comm,
+        parallel_mode=_text(row.get(C.PARALLEL_MODE)) or "unknown",
+        moe_ep_size=_int(row.get(C.MOE_EP_SIZE), 1),
+        moe_tp_size=_int(row.get(C.MOE_TP_SIZE), 1),
+        backend=_text(row.get(C.BACKEND)) or "unknown",
+        comm=mc.comm,
+        force_comm=mc.force,
+        expected_comm=mc.expected,
+        low_precision_combine=_flag(row.get(C.LOW_PRECISION_COMBINE)),
         activated_tokens_per_rank=float(row[C.ACTIVATED_TOKENS_PER_RANK]),  # type: ignore[arg-type]
         dispatch_kb=float(row[C.DISPATCH_KB]),  # type: ignore[arg-type]
         path=(),
         notes=(
             f"measured candidate: run {row[C.RUN_ID]}, candidate "
             f"{row[C.CANDIDATE_INDEX]}, score {float(row[C.SCORE_MS]):.4g} ms",  # type: ignore[arg-type]
+            f"comm: {mc.note}",
         ),
     )

@@ -1,34 +1,20 @@
-"""Crossover finding: where along an axis does option B start beating option A?
+"""The guide's five thresholds re-derived from the data, in the guide's own terms.
 
-``find_crossovers`` is general. An *option* is a mapping column -> value (or a
-list/tuple/set of accepted values), e.g. ``{"backend": "TRTLLM"}``. A *comparison point*
-is one workload (``workload_cols`` plus the axis value); at each point the option's
-score is the lowest score_ms among its rankable rows, and the point counts only when
-both options were measured there. The winner has the lower score (exactly equal scores
-are "tie" and do not vote); ``margin_pct`` = (loser - winner) / winner * 100.
+Each threshold is a question about rank 1 ("is the fastest candidate a fused MEGAMOE
+backend?"), asked of every workload the tree sends through it
+(``analysis.threshold_checks``); one split is fitted to the answers along the tree's
+axis, with a bootstrap interval, a verdict and a leave-one-model-out check
+(``analysis.threshold_validation``). :func:`derive_guide_thresholds` does this for the
+whole frame (pooled) and, when asked, per model, hardware or quant;
+:func:`thresholds_from_check` turns a result into the tree's ``Thresholds``.
 
-Per group the winners, ordered by axis, are fitted with one split ("one option wins at
-or below the split, the other above"): the split minimising misclassified points, over
-both orientations (A-below is preferred on equal error). Several workloads may share an
-axis value (models pooled); a split falls between distinct axis values. Ties between
-equally good splits pick the middle one (lower middle). A crossover is reported only
-when the best split beats "no switch" (one option everywhere) strictly. Status:
-``crossover``; ``noisy`` (crossover whose accuracy = 1 - misclassified / n is below
-``min_accuracy``); ``no_crossover`` (``dominant`` says who won); ``insufficient`` (fewer
-than ``min_points`` voting points or one distinct axis value).
-
-``bracket_lo``/``bracket_hi`` are the last axis value on the low side and the first on
-the high side of the split; ``crossover`` is their geometric mean when ``log_axis``
-(sweeps are powers of two, so the midpoint in log space) and both are > 0, else the
-arithmetic mean. Consistency: the same fit per ``consistency_col`` value (model);
-a model agrees with the pooled fit when both switch in the same orientation and the
-crossovers are within a factor ``agree_factor`` (log axis) or within one pooled bracket
-width (linear), or when neither switches and the same option dominates.
+The pairwise crossover fit of two named options (``find_crossovers``) lives in
+``analysis.threshold_pairwise`` and is re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,451 +22,186 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
-from analysis.capabilities import hardware_info
-from analysis.derived import as_float, ensure_derived, rankable_mask
+from analysis.derived import ensure_derived
+from analysis.threshold_checks import (
+    GUIDE_THRESHOLDS,
+    TIE,
+    GuideThreshold,
+    threshold_points,
+    workload_table,
+)
+from analysis.threshold_fit import DEFAULT_ALPHA, DEFAULT_RESAMPLES, DEFAULT_SEED
+from analysis.threshold_pairwise import (
+    DEFAULT_WORKLOAD_COLS,
+    CrossoverResult,
+    compare_options,
+    find_crossovers,
+    fit_split,
+    option_label,
+)
+from analysis.threshold_validation import (
+    AGREES,
+    NOT_ENOUGH,
+    VERDICTS,
+    assess,
+    interval_text,
+)
 from analysis.tree import Thresholds
 
-DEFAULT_WORKLOAD_COLS: tuple[str, ...] = (
-    C.MODEL,
-    C.HARDWARE,
-    C.QUANT,
-    C.WORLD_SIZE,
-    C.NUM_TOKENS,
-    C.DISPATCH,
-    C.ATTENTION_DP,
-    C.CUDA_GRAPH,
-)
-Option = Mapping[str, object]
+__all__ = [
+    "DEFAULT_WORKLOAD_COLS",
+    "BREAKDOWNS",
+    "CrossoverResult",
+    "GuideCheck",
+    "VERDICTS",
+    "compare_options",
+    "derive_guide_thresholds",
+    "find_crossovers",
+    "fit_split",
+    "option_label",
+    "thresholds_from_check",
+]
 
-
-@dataclass(frozen=True)
-class CrossoverResult:
-    """``crossovers``: one row per group (see ``find_crossovers``); ``evidence``: one row
-    per comparison point: group + workload cols, ``axis_value``, ``a_score_ms``,
-    ``b_score_ms``, ``winner`` (label or "tie"), ``margin_pct``."""
-
-    crossovers: pd.DataFrame
-    evidence: pd.DataFrame
-
-
-def option_label(option: Option) -> str:
-    """ "col=value" pairs joined by ", " (list values joined by "|")."""
-
-    def fmt(v: object) -> str:
-        return "|".join(map(str, v)) if isinstance(v, list | tuple | set | frozenset) else str(v)
-
-    return ", ".join(f"{k}={fmt(v)}" for k, v in option.items())
-
-
-def _option_mask(df: pd.DataFrame, option: Option) -> np.ndarray:
-    m = np.ones(len(df), dtype=bool)
-    for col, val in option.items():
-        s = df[col]
-        vals = list(val) if isinstance(val, list | tuple | set | frozenset) else [val]
-        m &= s.isin(vals).fillna(False).to_numpy(dtype=bool)
-    return m
-
-
-def compare_options(
-    df: pd.DataFrame,
-    option_a: Option,
-    option_b: Option,
-    axis: str,
-    group_cols: Sequence[str] = (),
-    workload_cols: Sequence[str] = DEFAULT_WORKLOAD_COLS,
-    labels: tuple[str, str] | None = None,
-) -> pd.DataFrame:
-    """Evidence frame (see ``CrossoverResult``), sorted by group, axis, workload."""
-    la, lb = labels or (option_label(option_a), option_label(option_b))
-    keys = list(dict.fromkeys([*group_cols, *workload_cols]))
-    ok = rankable_mask(df) & np.isfinite(as_float(df[axis]))
-    base = df.loc[ok, list(dict.fromkeys([*keys, C.SCORE_MS]))]
-    base = base.assign(axis_value=as_float(df.loc[ok, axis]))
-    gk = [*keys, "axis_value"]
-    a = (
-        base[_option_mask(df.loc[ok], option_a)]
-        .groupby(gk, dropna=False, observed=True)[C.SCORE_MS]
-        .min()
-        .rename("a_score_ms")
-    )
-    b = (
-        base[_option_mask(df.loc[ok], option_b)]
-        .groupby(gk, dropna=False, observed=True)[C.SCORE_MS]
-        .min()
-        .rename("b_score_ms")
-    )
-    ev = pd.concat([a, b], axis=1, join="inner").reset_index()
-    sa, sb = ev["a_score_ms"].to_numpy(float), ev["b_score_ms"].to_numpy(float)
-    ev["winner"] = np.where(sa < sb, la, np.where(sb < sa, lb, "tie"))
-    ev["margin_pct"] = np.abs(sa - sb) / np.minimum(sa, sb) * 100.0
-    return ev.sort_values(
-        [*group_cols, "axis_value", *workload_cols], kind="mergesort", na_position="last"
-    ).reset_index(drop=True)
-
-
-def fit_split(
-    axis_values: np.ndarray,
-    a_wins: np.ndarray,
-    log_axis: bool = True,
-    min_points: int = 3,
-    min_accuracy: float = 0.75,
-) -> dict[str, object]:
-    """Fit one split to voting points (``a_wins`` True = A won). Returns status,
-    orientation ("a_below"/"b_below"/None), dominant ("A"/"B"/None), bracket_lo,
-    bracket_hi, crossover, n_points, n_axis_points, n_misclassified, accuracy,
-    axis_min, axis_max. See the module docstring for the rule."""
-    x = np.asarray(axis_values, dtype=float)
-    w = np.asarray(a_wins, dtype=bool)
-    u, inv = np.unique(x, return_inverse=True)
-    n_a = np.bincount(inv, weights=w, minlength=len(u))
-    n_b = np.bincount(inv, weights=~w, minlength=len(u))
-    res: dict[str, object] = {
-        "status": "insufficient",
-        "orientation": None,
-        "dominant": None,
-        "bracket_lo": np.nan,
-        "bracket_hi": np.nan,
-        "crossover": np.nan,
-        "n_points": int(len(x)),
-        "n_axis_points": int(len(u)),
-        "n_misclassified": 0,
-        "accuracy": np.nan,
-        "axis_min": float(u[0]) if len(u) else np.nan,
-        "axis_max": float(u[-1]) if len(u) else np.nan,
-    }
-    if len(x) < min_points or len(u) < 2:
-        return res
-    ca, cb = np.cumsum(n_a), np.cumsum(n_b)
-    ta, tb = ca[-1], cb[-1]
-    k = np.arange(1, len(u))  # split after u[k-1]
-    err_ab = cb[k - 1] + (ta - ca[k - 1])  # A below, B above
-    err_ba = ca[k - 1] + (tb - cb[k - 1])  # B below, A above
-    flat = min(ta, tb)
-    best_ab, best_ba = err_ab.min(), err_ba.min()
-    if min(best_ab, best_ba) >= flat:
-        res.update(
-            status="no_crossover",
-            dominant="A" if ta >= tb else "B",
-            n_misclassified=int(flat),
-            accuracy=1 - flat / len(x),
-        )
-        return res
-    orient, errs = ("a_below", err_ab) if best_ab <= best_ba else ("b_below", err_ba)
-    tied = k[errs == errs.min()]
-    split = int(tied[(len(tied) - 1) // 2])
-    lo, hi = float(u[split - 1]), float(u[split])
-    est = float(np.sqrt(lo * hi)) if log_axis and lo > 0 else (lo + hi) / 2
-    acc = 1 - float(errs.min()) / len(x)
-    res.update(
-        status="crossover" if acc >= min_accuracy else "noisy",
-        orientation=orient,
-        bracket_lo=lo,
-        bracket_hi=hi,
-        crossover=est,
-        n_misclassified=int(errs.min()),
-        accuracy=acc,
-    )
-    return res
-
-
-def _agrees(
-    pooled: Mapping[str, object], model: Mapping[str, object], log_axis: bool, agree_factor: float
-) -> bool:
-    if pooled["status"] == "no_crossover" or model["status"] == "no_crossover":
-        return bool(
-            pooled["status"] == model["status"] == "no_crossover"
-            and pooled["dominant"] == model["dominant"]
-        )
-    if pooled["orientation"] is None or pooled["orientation"] != model["orientation"]:
-        return False
-    p, m = float(pooled["crossover"]), float(model["crossover"])  # type: ignore[arg-type]
-    if log_axis and p > 0 and m > 0:
-        return bool(max(p, m) / min(p, m) <= agree_factor)
-    width = float(pooled["bracket_hi"]) - float(pooled["bracket_lo"])  # type: ignore[arg-type]
-    return abs(p - m) <= width
-
-
-def find_crossovers(
-    df: pd.DataFrame,
-    option_a: Option,
-    option_b: Option,
-    axis: str,
-    group_cols: Sequence[str] = (),
-    workload_cols: Sequence[str] = DEFAULT_WORKLOAD_COLS,
-    consistency_col: str | None = C.MODEL,
-    log_axis: bool = True,
-    min_points: int = 3,
-    min_accuracy: float = 0.75,
-    agree_factor: float = 2.0,
-    labels: tuple[str, str] | None = None,
-) -> CrossoverResult:
-    """Crossover of option_a vs option_b along ``axis`` per ``group_cols``.
-
-    ``crossovers`` columns: group_cols, option_a, option_b (labels), the ``fit_split``
-    fields, label_below / label_above (who wins each side; None without a crossover),
-    n_workloads (voting points), n_ties, n_models, n_models_crossover,
-    model_crossover_min, model_crossover_max, model_spread (max/min ratio for log axes,
-    max-min otherwise; NaN with < 2 per-model crossovers), frac_models_agree (over models
-    with a non-insufficient fit; NaN when none). Order-independent.
-    """
-    la, lb = labels or (option_label(option_a), option_label(option_b))
-    ev = compare_options(df, option_a, option_b, axis, group_cols, workload_cols, (la, lb))
-    rows = []
-    groups: list[tuple[tuple[Hashable, ...], pd.DataFrame]]
-    if group_cols:
-        groups = [
-            (k if isinstance(k, tuple) else (k,), g)
-            for k, g in ev.groupby(list(group_cols), sort=True, dropna=False)
-        ]
-    else:
-        groups = [((), ev)]
-    for key, g in groups:
-        vote = g[g["winner"] != "tie"]
-        pooled = fit_split(
-            vote["axis_value"].to_numpy(),
-            (vote["winner"] == la).to_numpy(),
-            log_axis,
-            min_points,
-            min_accuracy,
-        )
-        row: dict[str, object] = dict(zip(group_cols, key, strict=True))
-        row.update(option_a=la, option_b=lb, **pooled)
-        below_a = pooled["orientation"] == "a_below"
-        has = pooled["orientation"] is not None
-        row["label_below"] = (la if below_a else lb) if has else None
-        row["label_above"] = (lb if below_a else la) if has else None
-        row["n_workloads"] = int(len(vote))
-        row["n_ties"] = int(len(g) - len(vote))
-        row.update(
-            _consistency(
-                vote, la, pooled, consistency_col, log_axis, min_points, min_accuracy, agree_factor
-            )
-        )
-        rows.append(row)
-    return CrossoverResult(pd.DataFrame(rows), ev)
-
-
-def _consistency(
-    vote: pd.DataFrame,
-    la: str,
-    pooled: Mapping[str, object],
-    col: str | None,
-    log_axis: bool,
-    min_points: int,
-    min_accuracy: float,
-    agree_factor: float,
-) -> dict[str, object]:
-    out: dict[str, object] = {
-        "n_models": 0,
-        "n_models_crossover": 0,
-        "model_crossover_min": np.nan,
-        "model_crossover_max": np.nan,
-        "model_spread": np.nan,
-        "frac_models_agree": np.nan,
-    }
-    if col is None or col not in vote:
-        return out
-    fits = [
-        fit_split(
-            g["axis_value"].to_numpy(),
-            (g["winner"] == la).to_numpy(),
-            log_axis,
-            min_points,
-            min_accuracy,
-        )
-        for _, g in vote.groupby(col, sort=True, dropna=False)
-    ]
-    out["n_models"] = len(fits)
-    xs = [float(f["crossover"]) for f in fits if f["status"] == "crossover"]  # type: ignore[arg-type]
-    out["n_models_crossover"] = len(xs)
-    if xs:
-        out["model_crossover_min"], out["model_crossover_max"] = min(xs), max(xs)
-        if len(xs) >= 2:
-            out["model_spread"] = (
-                max(xs) / min(xs) if log_axis and min(xs) > 0 else max(xs) - min(xs)
-            )
-    judged = [f for f in fits if f["status"] != "insufficient"]
-    if judged and pooled["status"] in ("crossover", "no_crossover", "noisy"):
-        out["frac_models_agree"] = sum(
-            _agrees(pooled, f, log_axis, agree_factor) for f in judged
-        ) / len(judged)
-    return out
-
-
-# --- the guide's published thresholds, re-derived from data ----------------------------
-
-VERDICT_AGREES, VERDICT_DISAGREES, VERDICT_INSUFFICIENT = (
-    "agrees",
-    "disagrees",
-    "insufficient data",
-)
+BREAKDOWNS: tuple[str, ...] = (C.MODEL, C.HARDWARE, C.QUANT)
 
 
 @dataclass(frozen=True)
 class GuideCheck:
-    """``table``: one row per published threshold: name, field (``tree.Thresholds``
-    attribute), description, axis, option_a, option_b, published, derived (crossover),
-    bracket_lo, bracket_hi, status, orientation, n_workloads, n_models,
-    n_models_crossover, model_spread, frac_models_agree, accuracy, axis_min, axis_max,
-    verdict. ``evidence``: the comparison points of all checks, with a ``name`` column."""
+    """``table``: one row per threshold over the whole frame (columns: see
+    :func:`derive_guide_thresholds`); ``groups``: the same fields per value of each
+    requested breakdown (plus ``by`` and ``group``); ``evidence``: the votes of every
+    check with a ``name`` column (see ``threshold_checks.threshold_points``); ``loo``:
+    the leave-one-out rows of the pooled checks with a ``name`` column."""
 
     table: pd.DataFrame
+    groups: pd.DataFrame
     evidence: pd.DataFrame
+    loo: pd.DataFrame
 
 
-def _within_domain(df: pd.DataFrame, inside: bool) -> np.ndarray:
-    dom = (
-        df[C.HARDWARE]
-        .map(lambda h: getattr(hardware_info(str(h)), "nvlink_domain", np.nan))
-        .astype(float)
-        .to_numpy()
+def _slice_row(
+    spec: GuideThreshold, points: pd.DataFrame, params: dict[str, Any], consistency: bool
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Every field of one check over one slice of its votes (and its LOO rows)."""
+    votes = points[~points[TIE].to_numpy(dtype=bool)] if len(points) else points
+    per_model: list[tuple[str, str]] = []
+    models = sorted({str(m) for m in votes[C.MODEL].dropna()}) if len(votes) else []
+    if consistency and len(models) >= 2:
+        for m in models:
+            part = votes[votes[C.MODEL].astype(str) == m]
+            verdict = assess(part, spec.published, spec.x_above, **params)[1]["verdict"]
+            per_model.append((m, verdict))
+    verdicts = [v for _, v in per_model]
+    loo_rows, row = assess(votes, spec.published, spec.x_above, model_verdicts=verdicts, **params)
+    judged = [v for _, v in per_model if v != NOT_ENOUGH]
+    row.update(
+        n_workloads=row["n_points"],
+        n_ties=int(len(points) - len(votes)),
+        interval=interval_text(row["ci_lo"], row["ci_hi"]),
+        n_models=len(models),
+        n_models_judged=len(judged),
+        n_models_agree=judged.count(AGREES),
+        frac_models_agree=judged.count(AGREES) / len(judged) if judged else np.nan,
+        model_verdicts="; ".join(f"{m}: {v}" for m, v in per_model),
     )
-    ws = as_float(df[C.WORLD_SIZE])
-    out: np.ndarray = (ws <= dom) if inside else (ws > dom)
-    return out
+    return row, loo_rows
 
 
-def verdict(row: Mapping[str, object], published: float, widen: float = 2.0) -> str:
-    """Rule: a clean crossover (status "crossover") in the expected orientation
-    ("a_below": the option the tree uses below the threshold wins below) agrees when
-    bracket_lo / widen <= published <= bracket_hi * widen (one power-of-two sweep step of
-    slack by default); else disagrees. No crossover while the measured axis range
-    [axis_min, axis_max] contains the published value disagrees (the switch should have
-    shown); otherwise (no crossover outside the range, noisy, insufficient) the data are
-    insufficient."""
-    status = row["status"]
-    if status == "crossover":
-        if row["orientation"] != "a_below":
-            return VERDICT_DISAGREES
-        lo, hi = float(row["bracket_lo"]), float(row["bracket_hi"])  # type: ignore[arg-type]
-        return VERDICT_AGREES if lo / widen <= published <= hi * widen else VERDICT_DISAGREES
-    if status == "no_crossover":
-        lo, hi = float(row["axis_min"]), float(row["axis_max"])  # type: ignore[arg-type]
-        return VERDICT_DISAGREES if lo <= published <= hi else VERDICT_INSUFFICIENT
-    return VERDICT_INSUFFICIENT
+def _head(spec: GuideThreshold, ci_level: float) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "field": spec.name,
+        "description": spec.description,
+        "axis": spec.axis,
+        "x_label": spec.x_label,
+        "x_side": "above" if spec.x_above else "below",
+        "option_below": spec.option_below,
+        "option_above": spec.option_above,
+        "published": spec.published,
+        "ci_level": ci_level,
+    }
 
 
 def derive_guide_thresholds(
-    df: pd.DataFrame, decode_threshold: float = 512, widen: float = 2.0, min_points: int = 3
+    df: pd.DataFrame,
+    decode_threshold: float = 512,
+    min_points: int = 3,
+    min_accuracy: float = 0.75,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    alpha: float = DEFAULT_ALPHA,
+    by: Sequence[str] = (),
+    specs: Sequence[GuideThreshold] = GUIDE_THRESHOLDS,
 ) -> GuideCheck:
-    """Re-derive the guide's five thresholds from ``df`` (derived columns are added when
-    missing). Each check pools all models (consistency reported per model):
+    """Re-derive each threshold of ``specs`` from ``df`` (any candidate frame; derived
+    columns are added when missing, non-rankable rows ignored).
 
-    1. decode_megamoe_tokens_per_rank (512): TRTLLM vs MEGAMOE_CUTEDSL over
-       activated_tokens_per_rank; attention DP, CUDA graph on, NVFP4, EP inside the
-       NVLink domain.
-    2. prefill_megamoe_tokens_per_rank (16384): same with CUDA graph off.
-    3. cross_domain_dispatch_kb (8192): comm DEEPEPLOWLATENCY vs ALLGATHER over
-       dispatch_kb; attention DP, EP crossing the NVLink domain (B300 ws > 8).
-    4. small_world_size (8): TRTLLM vs CUTEDSL over world_size; attention DP, graph on,
-       NVFP4, inside the domain, activated_tokens_per_rank <= ``decode_threshold``.
-    5. attention_tp_cutedsl_tokens_per_rank (24576): TRTLLM vs CUTEDSL over
-       activated_tokens_per_rank; attention TP.
-    """
+    ``table`` columns: name, field, description, axis (column name; its unit is the
+    column's), x_label, x_side ("above": X is the tree's pick above the threshold),
+    option_below / option_above, published, derived (NaN unless a switch lies inside the
+    measured range in the expected orientation), bracket_lo / bracket_hi (NaN = open),
+    ci_lo / ci_hi (the ``1 - alpha`` bootstrap interval, +-inf = open), interval (the same
+    as text), ci_level, n_resamples, p_switch, p_reversed, status, n_points (= n_workloads,
+    the votes), n_ties, n_axis_points, axis_min, axis_max, n_misclassified, accuracy,
+    accuracy_published, n_models, n_models_judged, n_models_agree, frac_models_agree,
+    model_verdicts, loo_unit, loo_n, loo_accuracy_derived, loo_accuracy_published,
+    loo_n_worse, loo_helps, verdict, verdict_reason. ``decode_threshold`` bounds the
+    ``small_world_size`` check's workloads (activated_tokens_per_rank <= it). ``by``:
+    breakdown columns out of :data:`BREAKDOWNS` for ``groups``. Deterministic."""
+    unknown = [b for b in by if b not in BREAKDOWNS]
+    if unknown:
+        raise ValueError(f"unknown breakdown {unknown}; use {list(BREAKDOWNS)}")
+    params = {
+        "min_points": min_points,
+        "min_accuracy": min_accuracy,
+        "resamples": resamples,
+        "seed": seed,
+        "alpha": alpha,
+    }
     d = ensure_derived(df)
-    dp = d[C.ATTENTION_DP].astype("boolean").fillna(False).to_numpy(dtype=bool)
-    tp = (~d[C.ATTENTION_DP].astype("boolean")).fillna(False).to_numpy(dtype=bool)
-    graph = d[C.CUDA_GRAPH].astype("boolean")
-    on = graph.fillna(False).to_numpy(dtype=bool)
-    off = (~graph).fillna(False).to_numpy(dtype=bool)
-    nvfp4 = (d[C.QUANT] == "NVFP4").fillna(False).to_numpy(dtype=bool)
-    inside, outside = _within_domain(d, True), _within_domain(d, False)
-    small = as_float(d[C.ACTIVATED_TOKENS_PER_RANK]) <= decode_threshold
-    trt, cute = {C.BACKEND: "TRTLLM"}, {C.BACKEND: "CUTEDSL"}
-    mega = {C.BACKEND: "MEGAMOE_CUTEDSL"}
-    checks = [
-        (
-            "decode_megamoe_tokens_per_rank",
-            512.0,
-            "fused MEGAMOE_CUTEDSL overtakes TRTLLM (decode, CUDA graph on)",
-            trt,
-            mega,
-            C.ACTIVATED_TOKENS_PER_RANK,
-            dp & on & nvfp4 & inside,
-        ),
-        (
-            "prefill_megamoe_tokens_per_rank",
-            16384.0,
-            "fused MEGAMOE_CUTEDSL overtakes TRTLLM (prefill, CUDA graph off)",
-            trt,
-            mega,
-            C.ACTIVATED_TOKENS_PER_RANK,
-            dp & off & nvfp4 & inside,
-        ),
-        (
-            "cross_domain_dispatch_kb",
-            8192.0,
-            "ALLGATHER overtakes DEEPEPLOWLATENCY when EP crosses the NVLink domain",
-            {C.COMM: "DEEPEPLOWLATENCY"},
-            {C.COMM: "ALLGATHER"},
-            C.DISPATCH_KB,
-            dp & outside,
-        ),
-        (
-            "small_world_size",
-            8.0,
-            "CUTEDSL overtakes TRTLLM as world_size grows (decode, "
-            "small activated_tokens_per_rank)",
-            trt,
-            cute,
-            C.WORLD_SIZE,
-            dp & on & nvfp4 & inside & small,
-        ),
-        (
-            "attention_tp_cutedsl_tokens_per_rank",
-            24576.0,
-            "CUTEDSL overtakes TRTLLM under attention TP",
-            trt,
-            cute,
-            C.ACTIVATED_TOKENS_PER_RANK,
-            tp,
-        ),
-    ]
-    rows, evidence = [], []
-    for name, published, desc, opt_a, opt_b, axis, mask in checks:
-        res = find_crossovers(d.loc[mask], opt_a, opt_b, axis, min_points=min_points)
-        fit = res.crossovers.iloc[0].to_dict()
-        rows.append(
-            {
-                "name": name,
-                "field": name,
-                "description": desc,
-                "axis": axis,
-                "option_a": fit["option_a"],
-                "option_b": fit["option_b"],
-                "published": published,
-                "derived": fit["crossover"],
-                **{
-                    k: fit[k]
-                    for k in (
-                        "bracket_lo",
-                        "bracket_hi",
-                        "status",
-                        "orientation",
-                        "n_workloads",
-                        "n_models",
-                        "n_models_crossover",
-                        "model_spread",
-                        "frac_models_agree",
-                        "accuracy",
-                        "axis_min",
-                        "axis_max",
-                    )
-                },
-                "verdict": verdict(fit, published, widen),
-            }
-        )
-        evidence.append(res.evidence.assign(name=name))
-    return GuideCheck(pd.DataFrame(rows), pd.concat(evidence, ignore_index=True))
+    workloads, rows, gid = workload_table(d)
+    table, groups, evidence, loo = [], [], [], []
+    for spec in specs:
+        points = threshold_points(spec, workloads, rows, gid, decode_threshold)
+        fields, loo_rows = _slice_row(spec, points, params, consistency=True)
+        table.append({**_head(spec, 1 - alpha), **fields})
+        evidence.append(points.assign(name=spec.name))
+        if len(loo_rows):
+            loo.append(loo_rows.assign(name=spec.name))
+        for col in by:
+            for value in sorted({v for v in points[col].dropna()}, key=str):
+                part = points[points[col] == value]
+                fields, _ = _slice_row(spec, part, params, consistency=True)
+                groups.append({"by": col, "group": value, **_head(spec, 1 - alpha), **fields})
+    ev = pd.concat(evidence, ignore_index=True) if evidence else pd.DataFrame()
+    return GuideCheck(
+        pd.DataFrame(table),
+        pd.DataFrame(groups),
+        ev,
+        pd.concat(loo, ignore_index=True) if loo else pd.DataFrame(),
+    )
 
 
-def thresholds_from_check(check: GuideCheck, base: Thresholds | None = None) -> Thresholds:
-    """A ``tree.Thresholds`` with each field replaced by its derived value where the
-    check found a clean crossover (status "crossover", orientation "a_below"); other
-    fields keep ``base``'s (published defaults when None)."""
+def _usable(row: dict[str, Any]) -> bool:
+    return bool(np.isfinite(float(row["derived"])) and row["status"] in ("crossover", "noisy"))
+
+
+def thresholds_from_check(
+    check: GuideCheck | pd.DataFrame,
+    base: Thresholds | None = None,
+    names: Sequence[str] | None = None,
+) -> Thresholds:
+    """``base`` (published defaults when None) with each threshold replaced by its
+    derived value where the data locate a switch in the guide's orientation (status
+    crossover or noisy); ``names`` restricts which may be replaced. A derived attention-TP
+    value also turns on ``use_attention_tp_crossover`` (the published tree never
+    switches under attention TP)."""
+    table = check.table if isinstance(check, GuideCheck) else check
     th = base or Thresholds()
-    ok = check.table[
-        (check.table["status"] == "crossover") & (check.table["orientation"] == "a_below")
-    ]
-    values: dict[str, Any] = {r["field"]: float(r["derived"]) for r in ok.to_dict("records")}
+    values: dict[str, Any] = {}
+    for row in table.to_dict("records"):
+        if (names is None or row["name"] in names) and _usable(row):
+            values[row["field"]] = float(row["derived"])
+    if "attention_tp_cutedsl_tokens_per_rank" in values:
+        values["use_attention_tp_crossover"] = True
     return replace(th, **values)

@@ -93,6 +93,8 @@ class Recommendation:
     path: tuple[PathStep, ...]
     notes: tuple[str, ...] = field(default=())
     in_guide_coverage: bool = True
+    # moe_config.use_low_precision_moe_combine of a measured candidate (None: not set)
+    low_precision_combine: bool | None = None
 
     @property
     def phase(self) -> str:
@@ -131,7 +133,7 @@ def recommend(dep: Deployment, th: Thresholds | None = None) -> Recommendation:
     backend, ok = _step2(dep, th, info, atpr, crosses, path, notes)
     covered &= ok
     comm, force = _step3(dep, th, crosses, dkb, backend, path)
-    expected = comm if force else _auto_comm(dep, info, backend, ep, tp, path)
+    expected = comm if force else _auto_comm(dep, backend, ep, tp, path)
     return Recommendation(
         dep,
         mode,
@@ -369,27 +371,42 @@ def _step3(
     return "AUTO", False
 
 
-def _auto_comm(
-    dep: Deployment, info: cap.HardwareInfo, backend: str, ep: int, tp: int, path: list[PathStep]
-) -> str:
-    """Predict the AUTO flow's pick (first method that initialises on this platform)."""
+FORCEABLE_COMMS: tuple[str, ...] = (
+    "NVLINK_ONE_SIDED",
+    "NVLINK_TWO_SIDED",
+    "DEEPEP",
+    "DEEPEPLOWLATENCY",
+    "NCCL_EP",
+    "ALLGATHER",
+)  # the values TRTLLM_FORCE_COMM_METHOD accepts (the guide's strategy table)
 
-    def done(answer: str, result: str) -> str:
-        path.append(PathStep("AUTO", "default comm selection", f"{answer} -> {result}"))
-        return result
 
+def auto_comm(dep: Deployment, backend: str, ep: int, tp: int) -> tuple[str, str, bool]:
+    """What the AUTO flow picks for ``backend`` with MoE EP ``ep`` x TP ``tp`` on the
+    deployment's platform: (method, why, forceable). ``forceable`` is False when the
+    pick comes before the flow reads TRTLLM_FORCE_COMM_METHOD (fused MEGAMOE backend,
+    attention TP or dp_size 1, MoE TP), so a forced method would be ignored. Unknown
+    hardware counts as an 8-GPU SM100 domain without MNNVL; NCCL-EP is assumed absent."""
+    info = cap.hardware_info(dep.hardware) or cap.HardwareInfo(100, 8, False)
     if backend in cap.FUSED_COMM_BACKENDS:
-        return done("MEGAMOE backend owns the exchange", "NONE")
+        return "NONE", "MEGAMOE backend owns the exchange", False
     if not dep.attention_dp or dep.world_size == 1:
-        return done("attention TP or dp_size == 1", "NONE")
+        return "NONE", "attention TP or dp_size == 1", False
     if tp != 1:
-        return done("moe_tp_size != 1", "ALLGATHER")
+        return "ALLGATHER", "moe_tp_size != 1", False
     if info.mnnvl and ep == dep.world_size:
-        return done("MNNVL and moe_ep_size == world_size", "NVLINK_ONE_SIDED")
+        return "NVLINK_ONE_SIDED", "MNNVL and moe_ep_size == world_size", True
     if dep.num_experts % ep != 0:
-        return done("num_experts % moe_ep_size != 0", "ALLGATHER")
+        return "ALLGATHER", "num_experts % moe_ep_size != 0", True
     if info.mnnvl:
-        return done("MNNVL", "NVLINK_TWO_SIDED")
+        return "NVLINK_TWO_SIDED", "MNNVL", True
     if dep.quant in cap.BF16_ACTIVATION_QUANTS:
-        return done("BF16 activations (NCCL_EP needs NCCL-EP 0.2+; assumed absent)", "DEEPEP")
-    return done("no MNNVL, activations not BF16", "ALLGATHER")
+        return "DEEPEP", "BF16 activations (NCCL_EP needs NCCL-EP 0.2+; assumed absent)", True
+    return "ALLGATHER", "no MNNVL, activations not BF16", True
+
+
+def _auto_comm(dep: Deployment, backend: str, ep: int, tp: int, path: list[PathStep]) -> str:
+    """Predict the AUTO flow's pick (first method that initialises on this platform)."""
+    method, why, _ = auto_comm(dep, backend, ep, tp)
+    path.append(PathStep("AUTO", "default comm selection", f"{why} -> {method}"))
+    return method

@@ -1,5 +1,6 @@
-"""The FastAPI application: /api/v1 routers, OpenAPI at /docs, body limit, one error
-envelope. The composition root mounts the dashboard and static files beside it."""
+"""The FastAPI application: /api/v1 routers, OpenAPI at /docs, the entry layer
+(api/entry.py), one error envelope. The composition root mounts the dashboard (behind
+a JSON 404 for unknown /api paths) and static files beside it."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from api.auth import get_store, require_read
 from api.config import ApiConfig
+from api.entry import EntryLimits, EntryMiddleware
+from api.entry_routes import add_closed_docs
 from api.errors import install_error_handlers
 from api.jsonio import FastJSONResponse, frame_records
-from api.limits import BodyLimitMiddleware
-from api.routes import analysis, crossval, planner, runs
+from api.limits import AuthFailureLimiter, ParseBudget
+from api.routes import analysis, crossovers, crossval, planner, points, routing, runs, thresholds
 from db.store import Store
 
 
@@ -40,14 +43,18 @@ def create_api(
         version="1",
         description="Ingest and analyse TensorRT-LLM bench_moe MoE sweeps.",
         lifespan=lifespan,
-        docs_url="/docs",
-        openapi_url="/api/v1/openapi.json",
+        # closed reads close the schema and its page too (served by add_closed_docs)
+        docs_url=None if config.read_requires_token else "/docs",
+        openapi_url=None if config.read_requires_token else "/api/v1/openapi.json",
     )
     app.state.api_config = config
     app.state.store = store
-    app.add_middleware(BodyLimitMiddleware, limit=config.max_upload_bytes)
+    app.state.parse_budget = ParseBudget(config.parse_budget_bytes)
+    app.state.auth_limiter = AuthFailureLimiter(config.auth_failures_per_minute)
 
     install_error_handlers(app)
+    # added last, so outermost: it sees every request first (API, dashboard, static)
+    app.add_middleware(EntryMiddleware, limits=entry_limits(config))
 
     v1 = APIRouter(prefix="/api/v1")
 
@@ -62,7 +69,21 @@ def create_api(
     def coverage(s: Store = Depends(get_store)) -> object:
         return FastJSONResponse({"items": frame_records(s.coverage())})
 
-    for module in (runs, analysis, crossval, planner):
+    for module in (runs, analysis, crossval, planner, thresholds, points, crossovers, routing):
         v1.include_router(module.router)
     app.include_router(v1)
+    if config.read_requires_token:
+        add_closed_docs(app)
     return app
+
+
+def entry_limits(config: ApiConfig) -> EntryLimits:
+    """The entry layer's limits from the API config."""
+    return EntryLimits(
+        api_body_bytes=config.max_upload_bytes,
+        page_body_bytes=config.max_page_body_bytes,
+        body_idle_s=config.body_idle_s,
+        body_grace_s=config.body_grace_s,
+        body_min_rate=config.body_min_rate,
+        max_uploads=config.max_concurrent_uploads,
+    )

@@ -1,20 +1,26 @@
-"""Bearer-token checks as FastAPI dependencies.
+"""Token checks as FastAPI dependencies, and the dashboard gate.
 
 Writes need a token carrying the right scope (``upload`` or ``admin``; admin implies
-every scope). Reads are open unless ``ApiConfig.read_requires_token``.
+every scope). Reads are open unless ``ApiConfig.read_requires_token``. A token is taken
+as ``Authorization: Bearer <token>`` or as the password of HTTP Basic (what a browser
+holds for the closed dashboard). Failed authentications are rate-limited per client
+address (429 with ``Retry-After``); a used token gets ``last_used_at`` (throttled).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from api.config import ApiConfig
+from api.limits import AuthFailureLimiter
 from db.store import Store
 from db.tokens import TokenInfo
 
@@ -35,17 +41,83 @@ def _unauthorized(msg: str) -> HTTPException:
     return HTTPException(
         status_code=401,
         detail=[{"loc": ["header", "Authorization"], "msg": msg, "type": "unauthorized"}],
-        headers={"WWW-Authenticate": "Bearer"},
+        # Basic too: a browser then asks for it (the dashboard's credentials, /docs)
+        headers={"WWW-Authenticate": 'Bearer, Basic realm="moedash", charset="UTF-8"'},
     )
 
 
-def _token(creds: HTTPAuthorizationCredentials | None, store: Store) -> TokenInfo:
-    if creds is None:
-        raise _unauthorized("a bearer token is required (Authorization: Bearer mdt_…)")
-    info = store.tokens.verify_token(creds.credentials)
+def presented_secret(authorization: str) -> str | None:
+    """The token in an ``Authorization`` header value: a Bearer credential, or the
+    password of HTTP Basic (any user name; what a browser holds for the dashboard).
+    None when there is no credential or it cannot be decoded."""
+    scheme, _, credential = authorization.partition(" ")
+    if scheme.lower() == "bearer":
+        return credential.strip() or None
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(credential.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return decoded.partition(":")[2] or None
+    return None
+
+
+def client_address(scope_or_request: Request | Any) -> str:
+    """The client's IP address as the server saw it (``"unknown"`` without one)."""
+    client = (
+        scope_or_request.client
+        if isinstance(scope_or_request, Request)
+        else scope_or_request.get("client")
+    )
+    return str(client[0]) if client else "unknown"
+
+
+def _too_many(retry_after: int) -> HTTPException:
+    return HTTPException(
+        status_code=429,
+        detail=[
+            {
+                "loc": ["header", "Authorization"],
+                "msg": f"too many failed authentications from this address; retry after "
+                f"{retry_after} s",
+                "type": "too_many_failures",
+            }
+        ],
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
+def authenticate(
+    authorization: str, client: str, store: Store, limiter: AuthFailureLimiter
+) -> TokenInfo:
+    """The active token presented in ``authorization`` (Bearer, or Basic password).
+
+    A client over its failure limit gets 429 (``Retry-After``) before its credential is
+    even looked at; a missing or unknown token gets 401 and counts as a failure. A valid
+    token has its ``last_used_at`` recorded (at most once a minute)."""
+    retry = limiter.retry_after(client)
+    if retry is not None:
+        raise _too_many(retry)
+    secret = presented_secret(authorization)
+    if secret is None:
+        limiter.record_failure(client)
+        raise _unauthorized(
+            "a token is required (Authorization: Bearer mdt_…, or HTTP Basic with the "
+            "token as password)"
+        )
+    info = store.tokens.verify_token(secret)
     if info is None:
-        raise _unauthorized("the bearer token is unknown or revoked")
+        limiter.record_failure(client)
+        raise _unauthorized("the token is unknown or revoked")
+    store.tokens.record_use(info.token_id)
     return info
+
+
+def _token(request: Request, store: Store) -> TokenInfo:
+    limiter: AuthFailureLimiter = request.app.state.auth_limiter
+    return authenticate(
+        request.headers.get("authorization", ""), client_address(request), store, limiter
+    )
 
 
 def require_scope(scope: str) -> Callable[..., TokenInfo]:
@@ -53,10 +125,11 @@ def require_scope(scope: str) -> Callable[..., TokenInfo]:
     the scope)."""
 
     def check(
-        creds: HTTPAuthorizationCredentials | None = Depends(_bearer),
+        request: Request,
+        _creds: HTTPAuthorizationCredentials | None = Depends(_bearer),  # for OpenAPI
         store: Store = Depends(get_store),
     ) -> TokenInfo:
-        info = _token(creds, store)
+        info = _token(request, store)
         if not info.allows(scope):
             raise HTTPException(
                 status_code=403,
@@ -74,13 +147,15 @@ def require_scope(scope: str) -> Callable[..., TokenInfo]:
 
 
 def require_read(
-    creds: HTTPAuthorizationCredentials | None = Depends(_bearer),
+    request: Request,
+    _creds: HTTPAuthorizationCredentials | None = Depends(_bearer),  # for OpenAPI
     store: Store = Depends(get_store),
     config: ApiConfig = Depends(get_config),
 ) -> None:
-    """Dependency for reads: open by default, a valid token when reads are closed."""
+    """Dependency for reads: open by default, a valid token (Bearer or Basic) when
+    reads are closed."""
     if config.read_requires_token:
-        _token(creds, store)
+        _token(request, store)
 
 
 class DashboardGate:
@@ -88,44 +163,41 @@ class DashboardGate:
 
     Browsers cannot send bearer headers by themselves, so the dashboard also accepts
     HTTP Basic credentials whose password is an API token (any user name); a missing
-    or invalid token gets 401 with ``WWW-Authenticate: Basic`` so the browser asks.
+    or invalid token gets 401 with ``WWW-Authenticate: Basic`` so the browser asks, and
+    a client over its failure limit 429. Token checks run in a worker thread: a slow
+    database must not stall the event loop.
     """
 
-    def __init__(self, app: Any, store: Store) -> None:
+    def __init__(self, app: Any, store: Store, limiter: AuthFailureLimiter) -> None:
         self.app = app
         self.store = store
+        self.limiter = limiter
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or self._authorised(dict(scope.get("headers") or [])):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        body = (
-            b'{"detail":[{"loc":["header","Authorization"],'
-            b'"msg":"reads need a token (MOEDASH_READ_REQUIRES_TOKEN)","type":"unauthorized"}]}'
-        )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Basic realm="moedash", charset="UTF-8"'),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
-
-    def _authorised(self, headers: dict[bytes, bytes]) -> bool:
+        headers = dict(scope.get("headers") or [])
         value = headers.get(b"authorization", b"").decode("latin-1")
-        scheme, _, credential = value.partition(" ")
-        secret = ""
-        if scheme.lower() == "bearer":
-            secret = credential.strip()
-        elif scheme.lower() == "basic":
-            try:
-                decoded = base64.b64decode(credential.strip(), validate=True).decode("utf-8")
-            except (binascii.Error, UnicodeDecodeError):
-                return False
-            secret = decoded.partition(":")[2]
-        return bool(secret) and self.store.tokens.verify_token(secret) is not None
+        try:
+            await run_in_threadpool(
+                authenticate, value, client_address(scope), self.store, self.limiter
+            )
+        except HTTPException as exc:
+            await self._refuse(send, exc)
+            return
+        await self.app(scope, receive, send)
+
+    async def _refuse(self, send: Any, exc: HTTPException) -> None:
+        body = json.dumps({"detail": exc.detail}).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        if exc.status_code == 401:
+            headers.append((b"www-authenticate", b'Basic realm="moedash", charset="UTF-8"'))
+        for key, val in (exc.headers or {}).items():
+            if key.lower() == "retry-after":
+                headers.append((b"retry-after", val.encode()))
+        await send({"type": "http.response.start", "status": exc.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

@@ -7,11 +7,27 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ApiConfig:
-    """Limits and access rules of one API instance.
+    """Limits and access rules of one API instance. Sizes in bytes, times in seconds.
 
-    ``max_upload_bytes``: the largest accepted request body (413 above);
-    ``read_requires_token``: reads (GET) need a valid bearer token too.
+    ``max_upload_bytes``: the largest accepted API request body (413 above);
+    ``max_page_body_bytes``: the largest body to anything else (dashboard callbacks);
+    ``body_idle_s`` / ``body_min_rate``: a body stalled that long, or slower than that
+    many bytes/s after ``body_grace_s``, answers 408;
+    ``max_concurrent_uploads``: uploads in flight before 429 (``Retry-After``);
+    ``parse_budget_bytes``: upload bytes parsed at once (more wait their turn; one
+    upload larger than the budget is parsed alone);
+    ``read_requires_token``: reads (GET, /docs, the OpenAPI schema) need a valid token
+    too, as Bearer or as the password of HTTP Basic;
+    ``auth_failures_per_minute``: failed authentications per client address per minute
+    before 429.
     """
 
     max_upload_bytes: int = 512 * 1024 * 1024
+    max_page_body_bytes: int = 8 * 1024 * 1024
+    body_idle_s: float = 30.0
+    body_grace_s: float = 10.0
+    body_min_rate: float = 16 * 1024
+    max_concurrent_uploads: int = 32
+    parse_budget_bytes: int = 256 * 1024 * 1024
     read_requires_token: bool = False
+    auth_failures_per_minute: int = 30

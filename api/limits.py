@@ -1,85 +1,108 @@
-"""Request body size limit, enforced before any parsing.
-
-A declared Content-Length above the limit is refused at once; a body without one
-(chunked) is counted as it streams and cut off with 413 when it passes the limit.
-"""
+"""Limits kept per API instance: failed authentications per client, upload bytes parsed
+at once. (Body size, read timeouts and the upload cap live in the entry layer,
+:mod:`api.entry`, in front of every route.)"""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-
-class BodyTooLarge(Exception):
-    pass
-
-
-def _too_large_body(limit: int) -> bytes:
-    return json.dumps(
-        {
-            "detail": [
-                {
-                    "loc": ["body"],
-                    "msg": f"request body exceeds the limit of {limit} bytes "
-                    "(setting MOEDASH_MAX_UPLOAD_BYTES)",
-                    "type": "too_large",
-                }
-            ]
-        }
-    ).encode()
+import asyncio
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 
-class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, limit: int, prefix: str = "/api/") -> None:
-        self.app = app
-        self.limit = limit
-        self.prefix = prefix
+class AuthFailureLimiter:
+    """At most ``per_minute`` failed authentications per client address in any sliding
+    60 s window. Thread-safe (token checks run in the threadpool and in the event loop).
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._reject(send)
-            return
-        seen = 0
-        started = False
+    Only failures are counted: a client with a valid token is never slowed down. The
+    table of addresses is bounded (``max_clients``; the oldest entry goes first), so a
+    flood of spoofed addresses cannot grow it without end.
+    """
 
-        async def limited_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise BodyTooLarge
-            return message
+    WINDOW_S = 60.0
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+    def __init__(self, per_minute: int, max_clients: int = 10_000) -> None:
+        self.per_minute = per_minute
+        self.max_clients = max_clients
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
 
+    def retry_after(self, client: str, now: float | None = None) -> int | None:
+        """Seconds until ``client`` may try again (rounded up, at least 1), or None when
+        it is under the limit."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            times = self._failures.get(client)
+            if times is None:
+                return None
+            while times and times[0] <= now - self.WINDOW_S:
+                times.popleft()
+            if len(times) < self.per_minute:
+                return None
+            return max(1, math.ceil(times[0] + self.WINDOW_S - now))
+
+    def record_failure(self, client: str, now: float | None = None) -> None:
+        """Count one failed authentication of ``client``."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            times = self._failures.pop(client, None) or deque()
+            times.append(now)
+            while len(times) > self.per_minute:
+                times.popleft()  # older failures no longer decide anything
+            self._failures[client] = times  # re-inserted: dict order is recency
+            while len(self._failures) > self.max_clients:
+                self._failures.pop(next(iter(self._failures)))
+
+
+class ParseBudget:
+    """Upload bytes parsed at the same time, at most ``budget``: a parse of ``size``
+    bytes waits until it fits beside the parses in progress. One upload larger than the
+    whole budget runs when nothing else parses, so every upload gets its turn; waiters
+    are served in arrival order (no starvation of big uploads by small ones).
+
+    Why: a parse holds several times its input in Python objects; spooling bodies to
+    disk bounds what waiting uploads cost, this bounds what running parses cost.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.in_use = 0
+        self._queue: deque[tuple[int, asyncio.Future[None]]] = deque()
+
+    @asynccontextmanager
+    async def hold(self, size: int) -> AsyncIterator[None]:
+        """Hold ``size`` bytes of the budget for the block (waits for room first)."""
+        if self._queue or not self._fits(size):
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._queue.append((size, future))
+            try:
+                await future
+            except asyncio.CancelledError:
+                if future.done() and not future.cancelled():
+                    self._release(size)  # granted just as we were cancelled
+                else:
+                    self._queue.remove((size, future))
+                    self._wake()
+                raise
+        else:
+            self.in_use += size
         try:
-            await self.app(scope, limited_receive, tracking_send)
-        except BodyTooLarge:
-            if not started:
-                await self._reject(send)
+            yield
+        finally:
+            self._release(size)
 
-    async def _reject(self, send: Any) -> None:
-        body = _too_large_body(self.limit)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+    def _fits(self, size: int) -> bool:
+        return self.in_use == 0 or self.in_use + size <= self.budget
+
+    def _release(self, size: int) -> None:
+        self.in_use -= size
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._queue and self._fits(self._queue[0][0]):
+            size, future = self._queue.popleft()
+            self.in_use += size
+            future.set_result(None)

@@ -17,7 +17,17 @@ import dash
 from dash import Input, Output, dcc, html
 
 from dashboard import components as ui
-from dashboard.pages import best, crossval, overview, pareto, planner, recommend, run
+from dashboard.pages import (
+    best,
+    crossovers,
+    crossval,
+    overview,
+    pareto,
+    planner,
+    recommend,
+    run,
+    thresholds,
+)
 from service.frames import DashData
 from service.warm import start_warm_cache, warm_cache
 
@@ -30,11 +40,13 @@ PAGES: dict[str, tuple[ModuleType, str]] = {
     "/pareto": (pareto, "Pareto"),
     "/best": (best, "Best by workload"),
     "/recommend": (recommend, "Recommendations"),
+    "/thresholds": (thresholds, "Thresholds"),
     "/planner": (planner, "Planner"),
     "/crossval": (crossval, "Cross validation"),
+    "/crossovers": (crossovers, "Crossovers"),
     "/run": (run, "Run"),
 }
-_NAV = ("/", "/pareto", "/best", "/recommend", "/planner", "/crossval")
+_NAV = ("/", "/pareto", "/best", "/recommend", "/thresholds", "/planner", "/crossval", "/crossovers")
 
 
 def parse_search(search: str | None) -> dict[str, Any]:
@@ -99,6 +111,8 @@ def create_dash(data: DashData) -> dash.Dash:
         recommend.register,
         planner.register,
         crossval.register,
+        crossovers.register,
+        thresholds.register,
     ]
     for register in registrars:
         register(app, data)

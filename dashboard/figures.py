@@ -36,6 +36,7 @@ BACKEND_COLORS: dict[str, str] = {
 FRONTIER_COLORS = {"decode": "#111111", "prefill": "#6a3d9a"}
 _FALLBACK = ("#17becf", "#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78")
 _RECIPE = (C.BACKEND, C.COMM, C.PARALLEL_MODE, C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.CUDA_GRAPH)
+_WHERE = (C.WORLD_SIZE, C.ATTN, C.DISPATCH)  # named in every point's hover
 MAX_CLOUD_TRACES = 300
 
 
@@ -103,6 +104,16 @@ def _recipe_text(row: pd.Series | dict) -> str:
     )
 
 
+def _workload_text(row: pd.Series | dict) -> str:
+    """World size, attention and routing of a point (missing values as "?")."""
+    ws = row.get(C.WORLD_SIZE)
+    attn = {"D": "DP", "T": "TP"}.get(str(row.get(C.ATTN)), "?")
+    dispatch = row.get(C.DISPATCH)
+    routing = "?" if dispatch is None or pd.isna(dispatch) else str(dispatch)
+    size = "?" if ws is None or pd.isna(ws) else str(int(ws))
+    return f"world size {size} GPUs · attention {attn} · routing {routing}"
+
+
 def _hover(x: str, y: str, third: str, head: str) -> str:
     unit = {
         C.SCORE_MS: " ms",
@@ -114,6 +125,7 @@ def _hover(x: str, y: str, third: str, head: str) -> str:
         f"{head}<br>{label(x)}: %{{x:.4~g}}{unit.get(x, '')}"
         f"<br>{label(y)}: %{{y:.4~g}}{unit.get(y, '')}"
         f"<br>{label(third)}: %{{customdata[1]:.4~g}}{unit.get(third, '')}"
+        "<br>num_tokens: %{customdata[2]:.0f} tokens"
         "<extra></extra>"
     )
 
@@ -180,13 +192,17 @@ def pareto_figure(
     n_cloud_total: int | None = None,
     title: str | None = None,
 ) -> go.Figure:
-    """Candidate cloud (Scattergl, one trace per recipe, coloured by backend) with the
-    Pareto frontier on top (line + markers, one trace per phase).
+    """Candidate cloud (Scattergl, one trace per recipe x world size x attention x
+    routing, coloured by backend) with the Pareto frontier on top (line + markers, one
+    trace per phase).
 
     ``cloud`` and ``frontier`` carry ``x``, ``y``, the third metric, the recipe columns,
-    ``phase`` and ``_key`` (the row's position in the cell frame, returned in
-    ``customdata[0]`` on click). ``n_cloud_total`` is the cloud size before downsampling
-    (shown in the title when larger than what is drawn).
+    world size, attention, dispatch, num_tokens, ``phase`` and ``_key`` (the row's
+    position in the cell frame). Every trace's ``customdata`` is a numpy array with one
+    row per point: [``_key``, third metric, num_tokens]; the hover shows the recipe,
+    both axes, the third metric, num_tokens, world size, attention and routing.
+    ``n_cloud_total`` is the cloud size before downsampling (shown in the title when
+    larger than what is drawn).
     """
     third = third_metric(x, y)
     # Traces and layout are plain dicts and the figure skips plotly's per-property
@@ -196,21 +212,31 @@ def pareto_figure(
     shown_backends: set[str] = set()
     if len(cloud):
         recipe_cols = [c for c in _RECIPE if c in cloud]
-        groups = _group_rows(cloud, recipe_cols)
+        # world size, attention and routing get a trace each too, so the hover names them
+        where_cols = [c for c in _WHERE if c in cloud]
+        group_cols = recipe_cols + where_cols
+        groups = _group_rows(cloud, group_cols)
         coarse = len(groups) > MAX_CLOUD_TRACES
-        if coarse:  # too many recipes for one trace each: one trace per backend
-            groups = _group_rows(cloud, [C.BACKEND])
+        if coarse:  # too many recipes for one trace each: one per backend and workload
+            group_cols = [C.BACKEND, *where_cols]
+            groups = _group_rows(cloud, group_cols)
+            if len(groups) > MAX_CLOUD_TRACES:
+                group_cols, where_cols = [C.BACKEND], []
+                groups = _group_rows(cloud, group_cols)
         backends = sorted(str(b) for b in cloud[C.BACKEND].dropna().unique())
         xs = cloud[x].to_numpy(np.float32, na_value=np.nan)
         ys = cloud[y].to_numpy(np.float32, na_value=np.nan)
         keys = cloud[KEY].to_numpy(np.float32)
         thirds = cloud[third].to_numpy(np.float32, na_value=np.nan)
+        tokens = cloud[C.NUM_TOKENS].to_numpy(np.float32, na_value=np.nan)
         for values, rows in groups:
+            fields = dict(zip(group_cols, values, strict=True))
             backend = str(values[0])
-            head = (
-                f"<b>{backend}</b> (recipe on click)"
-                if coarse
-                else _recipe_text(dict(zip(recipe_cols, values, strict=True)))
+            head = f"<b>{backend}</b> (recipe on click)" if coarse else _recipe_text(fields)
+            where = (
+                _workload_text(fields)
+                if where_cols
+                else "world size, attention and routing on click"
             )
             traces.append(
                 dict(
@@ -228,17 +254,26 @@ def pareto_figure(
                             backend, backends.index(backend) if backend in backends else 0
                         ),
                     },
-                    customdata=np.column_stack([keys[rows], thirds[rows]]),
-                    hovertemplate=_hover(x, y, third, head),
+                    # numpy: sent as a typed array (small); the page decodes the clicked
+                    # row in the browser (dashboard.pages.pareto, CLICKED_POINT_JS)
+                    customdata=np.column_stack([keys[rows], thirds[rows], tokens[rows]]),
+                    hovertemplate=_hover(x, y, third, f"{head}<br>{where}"),
                 )
             )
             shown_backends.add(backend)
     for phase, part in frontier.groupby(C.PHASE, observed=True, sort=True) if len(frontier) else []:
         part = part.sort_values(x, kind="mergesort")
         custom = np.column_stack(
-            [part[KEY].to_numpy(np.float64), part[third].to_numpy(np.float64, na_value=np.nan)]
+            [
+                part[KEY].to_numpy(np.float64),
+                part[third].to_numpy(np.float64, na_value=np.nan),
+                part[C.NUM_TOKENS].to_numpy(np.float64, na_value=np.nan),
+            ]
         )
-        text = [_recipe_text(r) for r in part[list(_RECIPE)].to_dict("records")]
+        cols = [c for c in (*_RECIPE, *_WHERE) if c in part]
+        text = [
+            f"{_recipe_text(r)}<br>{_workload_text(r)}" for r in part[cols].to_dict("records")
+        ]
         traces.append(
             dict(
                 type="scatter",

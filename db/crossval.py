@@ -20,6 +20,7 @@ Contract
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 from collections.abc import Mapping, Sequence
@@ -48,7 +49,12 @@ from db.crossval_writes import (
 )
 from db.dialects import plain_scalar as _plain
 from db.errors import UniqueViolation
-from db.schema_crossval import crossval_outcomes, serving_imports, serving_workloads
+from db.schema_crossval import (
+    crossval_ledgers,
+    crossval_outcomes,
+    serving_imports,
+    serving_workloads,
+)
 from db.session import Database
 
 
@@ -199,11 +205,50 @@ class CrossvalRepository:
             frame[name] = pd.to_numeric(frame[name]).astype("float64")
         return frame
 
+    # ------------------------------------------------------------------ stored ledger
+    def stored_ledger(self, key: str) -> list[dict[str, Any]] | None:
+        """The ledger rows stored under ``key`` (JSON-decoded records), None if absent."""
+        t = crossval_ledgers
+        with self._db.read("stored_ledger") as conn:
+            text = conn.execute(
+                sa.select(t.c.ledger_json).where(t.c.ledger_key == key)
+            ).scalar_one_or_none()
+        return None if text is None else list(json.loads(text))
+
+    def store_ledger(self, key: str, rows: list[dict[str, Any]], compute_ms: float) -> None:
+        """Store ledger ``rows`` (JSON-safe records) under ``key`` and drop every other
+        key in the same transaction (a new sweep or import supersedes them). A
+        concurrent writer of the same key wins silently (same inputs, same rows)."""
+        t = crossval_ledgers
+        text = json.dumps(rows, separators=(",", ":"), allow_nan=False)
+        try:
+            with self._db.write("store_ledger") as conn:
+                conn.execute(t.delete())
+                conn.execute(
+                    t.insert().values(
+                        ledger_key=key,
+                        computed_at=dt.datetime.now(dt.UTC),
+                        n_rows=len(rows),
+                        compute_ms=float(compute_ms),
+                        ledger_json=text,
+                    )
+                )
+        except UniqueViolation:
+            return
+
+    def stored_ledger_keys(self) -> pd.DataFrame:
+        """Stored ledger keys with computed_at, n_rows and compute_ms (no rows)."""
+        t = crossval_ledgers
+        cols = [t.c.ledger_key, t.c.computed_at, t.c.n_rows, t.c.compute_ms]
+        with self._db.read("stored_ledger_keys") as conn:
+            rows = conn.execute(sa.select(*cols)).all()
+        return pd.DataFrame([tuple(r) for r in rows], columns=[c.name for c in cols])
+
     def crossval_counts(self) -> dict[str, int]:
         """Row count of each cross-validation table (tests use it to prove no writes)."""
         out = {}
         with self._db.read("crossval_counts") as conn:
-            for table in (serving_imports, serving_workloads, crossval_outcomes):
+            for table in (serving_imports, serving_workloads, crossval_outcomes, crossval_ledgers):
                 n = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar()
                 out[table.name] = int(n or 0)
         return out

@@ -22,6 +22,7 @@ OUTCOME_STORE_COLUMNS: tuple[str, ...] = (
     cc.TPS_DEPLOYED,
     cc.TPS_CANDIDATE,
     cc.TPS_CANDIDATE_PR,
+    cc.TPS_DEPLOYED_PR,
     "source",
     "notes",
     "created_at",
@@ -30,7 +31,7 @@ OUTCOME_STORE_COLUMNS: tuple[str, ...] = (
 # Columns a serving_workloads filter may name.
 WORKLOAD_FILTER_COLUMNS: frozenset[str] = frozenset({cc.WORKLOAD_ID, *WORKLOAD_KEY_COLUMNS})
 
-TPS_FIELDS = (cc.TPS_DEPLOYED, cc.TPS_CANDIDATE, cc.TPS_CANDIDATE_PR)
+TPS_FIELDS = (cc.TPS_DEPLOYED, cc.TPS_CANDIDATE, cc.TPS_CANDIDATE_PR, cc.TPS_DEPLOYED_PR)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,12 +68,14 @@ class ServingImportResult:
 @dataclasses.dataclass(frozen=True)
 class OutcomeRecord:
     """One end-to-end measurement of a Mismatch (see ``analysis.crossval.E2EOutcome``):
-    tokens/s/user served with the deployed config and with the bench_moe candidate."""
+    tokens/s/user served with the deployed config and with the bench_moe candidate, each
+    optionally re-run under perfect routing (the pair is compared like for like)."""
 
     workload_id: str
     tps_per_user_deployed: float
     tps_per_user_candidate: float
     tps_per_user_candidate_perfect_routing: float | None = None
+    tps_per_user_deployed_perfect_routing: float | None = None
     source: str | None = None
     notes: str | None = None
 

@@ -14,6 +14,7 @@ the dialect.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -161,12 +162,30 @@ def _categorical(col: pa.ChunkedArray) -> pd.Categorical:
 def is_unique_violation(exc: BaseException) -> bool:
     """True when a database error says a unique/primary-key constraint was violated."""
     text = str(getattr(exc, "orig", exc)).lower()
+    if "could not set lock" in text:  # DuckDB's "Conflicting lock is held": not a key
+        return False
     return (
         "unique" in text
         or "duplicate key" in text
         or "primary key" in text
         or "conflict" in text  # DuckDB: "Transaction conflict" on concurrent same-key writes
     )
+
+
+_LOCK = re.compile(
+    r'could not set lock on file "(?P<path>[^"]+)".*?held in (?P<prog>.+?) \(PID (?P<pid>\d+)\)',
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def lock_holder(exc: BaseException) -> tuple[str, str, int] | None:
+    """``(file, program, pid)`` when a DuckDB error says another process holds the file's
+    lock (DuckDB's text names the holder: "Conflicting lock is held in <prog> (PID n)"),
+    else None."""
+    match = _LOCK.search(str(getattr(exc, "orig", exc)))
+    if match is None:
+        return None
+    return match["path"], match["prog"].strip(), int(match["pid"])
 
 
 def plain_scalar(value: Any) -> Any:

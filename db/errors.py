@@ -40,3 +40,19 @@ class Conflict(StoreError):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+
+class DatabaseLocked(StoreError):
+    """An embedded DuckDB file is held by another process. The message is one line naming
+    the file, the holding process and the remedy (stop it, or use PostgreSQL, which serves
+    any number of processes)."""
+
+    def __init__(self, path: str, program: str, pid: int) -> None:
+        super().__init__(
+            f"database file {path} is in use by another process (PID {pid}, {program}): "
+            "an embedded DuckDB file serves one process at a time; stop that process, or "
+            "use PostgreSQL (MOEDASH_DATABASE_URL=postgresql://...) to run several"
+        )
+        self.path = path
+        self.program = program
+        self.pid = pid

@@ -1,7 +1,7 @@
 """Cross-validation tables: serving-config imports, mapped workloads, end-to-end outcomes.
 
 Defined on the same :data:`db.schema.metadata` as the core tables and created by
-revision 0003. Column names come from ``analysis.columns`` / ``analysis.crossval_columns``
+revisions 0003 and 0005. Column names come from ``analysis.columns`` / ``analysis.crossval_columns``
 so stored rows and the analysis frames agree by construction. No FOREIGN KEYs, for the
 same reason as ``runs`` (DuckDB); :mod:`db.crossval` keeps references consistent.
 """
@@ -83,10 +83,30 @@ crossval_outcomes = sa.Table(
     sa.Column(cc.TPS_DEPLOYED, sa.Float(precision=53), nullable=False),
     sa.Column(cc.TPS_CANDIDATE, sa.Float(precision=53), nullable=False),
     sa.Column(cc.TPS_CANDIDATE_PR, sa.Float(precision=53)),
+    # Paired with the candidate's perfect-routing run (revision 0005).
+    sa.Column(cc.TPS_DEPLOYED_PR, sa.Float(precision=53)),
     sa.Column("source", sa.Text),
     sa.Column("notes", sa.Text),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True)),
 )
 
-CROSSVAL_TABLES: tuple[sa.Table, ...] = (serving_imports, serving_workloads, crossval_outcomes)
+# The computed ledger (revision 0005): one row per input version - the stored bench_moe
+# runs, the serving-config imports and the token tolerance, spelled out in ledger_key -
+# holding every ledger row as JSON. Only the newest key is kept (db.crossval).
+crossval_ledgers = sa.Table(
+    "crossval_ledgers",
+    metadata,
+    sa.Column("ledger_key", sa.Text, primary_key=True),
+    sa.Column("computed_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("n_rows", sa.BigInteger, nullable=False),
+    sa.Column("compute_ms", sa.Float(precision=53), nullable=False),
+    sa.Column("ledger_json", sa.Text, nullable=False),
+)
+
+CROSSVAL_TABLES: tuple[sa.Table, ...] = (
+    serving_imports,
+    serving_workloads,
+    crossval_outcomes,
+    crossval_ledgers,
+)

@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from db import dialects
-from db.errors import StoreError, UniqueViolation
+from db.errors import DatabaseLocked, StoreError, UniqueViolation
 
 
 def normalise_url(url: str) -> str:
@@ -105,6 +105,9 @@ class Database:
 
 def _translate(op: str, exc: Exception, *, writing: bool) -> StoreError:
     orig: Any = getattr(exc, "orig", None) or exc
+    holder = dialects.lock_holder(orig)
+    if holder is not None:
+        return DatabaseLocked(*holder)
     # First line only: DuckDB appends the offending SQL, PostgreSQL its DETAIL/HINT
     # lines; the full text stays on ``__cause__`` for the server log.
     lines = str(orig).strip().splitlines()

@@ -16,6 +16,8 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets
+import threading
+import time
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -48,7 +50,8 @@ class TokenInfo:
 
 
 def hash_secret(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+    # surrogatepass: a secret that is not valid Unicode must fail to match, not crash
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def new_secret() -> str:
@@ -109,6 +112,9 @@ class TokenRepository:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        # token_id -> monotonic time of our last last_used_at write (see record_use)
+        self._used: dict[int, float] = {}
+        self._used_lock = threading.Lock()
 
     def create_token(self, name: str, scopes: Sequence[str]) -> tuple[TokenInfo, str]:
         """Create a token; returns its info and the secret (shown once, never stored).
@@ -170,3 +176,27 @@ class TokenRepository:
         if info is None or not info.active:
             return None
         return info
+
+    def record_use(self, token_id: int, *, min_interval_s: float = 60.0) -> bool:
+        """Set ``last_used_at`` of a token to now, at most once per ``min_interval_s``
+        seconds per token, so authenticated reads do not each become a write. Throttled
+        twice: in this process (no statement at all within the interval) and in SQL (the
+        row is updated only when its stored time is older than the interval, so several
+        replicas do not each write it). Returns True when this call wrote the row."""
+        now_mono = time.monotonic()
+        with self._used_lock:
+            last = self._used.get(token_id)
+            if last is not None and now_mono - last < min_interval_s:
+                return False
+            self._used[token_id] = now_mono
+        now = dt.datetime.now(dt.UTC)
+        t = schema.api_tokens
+        stale = sa.or_(
+            t.c.last_used_at.is_(None),
+            t.c.last_used_at < now - dt.timedelta(seconds=min_interval_s),
+        )
+        with self._db.write("record_token_use") as conn:
+            result = conn.execute(
+                t.update().where(t.c.token_id == token_id, stale).values(last_used_at=now)
+            )
+        return bool(result.rowcount)

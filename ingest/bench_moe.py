@@ -219,6 +219,7 @@ def _run_fields(
         commit = env_commit if len(env_commit) >= len(commit) else commit
     commit = commit or env_commit
     quant = check_text(model.get("quant_algo"), "model.quant_algo", 64)
+    _require_shape(model)
     block_dumps = {
         name: (dumps(top[name], nonfinite=doc.may_have_nonfinite(name)) if name in top else None)
         for name in ("model", "environment", "search", "base_config", "rankings")
@@ -252,6 +253,23 @@ def _run_fields(
         "base_config_json": block_dumps["base_config"],
         "rankings_json": block_dumps["rankings"],
     }
+
+
+# Without these the analysis cannot place a run (activated tokens per rank needs top_k
+# and num_experts, dispatch volume hidden_size): a report lacking one is refused, not
+# stored to silently vanish from those views.
+REQUIRED_MODEL_FIELDS = ("num_experts", "top_k", "hidden_size")
+
+
+def _require_shape(model: dict[str, Any]) -> None:
+    missing = [k for k in REQUIRED_MODEL_FIELDS if model.get(k) is None]
+    if missing:
+        names = ", ".join(f"model.{k}" for k in missing)
+        raise InputError(
+            f"model.{missing[0]}",
+            f"missing {names}: required (with num_experts, top_k and hidden_size the "
+            "report's runs can be placed by activated tokens per rank and dispatch volume)",
+        )
 
 
 def _text_or_number(value: Any, field: str) -> str | None:

@@ -18,7 +18,7 @@ from ingest import legacy
 from ingest.comm import resolve_comm
 from ingest.errors import InputError
 from ingest.failures import categorize
-from ingest.fields import Warnings, _shown, check_text, json_type
+from ingest.fields import Warnings, _shown, check_text, escape_controls, json_type
 from ingest.lenient_json import dumps
 from ingest.parallel_modes import ParallelModeError, attn_family, normalize_mode, resolve_layout
 
@@ -134,6 +134,8 @@ class RowFlattener:
         skip_reason = row.get("skip_reason")
         if skip_reason is not None and type(skip_reason) is not str:
             raise _err(i, "skip_reason", "a string or null", skip_reason)
+        if skip_reason is not None:
+            skip_reason = escape_controls(skip_reason)
 
         num_tokens = wl.get("num_tokens")
         if type(num_tokens) is not int:
@@ -207,9 +209,13 @@ class RowFlattener:
         autotune = ins.get("autotune_status")
         if autotune is not None and type(autotune) is not str:
             raise _err(i, "instrumentation.autotune_status", "a string or null", autotune)
+        if autotune is not None:
+            autotune = escape_controls(autotune)
         bottleneck = row.get("bottleneck")
         if bottleneck is not None and type(bottleneck) is not str:
             raise _err(i, "bottleneck", "a string or null", bottleneck)
+        if bottleneck is not None:
+            bottleneck = escape_controls(bottleneck)
 
         score = self._num(i, lat, "score")
         raw_score = self._num(i, lat, "raw_score")

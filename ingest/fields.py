@@ -60,6 +60,18 @@ def check_text(value: Any, field: str, max_length: int) -> str | None:
     return value
 
 
+def escape_controls(value: str) -> str:
+    """Free text (a skip reason, an error message) with control characters other than
+    tab, newline and carriage return written as visible ``\\xNN`` escapes (NUL becomes
+    the four characters ``\\x00``). PostgreSQL cannot store NUL in text and a terminal
+    or page should not receive raw escape sequences; escaping (rather than refusing)
+    keeps a report whose failure message carries ANSI colour codes, with the same stored
+    text on DuckDB and PostgreSQL."""
+    if not _CONTROL_EXCEPT_WHITESPACE.search(value):
+        return value
+    return _CONTROL_EXCEPT_WHITESPACE.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+
+
 def expect_int(value: Any, field: str, minimum: int | None = None) -> int | None:
     """An integer (not a boolean, within ±2**62, ≥ ``minimum``) or None."""
     if value is None:

@@ -1,5 +1,7 @@
 """``create_app(settings)``: the API, the Dash dashboard mounted at / and ``static/`` at
-/static, in one process over one store."""
+/static, in one process over one store. The API's entry layer (``api/entry.py``: body
+limits, read timeouts, the upload cap) is the outermost middleware of the app, so it
+guards the dashboard mount and the static files as well as the API."""
 
 from __future__ import annotations
 
@@ -31,7 +33,14 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     on_stop: list[Callable[[], object]] = [store.close] if owned else []
     config = ApiConfig(
         max_upload_bytes=settings.max_upload_bytes,
+        max_page_body_bytes=settings.max_page_body_bytes,
+        body_idle_s=settings.body_idle_s,
+        body_grace_s=settings.body_grace_s,
+        body_min_rate=settings.body_min_rate,
+        max_concurrent_uploads=settings.max_concurrent_uploads,
+        parse_budget_bytes=settings.parse_budget_bytes,
         read_requires_token=settings.read_requires_token,
+        auth_failures_per_minute=settings.auth_failures_per_minute,
     )
     app = create_api(store, config, on_start=on_start, on_stop=on_stop)
     app.state.settings = settings
@@ -50,6 +59,7 @@ def _mount_dashboard(
 
     from api.auth import DashboardGate
     from api.compress import CachedGZipMiddleware
+    from api.entry_routes import ApiFallback
     from dashboard.app import create_dash  # lazy: the API alone never loads Dash
     from service.frames import DashData
 
@@ -61,8 +71,9 @@ def _mount_dashboard(
     ui: Any = CachedGZipMiddleware(WSGIMiddleware(dash_app.server))  # type: ignore[arg-type]
     if settings.read_requires_token:
         # closed reads close the dashboard too (HTTP Basic, password = API token)
-        ui = DashboardGate(ui, store)
-    app.mount("/", ui)
+        ui = DashboardGate(ui, store, app.state.auth_limiter)
+    # an /api/... path no API route served gets a JSON 404/405, not the dashboard's page
+    app.mount("/", ApiFallback(app, ui))
     if settings.warm_cache:  # a daemon thread: serving starts at once
         from dashboard.app import start_warm_cache
 

@@ -25,8 +25,38 @@ class Settings(BaseSettings):
         ge=1024,
         description="Largest accepted upload body, in bytes (413 above).",
     )
+    max_page_body_bytes: int = Field(
+        8 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body to anything but the API (dashboard callbacks), "
+        "in bytes (413 above).",
+    )
+    body_idle_s: float = Field(
+        30.0, gt=0, description="Seconds a request body may stall before 408."
+    )
+    body_min_rate: float = Field(
+        16 * 1024,
+        ge=0,
+        description="Slowest accepted body pace, bytes/s, enforced after body_grace_s (408).",
+    )
+    body_grace_s: float = Field(
+        10.0, ge=0, description="Seconds a body may arrive slower than body_min_rate."
+    )
+    max_concurrent_uploads: int = Field(
+        32, ge=1, description="Uploads in progress at once before 429 with Retry-After."
+    )
+    parse_budget_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1024,
+        description="Upload bytes parsed at the same time; more wait (on disk) for room.",
+    )
     read_requires_token: bool = Field(
-        False, description="When true, reads (GET) also need a valid bearer token."
+        False,
+        description="When true, reads (GET, the dashboard, /docs, the OpenAPI schema) also "
+        "need a valid token (Bearer, or HTTP Basic with the token as password).",
+    )
+    auth_failures_per_minute: int = Field(
+        30, ge=1, description="Failed authentications per client address per minute before 429."
     )
     demo_on_empty: bool = Field(
         True, description="`moedash serve` loads the synthetic demo dataset into an empty database."

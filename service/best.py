@@ -1,8 +1,11 @@
 """Best configuration per workload: the API's table of a scope and the page's of a cell.
 
-Both are ``analysis.best.best_by_workload`` over successful candidates, with columns of
-each winner's own row attached (:func:`with_winner_columns`); they differ only in the
-slice and in which columns are attached, so the winners agree (a parity test checks).
+Both are ``analysis.best.best_by_workload`` over the successful candidates of one
+routing pattern (``service.scope.routed_frame``: the asked ``dispatch``, by default
+balanced where present), ranking configurations (median over repeat runs, or the
+latest run: ``repeats``), with columns of each winner's own row attached
+(:func:`with_winner_columns`); they differ only in the slice and in which columns are
+attached, so the winners agree (a parity test checks).
 """
 
 from __future__ import annotations
@@ -16,17 +19,19 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis.best import GROUPINGS, best_by_workload
+from analysis.identity import REPEATS, Repeats
 from service.frames import Cell, DashData
-from service.scope import Scope, provenance, scoped_frame
+from service.scope import Routing, Scope, provenance, routed_frame
 
 Grouping = Literal["bench_moe", "dashboard"]
 # winner columns the API attaches per grouping (its response shape)
 API_WINNER_COLUMNS: dict[str, tuple[str, ...]] = {
-    "bench_moe": (),
+    "bench_moe": (C.DISPATCH,),
     "dashboard": (C.ACTIVATED_TOKENS_PER_RANK, C.DISPATCH_KB),
 }
 # winner columns the Best page shows next to every workload
 PAGE_WINNER_COLUMNS: tuple[str, ...] = (
+    C.DISPATCH,
     C.WORLD_SIZE,
     C.PHASE,
     C.ACTIVATED_TOKENS_PER_RANK,
@@ -83,46 +88,93 @@ def with_winner_columns(
 
 @dataclass(frozen=True)
 class BestTable:
-    """One row per workload (``items``), its grouping and where the rows came from."""
+    """One row per workload (``items``), its grouping, where the rows came from, the
+    routing pattern they cover and how repeats were combined."""
 
     items: pd.DataFrame
     grouping: str
     provenance: dict[str, Any]
+    routing: Routing | None = None
+    repeats: str = "median"
 
 
-def best_table(data: DashData, scope: Scope, grouping: Grouping = "dashboard") -> BestTable:
-    """``best_by_workload`` of the scope's successful candidates under ``grouping``; the
-    dashboard grouping also carries each winner's activated_tokens_per_rank and
-    dispatch_kb. Cached per scope, grouping and store version."""
-    df = scoped_frame(data, scope)
+def best_table(
+    data: DashData, scope: Scope, grouping: Grouping = "dashboard", repeats: Repeats = "median"
+) -> BestTable:
+    """``best_by_workload`` of the scope's successful candidates of one routing pattern
+    under ``grouping`` (configurations: ``repeats``); the bench_moe grouping carries
+    each winner's dispatch, the dashboard grouping its activated_tokens_per_rank and
+    dispatch_kb. Cached per scope, grouping, repeats and store version. An unknown
+    ``dispatch`` raises :class:`~service.errors.InvalidQuery`."""
+    df, routing = routed_frame(data, scope)
 
     def compute() -> pd.DataFrame:
         if df.empty:
             return pd.DataFrame()
-        table = best_by_workload(df, grouping=grouping)
+        table = best_by_workload(df, grouping=grouping, repeats=repeats)
         return with_winner_columns(table, df, API_WINNER_COLUMNS[grouping])
 
-    items = data.cached(("best-scope", scope.key(), grouping), compute)
-    return BestTable(items, grouping, provenance(df))
+    items = data.cached(("best-scope", scope.key(), grouping, repeats), compute)
+    return BestTable(items, grouping, provenance(df), routing, repeats)
+
+
+@dataclass(frozen=True)
+class CellBest:
+    """The Best page's answer: the table and the routing pattern it covers."""
+
+    table: pd.DataFrame
+    routing: Routing
+
+
+def cell_best(
+    data: DashData,
+    cell: Cell,
+    grouping: str,
+    ws: int | None = None,
+    dispatch: str | None = None,
+    repeats: Repeats = "median",
+) -> CellBest:
+    """The Best page's table of one cell (world size ``ws`` when given): the same
+    answer as :func:`best_table` for that scope, with each winner's
+    :data:`PAGE_WINNER_COLUMNS`. Cached per cell, grouping, ws, dispatch, repeats and
+    store version. An unknown grouping or repeats raises ValueError, an unknown
+    dispatch :class:`~service.errors.InvalidQuery`."""
+    if grouping not in GROUPINGS:
+        raise ValueError(f"unknown grouping {grouping!r}; use {sorted(GROUPINGS)}")
+    if repeats not in REPEATS:
+        raise ValueError(f"unknown repeats {repeats!r}; use {list(REPEATS)}")
+    scope = Scope(
+        model=cell.model, hardware=cell.hardware, quant=cell.quant, world_size=ws, dispatch=dispatch
+    )
+
+    def compute() -> CellBest:
+        frame, routing = routed_frame(data, scope)
+        if frame.empty:
+            return CellBest(pd.DataFrame(), routing)
+        table = best_by_workload(frame, grouping, repeats=repeats)
+        return CellBest(with_winner_columns(table, frame, PAGE_WINNER_COLUMNS), routing)
+
+    return data.cached(("best", cell, grouping, ws, dispatch, repeats), compute)
 
 
 def cell_best_table(
-    data: DashData, cell: Cell, grouping: str, ws: int | None = None
+    data: DashData,
+    cell: Cell,
+    grouping: str,
+    ws: int | None = None,
+    dispatch: str | None = None,
+    repeats: Repeats = "median",
 ) -> pd.DataFrame:
-    """The Best page's table of one cell: ``best_by_workload`` with each winner's
-    :data:`PAGE_WINNER_COLUMNS`; only world size ``ws`` when given. Cached per cell,
-    grouping and store version. An unknown grouping raises ValueError."""
-    if grouping not in GROUPINGS:
-        raise ValueError(f"unknown grouping {grouping!r}; use {sorted(GROUPINGS)}")
+    """``cell_best(...).table`` (see :func:`cell_best`)."""
+    return cell_best(data, cell, grouping, ws, dispatch, repeats).table
 
-    def compute() -> pd.DataFrame:
-        frame = data.cell_frame(cell)
-        return with_winner_columns(best_by_workload(frame, grouping), frame, PAGE_WINNER_COLUMNS)
 
-    table = data.cached(("best", cell, grouping), compute)
-    if ws is not None and not table.empty:
-        table = table[table[C.WORLD_SIZE].to_numpy() == ws]
-    return table
+def dispatch_options(data: DashData, cell: Cell, ws: int | None = None) -> tuple[list[str], str]:
+    """(routing patterns of the cell's successful candidates, sorted; the default one)."""
+    routing = routed_frame(
+        data, Scope(model=cell.model, hardware=cell.hardware, quant=cell.quant, world_size=ws)
+    )[1]
+    return list(routing.known), (routing.used[0] if routing.used else "")
 
 
 def world_sizes(data: DashData, cell: Cell) -> list[int]:

@@ -1,15 +1,18 @@
 """Cross-validation reads: deployed serving configs against the bench_moe ranking.
 
-The ledger (``analysis.crossval.ledger``) and the guide's summary table are computed on
-request from the stored serving workloads and the stored successful candidates of the
-same models and hardware, so they always reflect the latest uploads. ``GET
-/api/v1/crossval/ledger`` and ``/summary`` call :func:`compute_ledger` and
-:func:`summary_table`; the /crossval page calls :func:`crossval_view`, which is the same
-two functions with the ledger cached per store version and serving-config import.
+The ledger (``analysis.crossval.ledger``) of every stored workload is computed once per
+input version - the stored runs (count, newest id), the serving-config imports (count,
+newest id) and the token tolerance - and stored (``store.crossval.store_ledger``): at
+``import-serving`` time, else on the first read after a sweep upload. Every read (API,
+page, CLI) goes through :func:`compute_ledger`, which filters that stored ledger, then
+applies a match rule (``analysis.crossval_rules``). ``GET /api/v1/crossval/ledger`` and
+``/summary`` call :func:`compute_ledger` and :func:`summary_table`; the /crossval page
+calls :func:`crossval_view`, the same functions.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +22,11 @@ from analysis import columns as C
 from analysis import crossval_columns as cc
 from analysis.crossval import DEFAULT_BAND_PCT, DEFAULT_TOKEN_TOLERANCE, ledger, outcomes_frame
 from analysis.crossval import summary as summary_of
+from analysis.crossval_guide import compare
+from analysis.crossval_rules import DEFAULT_NOISE_PCT, DEFAULT_RULE, RULES, apply_rule, match_flags
+from analysis.crossval_sweeps import row_command
 from db.crossval_records import iter_outcome_records
+from db.dialects import plain_scalar
 from db.store import Store
 from service.frames import DashData
 
@@ -28,6 +35,7 @@ STATUSES: tuple[str, ...] = (cc.MATCH, cc.MISMATCH, cc.NO_DATA, cc.NOT_MAPPABLE)
 # Accepted ranges, for the API's query parameters and the page's inputs alike.
 TOL_RANGE: tuple[float, float] = (1.0, 1024.0)  # nearest num_tokens within this factor
 BAND_RANGE: tuple[float, float] = (0.0, 100.0)  # ±band (%) within which an outcome is Flat
+NOISE_RANGE: tuple[float, float] = (0.0, 100.0)  # rule within_noise: gap (%) still a Match
 
 # Candidate columns the ledger reads (run columns always come with candidate_frame).
 LEDGER_CANDIDATE_COLUMNS: tuple[str, ...] = (
@@ -82,6 +90,75 @@ def serving_imports(store: Store) -> pd.DataFrame:
 
 
 def compute_ledger(
+    store: Store,
+    filters: dict[str, Any],
+    token_tolerance: float = DEFAULT_TOKEN_TOLERANCE,
+    rule: str = DEFAULT_RULE,
+    noise_pct: float = DEFAULT_NOISE_PCT,
+    base: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The stored ledger (:func:`full_ledger`, or ``base`` when the caller holds it)
+    narrowed to ``filters`` (model, hardware, phase, mappable), with ``rule`` applied
+    (``apply_rule``: status, cause, reason and the bench_moe command of every "no data"
+    row). Ledger order = workload order."""
+    led = full_ledger(store, token_tolerance) if base is None else base
+    return apply_rule(narrow_filters(led, filters), rule, noise_pct, row_command)
+
+
+def narrow_filters(led: pd.DataFrame, filters: dict[str, Any]) -> pd.DataFrame:
+    """Rows of ``led`` matching ``workload_filters`` output (None = any)."""
+    keep = pd.Series(True, index=led.index)
+    for col in (C.MODEL, C.HARDWARE, cc.PHASE):
+        if filters.get(col) is not None:
+            keep &= led[col].astype("string").fillna("") == str(filters[col])
+    if filters.get(cc.MAPPABLE) is not None:
+        keep &= (led[cc.STATUS] != cc.NOT_MAPPABLE) == bool(filters[cc.MAPPABLE])
+    return led[keep].reset_index(drop=True)
+
+
+def ledger_key(store: Store, token_tolerance: float) -> str:
+    """The stored ledger's input version: runs (count, newest id), serving imports
+    (count, newest id), token tolerance."""
+    page = store.list_runs(limit=1)
+    newest = int(page.items[C.RUN_ID].iloc[0]) if len(page.items) else 0
+    imports = store.crossval.serving_imports()
+    latest = int(imports["import_id"].max()) if len(imports) else 0
+    return f"runs={page.total}:{newest}|imports={len(imports)}:{latest}|tol={token_tolerance!r}"
+
+
+def full_ledger(store: Store, token_tolerance: float = DEFAULT_TOKEN_TOLERANCE) -> pd.DataFrame:
+    """The exact-rule ledger of every stored workload: read from the store when stored
+    for the current :func:`ledger_key`, else computed (:func:`build_ledger`) and stored."""
+    key = ledger_key(store, token_tolerance)
+    rows = store.crossval.stored_ledger(key)
+    if rows is not None:
+        return ledger_frame(rows)
+    return refresh_ledger(store, token_tolerance)
+
+
+def refresh_ledger(store: Store, token_tolerance: float = DEFAULT_TOKEN_TOLERANCE) -> pd.DataFrame:
+    """Compute the ledger of every stored workload and store it under the current key."""
+    key = ledger_key(store, token_tolerance)
+    start = time.perf_counter()
+    led = build_ledger(store, {}, token_tolerance)
+    ms = (time.perf_counter() - start) * 1000
+    store.crossval.store_ledger(key, ledger_records(led), ms)
+    return led
+
+
+def ledger_records(led: pd.DataFrame) -> list[dict[str, Any]]:
+    """Ledger rows as JSON-safe records (NA -> None, numpy scalars -> Python)."""
+    return [{k: plain_scalar(v) for k, v in r.items()} for r in led.to_dict("records")]
+
+
+def ledger_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Stored records back to a ledger typed exactly like ``analysis.crossval.ledger``."""
+    empty = ledger(pd.DataFrame(columns=list(cc.WORKLOAD_COLUMNS)), pd.DataFrame())
+    frame = pd.DataFrame(rows, columns=list(cc.LEDGER_COLUMNS))
+    return frame.astype({str(k): str(v) for k, v in empty.dtypes.items() if str(v) != "object"})
+
+
+def build_ledger(
     store: Store, filters: dict[str, Any], token_tolerance: float = DEFAULT_TOKEN_TOLERANCE
 ) -> pd.DataFrame:
     """``analysis.crossval.ledger`` over the stored workloads matching ``filters`` and the
@@ -191,24 +268,61 @@ def choices(data: DashData) -> tuple[list[str], list[str]]:
 
 
 def cached_ledger(
-    data: DashData, model: str | None, hardware: str | None, tol: float
+    data: DashData,
+    model: str | None,
+    hardware: str | None,
+    tol: float,
+    rule: str = DEFAULT_RULE,
+    noise: float = DEFAULT_NOISE_PCT,
 ) -> pd.DataFrame:
     """:func:`compute_ledger` of every stored workload of one model and hardware (None:
-    all; every phase), cached per store version and serving-config import."""
+    all; every phase), cached in memory per store version and serving-config import."""
+
+    version = (data.version(), import_key(data))
 
     def load() -> pd.DataFrame:
-        return compute_ledger(data.store, workload_filters(model, hardware, None), tol)
+        base = data.cached(("crossval-full", tol, version), lambda: full_ledger(data.store, tol))
+        filters = workload_filters(model, hardware, None)
+        return compute_ledger(data.store, filters, tol, rule, noise, base)
 
-    return data.cached(("crossval-ledger", model, hardware, tol, import_key(data)), load)
+    return data.cached(("crossval-ledger", model, hardware, tol, rule, noise, version), load)
+
+
+def rules_side_by_side(exact: pd.DataFrame, noise: float = DEFAULT_NOISE_PCT) -> pd.DataFrame:
+    """Per (Model, Hardware) with compared workloads: the summary's Match cell under each
+    rule (columns Model, Hardware, then one per rule in ``RULES`` order), from the
+    exact-rule ledger ``exact`` and ``match_flags`` (no reasons rebuilt)."""
+    flags = match_flags(exact, noise)
+    compared = exact[cc.STATUS].isin([cc.MATCH, cc.MISMATCH])
+    out: pd.DataFrame | None = None
+    for rule in RULES:
+        led = exact[[C.MODEL, C.HARDWARE, cc.PHASE, cc.WORKLOAD_ID, cc.STATUS]].copy()
+        led.loc[compared, cc.STATUS] = flags[rule][compared].map({True: cc.MATCH, False: cc.MISMATCH})
+        s = summary_of(led, ())[[cc.S_MODEL, cc.S_HARDWARE, cc.S_MATCH, cc.N_COMPARED]]
+        s = s[s[cc.N_COMPARED] > 0].drop(columns=[cc.N_COMPARED]).rename(columns={cc.S_MATCH: rule})
+        out = s if out is None else out.merge(s, on=[cc.S_MODEL, cc.S_HARDWARE], how="outer")
+    assert out is not None
+    return out.reset_index(drop=True)
+
+
+def visible_summary(table: pd.DataFrame, show_empty: bool) -> pd.DataFrame:
+    """Summary rows with at least one compared workload (all rows when ``show_empty``),
+    rows with compared workloads first (stable)."""
+    if show_empty:
+        order = (table[cc.N_COMPARED] == 0).astype(int).sort_values(kind="mergesort").index
+        return table.loc[order].reset_index(drop=True)
+    return table[table[cc.N_COMPARED] > 0].reset_index(drop=True)
 
 
 @dataclass(frozen=True)
 class CrossvalView:
     """What the /crossval page shows for one set of filters."""
 
-    ledger: pd.DataFrame  # model/hardware scope, all phases and statuses
+    ledger: pd.DataFrame  # model/hardware scope, all phases and statuses, rule applied
     view: pd.DataFrame  # ledger_view: the ledger grid's rows
-    summary: pd.DataFrame  # SUMMARY_COLUMNS
+    summary: pd.DataFrame  # SUMMARY_COLUMNS (rows without compared workloads hidden unless asked)
+    rules: pd.DataFrame  # rules_side_by_side
+    guide: pd.DataFrame  # analysis.crossval_guide.compare under the chosen rule
 
 
 def crossval_view(
@@ -219,11 +333,36 @@ def crossval_view(
     status: str | None = None,
     tol: float = DEFAULT_TOKEN_TOLERANCE,
     band: float = DEFAULT_BAND_PCT,
+    rule: str = DEFAULT_RULE,
+    noise: float = DEFAULT_NOISE_PCT,
+    show_empty: bool = False,
 ) -> CrossvalView:
-    """Ledger, narrowed view and summary of one model and hardware. Phase and status
-    narrow the view only; the summary always splits prefill and decode. Outcomes are
-    read every time (they are small and can be replaced in place)."""
-    led = cached_ledger(data, model, hardware, tol)
+    """Ledger (under ``rule``), narrowed view, summary, every rule's Match side by side
+    and the guide's table beside ours, for one model and hardware. Phase and status
+    narrow the view only; the summary always splits prefill and decode. Without
+    ``show_empty``, not-mappable rows and summary rows with nothing compared are hidden.
+    The view lists mappable rows first. Outcomes are read every time (small, replaceable
+    in place)."""
+    led = cached_ledger(data, model, hardware, tol, rule, noise)
     outcomes = outcome_table(data.store, band)
-    view = ledger_view(led, outcomes, phase, status)
-    return CrossvalView(led, view, summary_table(data.store, led, band))
+    view = mappable_first(ledger_view(led, outcomes, phase, status))
+    if not show_empty:
+        view = view[view[cc.STATUS] != cc.NOT_MAPPABLE].reset_index(drop=True)
+    exact = led if rule == "exact" else cached_ledger(data, model, hardware, tol, "exact", noise)
+    table = visible_summary(summary_table(data.store, led, band), show_empty)
+    guide = compare(exact, rule, noise)
+    return CrossvalView(led, view, table, rules_side_by_side(exact, noise), guide)
+
+
+def mappable_first(view: pd.DataFrame) -> pd.DataFrame:
+    """``view`` stably sorted: Match, Mismatch, no data, then not mappable."""
+    rank = view[cc.STATUS].map({s: i for i, s in enumerate(STATUSES)}).fillna(len(STATUSES))
+    return view.loc[rank.sort_values(kind="mergesort").index].reset_index(drop=True)
+
+
+def guide_compare(
+    store: Store, filters: dict[str, Any], tol: float, rule: str, noise: float
+) -> pd.DataFrame:
+    """The guide's table beside ours (``analysis.crossval_guide.compare``): our Match
+    count under ``rule``, causes from the exact-rule ledger of ``filters``."""
+    return compare(compute_ledger(store, filters, tol, "exact", noise), rule, noise)

@@ -19,6 +19,7 @@ import yaml
 from analysis.serving_map import map_workloads
 from db.crossval_records import ServingImportResult
 from db.store import Store
+from service.crossval import full_ledger
 from ingest.serving_configs import (
     ImportResult,
     import_directory,
@@ -56,7 +57,8 @@ class ServingFilesError(ValueError):
 
 def import_serving_directory(store: Store, data_dir: Path, source: str | None) -> ServingImport:
     """Parse the masters and recipes under ``data_dir`` (laid out like ``shared/data``),
-    map them to workloads and store them (idempotent, see ``Store.import_serving``).
+    map them to workloads and store them (idempotent, see ``Store.import_serving``), then
+compute and store the ledger of every workload (``service.crossval.full_ledger``).
 
     Raises ``ValueError`` (or ``yaml.YAMLError``) for a master that cannot be parsed.
     """
@@ -64,6 +66,8 @@ def import_serving_directory(store: Store, data_dir: Path, source: str | None) -
     points = points_frame(parsed)
     workloads = map_workloads(points, recipe_configs(parsed))
     stored = store.crossval.import_serving(points, workloads, parsed.content_hash, source)
+    # The ledger is computed here, at import, and stored: page views only read it.
+    full_ledger(store)
     return ServingImport(parsed, stored)
 
 

@@ -28,11 +28,13 @@ from analysis import columns as C
 from analysis.planner import (
     GPUS,
     MODELS,
+    Budget,
     Fit,
     GPUSpec,
     ModelSpec,
     PlanResult,
-    fit_expert_time,
+    TeFit,
+    fit_te,
     search_heterogeneous,
     search_plans,
     timeline,
@@ -43,9 +45,13 @@ from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
 from analysis.tables import to_json_records
 from db.store import Store
 from service.frames import DashData
+from service.planner_near import near_best
 from service.planner_request import (
     HETERO_MAX_GPUS,
+    MAX_ESTIMATED_EVALUATIONS,
+    MAX_EVALUATIONS,
     MAX_GPUS,
+    WALL_BUDGET_S,
     PlanRequest,
     Resolved,
     resolve,
@@ -67,6 +73,7 @@ FIT_COLUMNS: tuple[str, ...] = (
     C.CUDA_GRAPH,
     C.DISPATCH,
     C.ATTENTION_DP,
+    C.BACKEND,
 )
 
 CandidateLoader = Callable[[ModelSpec, Sequence[str]], pd.DataFrame]
@@ -89,8 +96,14 @@ def store_loader(store: Store) -> CandidateLoader:
     return load
 
 
-def fit_record(gpu: GPUSpec, fit: Fit, label: str, roofline: Fit) -> dict[str, Any]:
-    """One GPU's Te fit as a JSON record, next to the roofline's coefficients."""
+def fit_record(
+    gpu: GPUSpec, fit: Fit, label: str, roofline: Fit, te: TeFit | None = None
+) -> dict[str, Any]:
+    """One GPU's Te fit as a JSON record, next to the roofline's coefficients, with its
+    provenance when it came from stored sweeps: the group (quant, attention mode, EP size,
+    backend), whether it is used, the warning, the refused candidate's R² and the points
+    (be, t_ms, predicted_ms, residual_ms) for the points-vs-fit chart."""
+    cand = te.candidate if te is not None else None
     return {
         "gpu": gpu.name,
         "hardware_label": label,
@@ -103,7 +116,17 @@ def fit_record(gpu: GPUSpec, fit: Fit, label: str, roofline: Fit) -> dict[str, A
         "residual_max_ms": fit.residual_max_ms,
         "roofline_slope_ms": roofline.slope_ms,
         "roofline_intercept_ms": roofline.intercept_ms,
+        "overhead_ms": fit.overhead_ms,
         "note": fit.note,
+        "fitted_be_min": cand.x_min if cand else None,
+        "fitted_be_max": cand.x_max if cand else None,
+        "candidate_r2": cand.r2 if cand else None,
+        "candidate_slope_ms": cand.slope_ms if cand else None,
+        "candidate_intercept_ms": cand.intercept_ms if cand else None,
+        "group": te.group if te is not None else {},
+        "used": te.used if te is not None else fit.source != "roofline",
+        "warning": te.warning if te is not None else "",
+        "points": to_json_records(te.points) if te is not None else [],
     }
 
 
@@ -123,32 +146,41 @@ def expert_fits(
     for gpu in res.gpus:
         roof = expert_time_roofline(res.model, gpu, res.options.efficiency)
         own = req.expert_fits.get(gpu.name)
+        te = None
         if own is not None:
             fit = user_fit(own.slope_ms, own.intercept_ms, note="given in the request")
         elif frame is not None:
-            fit = fit_expert_time(
+            te = fit_te(
                 frame,
                 res.model,
                 gpu,
                 hardware=labels[gpu.name],
                 quant=req.fit.quant,
-                cuda_graph=req.fit.cuda_graph,
-                dispatch=req.fit.dispatch,
                 attention_dp=req.fit.attention_dp,
+                ep_size=req.fit.ep_size,
+                backend=req.fit.backend,
+                be_min=req.fit.be_min,
+                be_max=req.fit.be_max,
                 min_points=req.fit.min_points,
+                min_r2=req.fit.min_r2,
+                force=req.fit.force,
                 efficiency=res.options.efficiency,
             )
+            fit = te.fit
         else:
             fit = dataclasses.replace(roof, note=roof.note + " (stored sweeps not used)")
         fits[gpu.name] = fit
-        records.append(fit_record(gpu, fit, labels[gpu.name], roof))
+        records.append(fit_record(gpu, fit, labels[gpu.name], roof, te))
     return fits, records
 
 
-def search(req: PlanRequest, res: Resolved, efits: Mapping[str, Fit]) -> PlanResult:
-    """Homogeneous: each listed GPU on its own (same-type pairs), the best by tokens/s
-    per cost kept (first listed on a tie), alternatives of every GPU merged. Heterogeneous:
-    every (attention, expert) pair of the listed GPUs."""
+def search(
+    req: PlanRequest, res: Resolved, efits: Mapping[str, Fit], budget: Budget | None = None
+) -> PlanResult:
+    """Homogeneous: each listed GPU on its own (same-type pairs), the best kept (plans
+    meeting the pipeline constraints first, then tokens/s per cost; first listed on a
+    tie), alternatives of every GPU merged in that order. Heterogeneous: every
+    (attention, expert) pair of the listed GPUs. ``budget`` is shared by all GPUs."""
     afits = {
         (a.gpu.upper(), a.tpa): user_fit(a.slope_ms, a.intercept_ms, "given in the request")
         for a in req.attention_fits
@@ -161,10 +193,17 @@ def search(req: PlanRequest, res: Resolved, efits: Mapping[str, Fit]) -> PlanRes
             options=res.options,
             expert_fits=efits,
             attention_fits=afits,
+            budget=budget,
         )
     results = [
         search_plans(
-            res.model, res.workload, g, options=res.options, expert_fits=efits, attention_fits=afits
+            res.model,
+            res.workload,
+            g,
+            options=res.options,
+            expert_fits=efits,
+            attention_fits=afits,
+            budget=budget,
         )
         for g in res.gpus
     ]
@@ -172,19 +211,24 @@ def search(req: PlanRequest, res: Resolved, efits: Mapping[str, Fit]) -> PlanRes
         return results[0]
     with_plan = [r for r in results if r.best is not None]
     if with_plan:
-        chosen = max(with_plan, key=lambda r: r.best.tput_per_cost)  # type: ignore[union-attr]
+        chosen = max(
+            with_plan,
+            key=lambda r: (r.best.constraints_met, r.best.tput_per_cost),  # type: ignore[union-attr]
+        )
     else:
         chosen = next((r for r in results if r.colocated is not None), results[0])
     frames = [r.alternatives for r in results if len(r.alternatives)]
     alts = (
         pd.concat(frames, ignore_index=True)
-        .sort_values("tput_per_cost", ascending=False, kind="stable")
+        .sort_values(["constraints_met", "tput_per_cost"], ascending=False, kind="stable")
         .reset_index(drop=True)
         if frames
         else chosen.alternatives
     )
     notes = tuple(dict.fromkeys(n for r in results for n in r.notes))
-    return PlanResult(chosen.best, alts, chosen.na_sweep, chosen.colocated, notes)
+    truncated = any(r.truncated for r in results)
+    evals = max(r.evaluations for r in results)  # the shared budget's running count
+    return PlanResult(chosen.best, alts, chosen.na_sweep, chosen.colocated, notes, truncated, evals)
 
 
 def finite(obj: Any) -> Any:
@@ -224,16 +268,25 @@ def verdict(result: PlanResult) -> str:
     )
 
 
-def run_plan(req: PlanRequest, load: CandidateLoader | None) -> dict[str, Any]:
+def run_plan(
+    req: PlanRequest,
+    load: CandidateLoader | None,
+    cancelled: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
     """The whole planner answer as a JSON-ready dict (also the exported document):
-    non-finite numbers are None; ``alternatives`` holds the best ``req.top`` plans by
-    tokens/s per cost (``n_alternatives`` counts all). ``best`` is None when nothing
-    fits memory and the SLO. Raises :class:`~service.planner_request.PlanInputError`
-    for a request :func:`~service.planner_request.resolve` refuses."""
+    non-finite numbers are None; ``alternatives`` holds the best ``req.top`` plans
+    (constraint-meeting plans first, then tokens/s per cost; ``n_alternatives`` counts
+    all); ``near_best`` summarises the plans within ``options.near_best_pct`` % of the
+    best. ``best`` is None when nothing fits memory and the SLO. The search stops at
+    :data:`MAX_EVALUATIONS` evaluations, :data:`WALL_BUDGET_S` seconds or when
+    ``cancelled()`` turns true, and then says ``truncated``. Raises
+    :class:`~service.planner_request.PlanInputError` for a request
+    :func:`~service.planner_request.resolve` refuses (including one over the cap)."""
     started = time.perf_counter()
     res = resolve(req)
     efits, fit_records = expert_fits(req, res, load)
-    result = search(req, res, efits)
+    budget = Budget(MAX_EVALUATIONS, time.monotonic() + WALL_BUDGET_S, cancelled)
+    result = search(req, res, efits, budget)
     best = result.best
     best_body = None
     tl: list[dict[str, Any]] = []
@@ -261,9 +314,48 @@ def run_plan(req: PlanRequest, load: CandidateLoader | None) -> dict[str, Any]:
         "na_sweep": to_json_records(result.na_sweep),
         "timeline": tl,
         "notes": list(result.notes),
+        "warnings": _warnings(result, fit_records),
+        "near_best": near_best(alts, req.options.near_best_pct),
+        "truncated": result.truncated,
+        "truncated_reason": budget.reason,
+        "evaluations": result.evaluations,
+        "estimated_evaluations": res.estimated_evaluations,
+        "limits": limits(),
         "elapsed_ms": (time.perf_counter() - started) * 1e3,
     }
     return finite(payload)  # type: ignore[no-any-return]
+
+
+def limits() -> dict[str, Any]:
+    """The per-request work limits (also in the catalogue)."""
+    return {
+        "max_gpus": MAX_GPUS,
+        "heterogeneous_max_gpus": HETERO_MAX_GPUS,
+        "max_estimated_evaluations": MAX_ESTIMATED_EVALUATIONS,
+        "max_evaluations": MAX_EVALUATIONS,
+        "wall_budget_s": WALL_BUDGET_S,
+    }
+
+
+def _warnings(result: PlanResult, fit_records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the page shows in its warning box: refused or forced fits, a truncated
+    search, a best plan that breaks a pipeline constraint, a best plan outside the batch
+    range its Te was fitted on."""
+    out = [f"Te on {r['gpu']}: {r['warning']}" for r in fit_records if r.get("warning")]
+    if result.truncated:
+        out.append("the search hit its work budget: the plan is the best found so far")
+    best = result.best
+    if best is not None and not best.constraints_met:
+        out.append("no plan meets all three pipeline constraints; the best is flagged")
+    for r in fit_records:
+        lo, hi = r.get("fitted_be_min"), r.get("fitted_be_max")
+        mine = best is not None and r["gpu"] == best.expert_gpu and r.get("source") == "fit"
+        if mine and lo is not None and hi is not None and not lo <= best.be <= hi:  # type: ignore[union-attr]
+            out.append(
+                f"Te on {r['gpu']} is extrapolated: the plan's {best.be:.0f} tokens per "
+                f"expert lie outside the fitted {lo:.0f}-{hi:.0f}"
+            )
+    return out
 
 
 def plan_for(data: DashData, req: PlanRequest) -> dict[str, Any]:
@@ -308,7 +400,7 @@ def catalog(store: Store | None) -> dict[str, Any]:
             "models": models,
             "gpus": [dataclasses.asdict(g) for g in GPUS.values()],
             "modes": ["homogeneous", "heterogeneous"],
-            "limits": {"max_gpus": MAX_GPUS, "heterogeneous_max_gpus": HETERO_MAX_GPUS},
+            "limits": limits(),
             "defaults": PlanRequest().model_dump(mode="json"),
         }
     )

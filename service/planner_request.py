@@ -16,12 +16,28 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from analysis.planner import GPUS, MODELS, GPUSpec, ModelSpec, SearchOptions, Workload
+from analysis.planner import (
+    GPUS,
+    MIN_R2,
+    MODELS,
+    GPUSpec,
+    ModelSpec,
+    SearchOptions,
+    Workload,
+    estimate_evaluations,
+)
+from analysis.planner.plans import PAPER_SEQ_LEN, PAPER_SLO_TBT_MS
 
-# The heterogeneous search tries every (attention GPU, expert GPU) pair and every
-# experts-per-node choice; over all 10 catalogue GPUs that takes about a minute, so it
-# accepts at most this many GPUs unless options.experts_per_node pins the choice.
-HETERO_MAX_GPUS = 4
+# Work limits of one request. The search is estimated before it runs (setups x m x na
+# starting points, analysis.planner.estimate_evaluations); over MAX_ESTIMATED_EVALUATIONS
+# is refused with a 422 naming what to reduce. While it runs, a Budget stops it after
+# MAX_EVALUATIONS plan evaluations (the na climb adds steps the estimate cannot know) or
+# WALL_BUDGET_S seconds and the answer says ``truncated``. bench/planner.py measures the
+# largest allowed request (about 17k evaluations/s on one core).
+MAX_ESTIMATED_EVALUATIONS = 40_000
+MAX_EVALUATIONS = 120_000
+WALL_BUDGET_S = 8.0
+HETERO_MAX_GPUS = 4  # kept in the catalogue limits for clients; the estimate decides
 MAX_GPUS = 10
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.+\-]{0,63}$"
 
@@ -70,7 +86,7 @@ class PlanInputError(ValueError):
 class ModelOverrides(BaseModel):
     """Fields of :class:`analysis.planner.ModelSpec` to change (bytes are bytes)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     num_experts: int | None = Field(None, ge=1, le=4096, description="E")
     top_k: int | None = Field(None, ge=1, le=256, description="K")
@@ -88,7 +104,7 @@ class ModelOverrides(BaseModel):
 class GPUOverrides(BaseModel):
     """Fields of :class:`analysis.planner.GPUSpec` to change (price in L20 = 1 units)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     memory_gb: float | None = Field(None, gt=0, le=10000)
     bandwidth_gb_s: float | None = Field(None, gt=0, le=1e6)
@@ -101,43 +117,60 @@ class GPUOverrides(BaseModel):
 
 
 class WorkloadIn(BaseModel):
-    """The serving workload: average KV length (tokens) and the TBT SLO (ms)."""
+    """The serving workload: average KV length (tokens) and the TBT SLO (ms). Defaults
+    are the paper's: s ≈ 650 (median input 571 + half the median output 159), 150 ms."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    seq_len: float = Field(2048, gt=0, le=10_000_000, description="average tokens in KV")
-    slo_tbt_ms: float = Field(150.0, gt=0, le=1_000_000, description="time-between-tokens SLO")
+    seq_len: float = Field(PAPER_SEQ_LEN, gt=0, le=10_000_000, description="average tokens in KV")
+    slo_tbt_ms: float = Field(
+        PAPER_SLO_TBT_MS, gt=0, le=1_000_000, description="time-between-tokens SLO"
+    )
 
 
 class OptionsIn(BaseModel):
-    """Search knobs (a subset of :class:`analysis.planner.SearchOptions`)."""
+    """Search knobs (a subset of :class:`analysis.planner.SearchOptions`); defaults are
+    the paper's (m in 3..4, TP in 1, 2, 4, 8, the co-located baseline on whole nodes)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    max_micro_batches: int = Field(4, ge=2, le=8, description="Nm")
+    min_micro_batches: int = Field(3, ge=1, le=8, description="smallest m tried")
+    max_micro_batches: int = Field(4, ge=1, le=8, description="Nm")
     experts_per_node: list[Annotated[int, Field(ge=1, le=4096)]] | None = Field(
         None, min_length=1, max_length=16, description="x choices; null = powers of two"
     )
     tp_choices: list[Annotated[int, Field(ge=1, le=72)]] = Field(
         [1, 2, 4, 8], min_length=1, max_length=8
     )
-    max_gpus: int | None = Field(None, ge=2, le=1_000_000)
+    max_gpus: int | None = Field(None, ge=2, le=1_000_000, description="GPU cap per plan")
+    colocated_gpus: int | None = Field(
+        None, ge=1, le=1_000_000, description="co-located baseline size; null = whole nodes"
+    )
+    near_best_pct: float = Field(
+        2.0, ge=0, le=100, description="plans within this % of the best are summarised"
+    )
     balance_tolerance: float = Field(0.25, gt=0, le=1)
     usable_memory: float = Field(0.9, gt=0, le=1)
     max_na: int = Field(512, ge=1, le=4096)
 
 
 class FitIn(BaseModel):
-    """How Te is fitted from stored bench_moe sweeps of the same model shape."""
+    """How Te is fitted from stored bench_moe sweeps (analysis.planner.te_fit): decode,
+    balanced routing, TensorRT-LLM backends, one (quant, attention mode, EP size) group
+    and one backend (null = the most-covered group and the measured best backend)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     use_stored: bool = True
     quant: str | None = Field(None, max_length=64, pattern=NAME_PATTERN)
-    dispatch: str | None = Field("balanced", max_length=64, pattern=NAME_PATTERN)
-    cuda_graph: bool | None = True
     attention_dp: bool | None = None
+    ep_size: int | None = Field(None, ge=1, le=4096)
+    backend: str | None = Field(None, max_length=64, pattern=NAME_PATTERN)
+    be_min: float | None = Field(None, ge=0, le=1e9, description="tokens per expert, lowest")
+    be_max: float | None = Field(None, gt=0, le=1e9, description="tokens per expert, highest")
     min_points: int = Field(3, ge=2, le=100_000)
+    min_r2: float = Field(MIN_R2, ge=0, le=1, description="R² below this: fit not used")
+    force: bool = Field(False, description="use the fit even below min_r2")
     hardware: dict[str, Annotated[str, Field(max_length=64, pattern=NAME_PATTERN)]] = Field(
         default_factory=dict, description="GPU name -> stored hardware label (default: name)"
     )
@@ -146,10 +179,10 @@ class FitIn(BaseModel):
 class LinearIn(BaseModel):
     """Your own linear time law: ``slope_ms * tokens + intercept_ms``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    slope_ms: float = Field(ge=0, le=1e6)
-    intercept_ms: float = Field(ge=-1e6, le=1e6)
+    slope_ms: float = Field(gt=0, le=1e6, description="ms per token, > 0")
+    intercept_ms: float = Field(gt=0, le=1e6, description="ms at zero tokens, > 0")
 
 
 class AttentionFitIn(LinearIn):
@@ -163,7 +196,7 @@ class PlanRequest(BaseModel):
     """What the planner takes (``POST /planner/plan``, the /planner page). Every field
     has a default; GPU names are upper-cased and must be distinct."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, allow_inf_nan=False)
 
     model: str = Field("mixtral_8x22b", max_length=64, pattern=NAME_PATTERN)
     model_overrides: ModelOverrides | None = None
@@ -205,6 +238,7 @@ class Resolved:
     gpus: tuple[GPUSpec, ...]
     workload: Workload
     options: SearchOptions
+    estimated_evaluations: int = 0
 
 
 def _resolve_model(req: PlanRequest) -> ModelSpec:
@@ -264,8 +298,9 @@ def resolve(req: PlanRequest) -> Resolved:
     """Catalogue entries with the request's overrides applied, the workload and the
     search options. Raises :class:`PlanInputError` for an unknown model or GPU without
     the figures to define it, an override of a GPU that is not listed, experts-per-node
-    choices none of which divides the experts, or a heterogeneous search over more than
-    :data:`HETERO_MAX_GPUS` GPUs without pinned experts per node."""
+    choices none of which divides the experts, min above max micro-batches, or a search
+    whose estimated work exceeds :data:`MAX_ESTIMATED_EVALUATIONS` (the loc names the
+    field whose reduction helps most)."""
     model = _resolve_model(req)
     gpus = _resolve_gpus(req)
     opt = req.options
@@ -276,21 +311,49 @@ def resolve(req: PlanRequest) -> Resolved:
             ["options", "experts_per_node"],
             f"no choice divides the model's {model.num_experts} experts",
         )
-    if req.mode == "heterogeneous" and len(gpus) > HETERO_MAX_GPUS and not opt.experts_per_node:
+    if opt.min_micro_batches > opt.max_micro_batches:
         raise PlanInputError(
-            ["gpus"],
-            f"the heterogeneous search over {len(gpus)} GPUs ({len(gpus) ** 2} pairs) can "
-            f"take about a minute: pick at most {HETERO_MAX_GPUS} GPUs or set "
-            "options.experts_per_node",
+            ["options", "min_micro_batches"],
+            f"must not exceed max_micro_batches ({opt.max_micro_batches})",
         )
+    fit = req.fit
+    if fit.be_min is not None and fit.be_max is not None and fit.be_min >= fit.be_max:
+        raise PlanInputError(["fit", "be_min"], "must be below fit.be_max")
     options = SearchOptions(
         tp_choices=tuple(sorted(set(opt.tp_choices))),
+        min_micro_batches=opt.min_micro_batches,
         max_micro_batches=opt.max_micro_batches,
         experts_per_node=tuple(sorted(set(opt.experts_per_node))) if opt.experts_per_node else None,
         usable_memory=opt.usable_memory,
         balance_tolerance=opt.balance_tolerance,
         max_na=opt.max_na,
         max_gpus=opt.max_gpus,
+        colocated_gpus=opt.colocated_gpus,
     )
     workload = Workload(req.workload.seq_len, req.workload.slo_tbt_ms)
-    return Resolved(model, gpus, workload, options)
+    hetero = req.mode == "heterogeneous"
+    estimate = estimate_evaluations(model, workload, gpus, options, heterogeneous=hetero)
+    if estimate > MAX_ESTIMATED_EVALUATIONS:
+        raise PlanInputError(
+            _biggest_knob(req, model, hetero),
+            f"this search needs about {estimate:,} plan evaluations, over the limit of "
+            f"{MAX_ESTIMATED_EVALUATIONS:,} per request (GPU pairs x tp_choices² x "
+            "experts-per-node choices x micro-batch counts x 8 na starts): list fewer gpus, "
+            "fewer options.tp_choices, a smaller options.max_micro_batches or pin "
+            "options.experts_per_node",
+        )
+    return Resolved(model, gpus, workload, options, estimate)
+
+
+def _biggest_knob(req: PlanRequest, model: ModelSpec, hetero: bool) -> list[str | int]:
+    """The request field whose reduction shrinks the search most (named in the 422)."""
+    opt = req.options
+    xs = sum(1 for k in range(13) if 2**k <= model.num_experts and model.num_experts % 2**k == 0)
+    factors: list[tuple[float, list[str | int]]] = [
+        (len(req.gpus) ** (2 if hetero else 1), ["gpus"]),
+        (len(set(opt.tp_choices)) ** 2, ["options", "tp_choices"]),
+        (opt.max_micro_batches - opt.min_micro_batches + 1, ["options", "max_micro_batches"]),
+    ]
+    if opt.experts_per_node is None:
+        factors.append((xs, ["options", "experts_per_node"]))
+    return max(factors, key=lambda f: f[0])[1]

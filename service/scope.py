@@ -6,10 +6,20 @@ answers it from the cached frames of :class:`~service.frames.DashData`: one cell
 when model, hardware and quant are all given (the frame the pages read), else the
 all-candidates frame; then the remaining filters as masks. Only successful candidates
 with a score are kept -- what every analysis ranks.
+
+Routing pattern (``dispatch``): a label filters to that pattern (matched case-
+insensitively; a label the slice does not hold is :class:`~service.errors.InvalidQuery`
+listing the ones it does); ``"all"`` keeps every pattern. :func:`scoped_frame` leaves an
+unset ``dispatch`` unfiltered; :func:`routed_frame` -- what every Pareto, best,
+recommendation, export and agreement answer reads -- applies the default instead:
+``balanced`` where the slice has it (the guide ranks under perfect routing), else the
+slice's most-measured pattern (``analysis.identity.default_dispatch``), and says which
+in a :class:`Routing`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -17,7 +27,15 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from analysis import columns as C
+from analysis.identity import default_dispatch, known_dispatch
+from service.errors import InvalidQuery
 from service.frames import CELL_COLUMNS, Cell, DashData
+
+ALL_DISPATCH = "all"
+DEFAULT_DISPATCH_RULE = (
+    "balanced routing where measured (the guide ranks under perfect routing), "
+    "else the most-measured pattern"
+)
 
 Phase = Literal["decode", "prefill"]
 Attention = Literal["dp", "tp"]
@@ -37,6 +55,12 @@ class Scope(BaseModel):
     world_size: int | None = Field(None, ge=1, le=100000)
     phase: Phase | None = Field(None, description="decode = CUDA graph on, prefill = off")
     attention: Attention | None = None
+    dispatch: str | None = Field(
+        None,
+        max_length=64,
+        description="routing pattern (bench_moe dispatch label, e.g. balanced); 'all' = "
+        "every pattern, each ranked on its own; unset = balanced where present",
+    )
     run_id: list[int] | None = Field(None, description="restrict to these runs")
     include_synthetic: bool = Field(True, description="include generated demo data")
 
@@ -69,7 +93,63 @@ class Scope(BaseModel):
     def key(self) -> tuple[Any, ...]:
         """A hashable identity for caching answers per scope."""
         runs = None if self.run_id is None else tuple(sorted(set(self.run_id)))
-        return (*sorted(self.filters().items()), ("run_id", runs))
+        return (*sorted(self.filters().items()), ("run_id", runs), ("dispatch", self.dispatch))
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Which routing pattern(s) an answer covers. ``requested``: what was asked (None =
+    the default); ``used``: the pattern(s) in the answer (one unless "all" was asked;
+    empty when the slice holds no labelled row); ``known``: every pattern of the slice."""
+
+    requested: str | None
+    used: tuple[str, ...]
+    known: tuple[str, ...]
+
+    @property
+    def is_default(self) -> bool:
+        return self.requested is None
+
+    @property
+    def label(self) -> str:
+        """The answer's pattern in words, e.g. "balanced (default)"."""
+        used = ", ".join(self.used) or "not recorded"
+        return f"{used} (default)" if self.is_default else used
+
+    def as_dict(self) -> dict[str, Any]:
+        """The API's ``dispatch`` block."""
+        return {
+            "requested": self.requested,
+            "used": list(self.used),
+            "default": self.is_default,
+            "known": list(self.known),
+            "rule": DEFAULT_DISPATCH_RULE,
+        }
+
+
+def resolve_dispatch(labels: pd.Series, requested: str | None) -> Routing:
+    """The :class:`Routing` of a slice whose routing labels are ``labels`` (see module
+    docstring). Raises :class:`InvalidQuery` (field ``dispatch``) for a label the slice
+    does not hold, listing those it does; an empty slice accepts any label."""
+    known = tuple(known_dispatch(labels))
+    if requested is None:
+        pick = default_dispatch(labels)
+        return Routing(None, () if pick is None else (pick,), known)
+    if requested.lower() == ALL_DISPATCH:
+        return Routing(ALL_DISPATCH, known, known)
+    exact = [k for k in known if k == requested] or [
+        k for k in known if k.lower() == requested.lower()
+    ]
+    if exact:
+        return Routing(requested, (exact[0],), known)
+    if not known and labels.empty:
+        return Routing(requested, (requested,), known)
+    raise InvalidQuery(
+        "dispatch",
+        f"unknown routing pattern {requested!r}; this slice has: "
+        f"{', '.join(known) or 'no labelled rows'} (or '{ALL_DISPATCH}')",
+        "unknown",
+    )
 
 
 def _equals(series: pd.Series, value: Any) -> np.ndarray:
@@ -107,7 +187,27 @@ def scoped_frame(data: DashData, scope: Scope) -> pd.DataFrame:
         mask = mask & _equals(frame[col], value)
     if scope.run_id is not None:
         mask = mask & frame[C.RUN_ID].isin(scope.run_id).to_numpy(dtype=bool, na_value=False)
+    if scope.dispatch is not None and scope.dispatch.lower() != ALL_DISPATCH:
+        routing = resolve_dispatch(frame[C.DISPATCH][mask], scope.dispatch)
+        mask = mask & _equals(frame[C.DISPATCH], routing.used[0])
     return frame.loc[mask].reset_index(drop=True)
+
+
+def route(df: pd.DataFrame, requested: str | None) -> tuple[pd.DataFrame, Routing]:
+    """``df`` kept to the routing pattern(s) of :func:`resolve_dispatch` (every row when
+    "all" is asked or no row carries a label), with that :class:`Routing`."""
+    labels = df[C.DISPATCH] if C.DISPATCH in df else pd.Series(dtype=object)
+    routing = resolve_dispatch(labels, requested)
+    if len(routing.used) != 1 or C.DISPATCH not in df or df.empty:
+        return df, routing
+    keep = _equals(df[C.DISPATCH], routing.used[0])
+    return (df if keep.all() else df.loc[keep].reset_index(drop=True)), routing
+
+
+def routed_frame(data: DashData, scope: Scope) -> tuple[pd.DataFrame, Routing]:
+    """:func:`scoped_frame` of ``scope`` with its routing pattern applied -- the
+    default when ``scope.dispatch`` is unset (module docstring) -- and which it is."""
+    return route(scoped_frame(data, scope), scope.dispatch)
 
 
 def provenance(df: pd.DataFrame) -> dict[str, Any]:

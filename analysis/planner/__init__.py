@@ -8,8 +8,9 @@ plan. Derivations and assumptions: docs/planner.md.
 
 from analysis.planner.catalog import GPUS, MODELS, GPUSpec, ModelSpec
 from analysis.planner.colocated import colocated_plan
-from analysis.planner.perf_model import Efficiency, Fit, UtilCurve, fit_expert_time, user_fit
+from analysis.planner.perf_model import Efficiency, Fit, UtilCurve, user_fit
 from analysis.planner.plans import (
+    Budget,
     ColocatedPlan,
     ConstraintCheck,
     Plan,
@@ -17,14 +18,18 @@ from analysis.planner.plans import (
     SearchOptions,
     Workload,
 )
-from analysis.planner.search import search_heterogeneous, search_plans
+from analysis.planner.search import estimate_evaluations, search_heterogeneous, search_plans
+from analysis.planner.te_fit import MIN_R2, TeFit, fit_expert_time, fit_te
 from analysis.planner.timeline import timeline
+from analysis.planner.tp_cost import TPCost
 
 __all__ = [
     "GPUS",
     "MODELS",
     "ColocatedPlan",
     "ConstraintCheck",
+    "MIN_R2",
+    "Budget",
     "Efficiency",
     "Fit",
     "GPUSpec",
@@ -32,9 +37,13 @@ __all__ = [
     "Plan",
     "PlanResult",
     "SearchOptions",
+    "TPCost",
+    "TeFit",
     "UtilCurve",
     "Workload",
     "colocated_plan",
+    "estimate_evaluations",
+    "fit_te",
     "fit_expert_time",
     "search_heterogeneous",
     "search_plans",

@@ -6,6 +6,7 @@ experts on every GPU), so a user sees when disaggregation does not pay.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 from analysis.planner.catalog import GPUSpec, ModelSpec
@@ -45,7 +46,7 @@ def colocated_plan(
     for tpa in (t for t in opt.tp_choices if t <= gpu.gpus_per_node and n_gpus % t == 0):
         replicas = n_gpus // tpa
         afit = afits.get((gpu.name, tpa)) or attention_time_roofline(
-            model, gpu, tpa, workload.seq_len, opt.efficiency
+            model, gpu, tpa, workload.seq_len, opt.efficiency, opt.tp_cost
         )
         fixed = model.attention_param_bytes / tpa + experts_per_gpu * model.expert_param_bytes
         per_seq = workload.seq_len * model.kv_bytes_per_token_layer * model.kv_layers / tpa
@@ -59,7 +60,7 @@ def colocated_plan(
         ) -> tuple[float, float, float]:
             be = b * replicas * model.top_k / model.num_experts
             ta = afit.predict(b)
-            te = experts_per_gpu * efit.predict(be)
+            te = experts_per_gpu * efit.predict(be) + efit.overhead_ms
             sent = b * model.top_k * act / tpa * (n_gpus - 1) / n_gpus
             intra_share = min(1.0, gpu.gpus_per_node / n_gpus)
             util = opt.util.util(sent / max(1, n_gpus - 1))
@@ -109,14 +110,15 @@ def best_colocated(
     efits: Mapping[str, Fit],
     afits: Mapping[tuple[str, int], Fit],
 ) -> ColocatedPlan | None:
-    """Co-located on the same number of GPUs, on each GPU type the best plan uses."""
+    """Co-located on ``options.colocated_gpus`` GPUs (default: as many as the best plan),
+    on each GPU type the best plan uses; the best by tokens/s per cost."""
     by_name = {g.name: g for pair in pairs for g in pair}
     found = [
         colocated_plan(
             model,
             workload,
             by_name[name],
-            best.gpus,
+            options.colocated_gpus or best.gpus,
             options=options,
             expert_fit=efits.get(name),
             attention_fits=afits,
@@ -156,3 +158,23 @@ def fallback_colocated(
                 found.append(plan)
                 break
     return max(found, key=lambda c: c.tput_per_cost) if found else None
+
+
+def paper_colocated(
+    model: ModelSpec,
+    workload: Workload,
+    best: Plan,
+    pairs: Sequence[tuple[GPUSpec, GPUSpec]],
+    options: SearchOptions,
+    efits: Mapping[str, Fit],
+    afits: Mapping[tuple[str, int], Fit],
+) -> ColocatedPlan | None:
+    """The paper's baseline: TensorRT-LLM-style co-located serving on the fewest whole
+    nodes (8, 16, 32, ... GPUs of ``gpus_per_node``) that hold the model and meet the SLO,
+    on each GPU type the best plan uses; the best by tokens/s per cost (Mixtral 8x22B and
+    DBRX fit one 8-GPU 80 GB node, as the paper says)."""
+    names = {best.attention_gpu, best.expert_gpu}
+    used = [pair for pair in pairs if pair[0].name in names and pair[1].name in names]
+    return fallback_colocated(
+        model, workload, used, dataclasses.replace(options, max_gpus=None), efits, afits
+    )

@@ -21,11 +21,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
-from analysis import columns as C
 from analysis.planner.catalog import GPUSpec, ModelSpec
+from analysis.planner.tp_cost import (
+    DEFAULT_TP_COST,
+    TPCost,
+    allreduce_ms,
+    allreduce_slope_ms,
+    shard_slowdown,
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ class Fit:
 
     ``source``: "fit" (least squares on stored sweeps), "roofline" (datasheet estimate) or
     "user". ``r2``, ``n_points`` and the residual spread are NaN/0 unless source is "fit".
+    ``overhead_ms`` is a fixed cost charged once per node and layer (kernel launches), not
+    scaled by experts per node or TP; roofline expert fits carry the launch overhead here
+    (issue 16: it used to be charged once per expert on a node).
     """
 
     slope_ms: float  # ms per token (k1 or k3)
@@ -61,6 +67,9 @@ class Fit:
     residual_std_ms: float = math.nan
     residual_max_ms: float = math.nan
     note: str = ""
+    overhead_ms: float = 0.0
+    x_min: float = math.nan  # token range of the fitted points (NaN unless source "fit")
+    x_max: float = math.nan
 
     def predict(self, x: float) -> float:
         """Time in ms for ``x`` tokens."""
@@ -81,6 +90,7 @@ def attention_time_roofline(
     tpa: int,
     seq_len: float,
     efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    tp_cost: TPCost = DEFAULT_TP_COST,
 ) -> Fit:
     """Roofline ``Ta = k1*ba + k2`` for one attention node of ``tpa`` GPUs, one MoE layer.
 
@@ -88,13 +98,21 @@ def attention_time_roofline(
     times kv_layers/L so leading dense layers are charged too) over bandwidth, plus the
     attention-side GEMM FLOPs over TFLOPS. k2: the attention-side weights of one layer
     (Pa / L, which spreads embeddings and dense layers over the MoE layers) over bandwidth,
-    plus the fixed overhead. Both are split over ``tpa`` GPUs.
+    plus the fixed overhead. Both are split over ``tpa`` GPUs. TP is not free
+    (:mod:`analysis.planner.tp_cost`): the GEMM and weight terms run slower by the shard
+    slowdown of the ``h``-wide projections split ``tpa`` ways, and the output all-reduce
+    of ``h`` activations per token over the intra-node link adds to k1 (bytes) and k2
+    (ring-step latency). The KV read splits by heads and is not slowed.
     """
     bw = gpu.bandwidth_gb_s * 1e9 * efficiency.bandwidth * tpa  # bytes/s
     flops = gpu.bf16_tflops * 1e12 * efficiency.compute * tpa
+    slow = shard_slowdown(model.hidden_size, tpa, tp_cost)
     kv_per_token = seq_len * model.kv_bytes_per_token_layer * model.kv_layers / model.num_layers
-    k1 = 1e3 * (kv_per_token / bw + model.attention_flops_per_token_layer / flops)
-    k2 = 1e3 * (model.attention_param_bytes / model.num_layers) / bw
+    ar_k1, ar_k2 = allreduce_slope_ms(
+        model.hidden_size * model.activation_bytes, tpa, gpu.intra_node_gb_s, tp_cost
+    )
+    k1 = 1e3 * (kv_per_token / bw + slow * model.attention_flops_per_token_layer / flops) + ar_k1
+    k2 = 1e3 * slow * (model.attention_param_bytes / model.num_layers) / bw + ar_k2
     return Fit(
         k1,
         k2 + efficiency.layer_overhead_ms,
@@ -116,130 +134,39 @@ def expert_time_roofline(
     """
     k3 = 1e3 * model.expert_flops_per_token_layer / (gpu.bf16_tflops * 1e12 * efficiency.compute)
     k4 = 1e3 * model.expert_bytes_per_layer / (gpu.bandwidth_gb_s * 1e9 * efficiency.bandwidth)
-    return Fit(k3, k4 + efficiency.layer_overhead_ms, "roofline", note=f"roofline on {gpu.name}")
-
-
-def expert_points(
-    candidates: pd.DataFrame,
-    model: ModelSpec,
-    hardware: str,
-    *,
-    quant: str | None = None,
-    cuda_graph: bool | None = True,
-    dispatch: str | None = "balanced",
-    attention_dp: bool | None = None,
-) -> pd.DataFrame:
-    """The (be, t) points a bench_moe candidate frame gives for ``model`` on ``hardware``.
-
-    Rows kept: status success, the same E/K/h/h' and hardware label, finite positive
-    score_ms, and when the column exists and the filter is not None the same quant,
-    cuda_graph (True = decode), dispatch pattern (skewed routing is not Te) and attention
-    mode (``attention_dp=True`` keeps DEP-style rows, whose dispatch resembles M2N).
-
-    Tokens per expert. ``num_tokens`` is the token count entering the MoE module: the
-    global total under attention DP, and each rank's (identical, replicated) batch under
-    attention TP; either way it is the number of distinct tokens routed. With balanced
-    routing each expert sees ``be = num_tokens * top_k / num_experts``.
-
-    Time per expert-equivalent. A rank holds ``E / moe_ep_size`` experts, each sliced to
-    ``1 / moe_tp_size``, and score_ms is the slowest rank's module time, so one GPU's time
-    for one whole expert is ``t = score_ms * moe_ep_size * moe_tp_size / E``. score_ms also
-    contains the dispatch/combine communication inside the bench, which the paper keeps in
-    Tc; the fit is therefore slightly pessimistic for Te.
-    """
-    df = candidates
-    mask = (
-        (df[C.STATUS] == "success")
-        & (df[C.NUM_EXPERTS] == model.num_experts)
-        & (df[C.TOP_K] == model.top_k)
-        & (df[C.HIDDEN_SIZE] == model.hidden_size)
-        & (df[C.INTERMEDIATE_SIZE] == model.intermediate_size)
-        & (df[C.HARDWARE] == hardware)
-    )
-    if quant is not None and C.QUANT in df:
-        mask &= df[C.QUANT] == quant
-    if cuda_graph is not None and C.CUDA_GRAPH in df:
-        mask &= df[C.CUDA_GRAPH] == cuda_graph
-    if dispatch is not None and C.DISPATCH in df:
-        mask &= df[C.DISPATCH] == dispatch
-    if attention_dp is not None and C.ATTENTION_DP in df:
-        mask &= df[C.ATTENTION_DP] == attention_dp
-    sub = df.loc[mask.fillna(False).astype(bool)]
-    score = pd.to_numeric(sub[C.SCORE_MS], errors="coerce").astype("float64")
-    ep = pd.to_numeric(sub[C.MOE_EP_SIZE], errors="coerce").astype("float64")
-    tp = pd.to_numeric(sub[C.MOE_TP_SIZE], errors="coerce").astype("float64")
-    tokens = pd.to_numeric(sub[C.NUM_TOKENS], errors="coerce").astype("float64")
-    out = pd.DataFrame(
-        {
-            "be": tokens * model.top_k / model.num_experts,
-            "t_ms": score * ep * tp / model.num_experts,
-        }
-    )
-    ok = np.isfinite(out["be"]) & np.isfinite(out["t_ms"]) & (out["t_ms"] > 0)
-    return out.loc[ok].reset_index(drop=True)
-
-
-def fit_expert_time(
-    candidates: pd.DataFrame,
-    model: ModelSpec,
-    gpu: GPUSpec,
-    *,
-    hardware: str | None = None,
-    quant: str | None = None,
-    cuda_graph: bool | None = True,
-    dispatch: str | None = "balanced",
-    attention_dp: bool | None = None,
-    min_points: int = 3,
-    efficiency: Efficiency = DEFAULT_EFFICIENCY,
-) -> Fit:
-    """Least-squares ``Te = k3*be + k4`` per expert-equivalent from stored sweeps.
-
-    Uses :func:`expert_points` (``hardware`` defaults to ``gpu.name``). Needs at least
-    ``min_points`` points with two distinct ``be`` values; otherwise returns the roofline
-    estimate (``source="roofline"``) with a note saying why. The fit reports R², the
-    number of points and the standard deviation and max of the absolute residuals (ms).
-    A negative intercept is kept (it is what the data says) but noted.
-    """
-    label = hardware or gpu.name
-    pts = expert_points(
-        candidates,
-        model,
-        label,
-        quant=quant,
-        cuda_graph=cuda_graph,
-        dispatch=dispatch,
-        attention_dp=attention_dp,
-    )
-    n = len(pts)
-    if n < min_points or pts["be"].nunique() < 2:
-        rf = expert_time_roofline(model, gpu, efficiency)
-        why = f"{n} usable sweep point(s) for {model.name} on {label} (< {min_points})"
-        return Fit(rf.slope_ms, rf.intercept_ms, "roofline", n_points=n, note=why + "; roofline")
-    x = pts["be"].to_numpy(dtype=float)
-    y = pts["t_ms"].to_numpy(dtype=float)
-    design = np.column_stack([x, np.ones_like(x)])
-    (k3, k4), *_ = np.linalg.lstsq(design, y, rcond=None)
-    resid = y - (k3 * x + k4)
-    ss_tot = float(np.sum((y - y.mean()) ** 2))
-    r2 = 1.0 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else 1.0
-    note = f"least squares on {n} points ({model.name}, {label})"
-    if k4 < 0:
-        note += "; negative intercept"
     return Fit(
-        float(k3),
-        float(k4),
-        "fit",
-        n_points=n,
-        r2=r2,
-        residual_std_ms=float(np.std(resid)),
-        residual_max_ms=float(np.max(np.abs(resid))),
-        note=note,
+        k3,
+        k4,
+        "roofline",
+        note=f"roofline on {gpu.name}",
+        overhead_ms=efficiency.layer_overhead_ms,
     )
 
 
-def expert_node_time_ms(fit: Fit, be: float, experts_per_node: int, tpe: int) -> float:
-    """Te for one expert node: ``(x / tpe) * (k3*be + k4)``."""
-    return experts_per_node / tpe * fit.predict(be)
+def expert_node_time_ms(
+    fit: Fit,
+    be: float,
+    experts_per_node: int,
+    tpe: int,
+    *,
+    model: ModelSpec | None = None,
+    gpu: GPUSpec | None = None,
+    tp_cost: TPCost = DEFAULT_TP_COST,
+) -> float:
+    """Te for one expert node of ``tpe`` GPUs holding x experts, one layer (ms).
+
+    ``(x/tpe) * (k3*be + k4) * shard_slowdown(h', tpe) + overhead + all-reduce`` where the
+    overhead (``fit.overhead_ms``) is charged once per node, and the all-reduce of the
+    node's ``x*be*h`` output activations runs over the GPU's intra-node link. Without
+    ``model`` and ``gpu`` the TP terms are left out (the paper's bare formula).
+    """
+    base = experts_per_node / tpe * fit.predict(be) + fit.overhead_ms
+    if model is None or gpu is None or tpe <= 1:
+        return base
+    slow = shard_slowdown(model.intermediate_size, tpe, tp_cost)
+    nbytes = experts_per_node * be * model.hidden_size * model.activation_bytes
+    ar = allreduce_ms(nbytes, tpe, gpu.intra_node_gb_s, tp_cost)
+    return experts_per_node / tpe * fit.predict(be) * slow + fit.overhead_ms + ar
 
 
 # --- batches, balance, constraints -----------------------------------------------------

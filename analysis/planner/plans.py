@@ -7,36 +7,90 @@ from __future__ import annotations
 
 import json
 import math
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 
 from analysis.planner.perf_model import DEFAULT_EFFICIENCY, DEFAULT_UTIL, Efficiency, UtilCurve
+from analysis.planner.tp_cost import DEFAULT_TP_COST, TPCost
+
+# The paper's evaluation workload: median input 571 + median output 159 tokens, so the
+# average KV length over a decode is about 571 + 159/2 ≈ 650 tokens; TBT SLO 150 ms.
+PAPER_SEQ_LEN = 650.0
+PAPER_SLO_TBT_MS = 150.0
 
 
 @dataclass(frozen=True)
 class Workload:
     """Average sequence length ``s`` (tokens held in KV per request) and the TBT SLO."""
 
-    seq_len: float
-    slo_tbt_ms: float = 150.0
+    seq_len: float = PAPER_SEQ_LEN
+    slo_tbt_ms: float = PAPER_SLO_TBT_MS
 
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """Knobs of the search. ``experts_per_node=None`` tries every power of two dividing E."""
+    """Knobs of the search. ``experts_per_node=None`` tries every power of two dividing E.
+
+    Defaults are the paper's: m in 3..Nm with Nm = 4 (Algorithm 1 line 6), TP in
+    {1, 2, 4, 8}; ``colocated_gpus=None`` compares against the paper's co-located baseline,
+    the smallest whole number of nodes (8, 16, ... GPUs) of one type that holds the model
+    and meets the SLO, rather than a baseline the size of the plan.
+    """
 
     tp_choices: tuple[int, ...] = (1, 2, 4, 8)
     max_micro_batches: int = 4  # Nm
-    min_micro_batches: int = 2
+    min_micro_batches: int = 3
     experts_per_node: tuple[int, ...] | None = None
     usable_memory: float = 0.9  # fraction of capacity for weights + KV (rest: activations)
     balance_tolerance: float = 0.25  # |Ta - Te| <= tol * max(Ta, Te) counts as Ta ≈ Te
     na_multiples: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
     max_na: int = 512
     max_gpus: int | None = None  # cap on attention + expert GPUs of one instance
+    colocated_gpus: int | None = None  # co-located baseline size; None = paper's (whole nodes)
     efficiency: Efficiency = DEFAULT_EFFICIENCY
     util: UtilCurve = DEFAULT_UTIL
+    tp_cost: TPCost = DEFAULT_TP_COST
+
+
+class Budget:
+    """Work a search may do: plan evaluations and a wall-clock deadline (monotonic s).
+
+    :meth:`spend` counts one plan evaluation and says whether the search may go on; once
+    it says no, ``truncated`` is set and stays set, and the search answers with what it
+    found. ``cancelled`` (e.g. the client went away) stops it the same way.
+    """
+
+    def __init__(
+        self,
+        max_evaluations: int | None = None,
+        deadline: float | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> None:
+        self.max_evaluations = max_evaluations
+        self.deadline = deadline
+        self.cancelled = cancelled
+        self.evaluations = 0
+        self.truncated = False
+        self.reason = ""
+
+    def spend(self) -> bool:
+        """Count one evaluation; False (and ``truncated``) when over budget."""
+        if self.truncated:
+            return False
+        self.evaluations += 1
+        if self.max_evaluations is not None and self.evaluations > self.max_evaluations:
+            self.reason = f"plan evaluations reached {self.max_evaluations}"
+        elif self.deadline is not None and time.monotonic() > self.deadline:
+            self.reason = "wall-clock budget reached"
+        elif self.cancelled is not None and self.cancelled():
+            self.reason = "cancelled"
+        else:
+            return True
+        self.truncated = True
+        return False
 
 
 @dataclass(frozen=True)
@@ -92,6 +146,11 @@ class Plan:
     expert_fit: str
     constraints: tuple[ConstraintCheck, ...] = field(default=())
 
+    @property
+    def constraints_met(self) -> bool:
+        """All three pipeline constraints hold (plans that fail one rank after the rest)."""
+        return all(c.met for c in self.constraints)
+
 
 @dataclass(frozen=True)
 class ColocatedPlan:
@@ -140,6 +199,7 @@ ALTERNATIVE_COLUMNS: tuple[str, ...] = (
     "balance_met",
     "comm_hidden_met",
     "depth_met",
+    "constraints_met",
 )
 NA_SWEEP_COLUMNS: tuple[str, ...] = (
     "na",
@@ -165,6 +225,8 @@ class PlanResult:
     na_sweep: pd.DataFrame
     colocated: ColocatedPlan | None
     notes: tuple[str, ...] = ()
+    truncated: bool = False  # the budget stopped the search: best found so far
+    evaluations: int = 0  # plan evaluations spent
 
     @property
     def disaggregation_gain(self) -> float | None:
@@ -182,6 +244,8 @@ class PlanResult:
             "alternatives": self.alternatives.to_dict(orient="records"),
             "na_sweep": self.na_sweep.to_dict(orient="records"),
             "notes": list(self.notes),
+            "truncated": self.truncated,
+            "evaluations": self.evaluations,
         }
         return json.dumps(_finite(payload))
 

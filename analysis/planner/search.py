@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.planner.catalog import GPUSpec, ModelSpec
-from analysis.planner.colocated import best_colocated, fallback_colocated
+from analysis.planner.colocated import best_colocated, fallback_colocated, paper_colocated
 from analysis.planner.perf_model import (
     Fit,
     attention_memory_bytes,
@@ -36,6 +36,7 @@ from analysis.planner.perf_model import (
 from analysis.planner.plans import (
     ALTERNATIVE_COLUMNS,
     NA_SWEEP_COLUMNS,
+    Budget,
     ConstraintCheck,
     Plan,
     PlanResult,
@@ -64,7 +65,9 @@ def _times(s: _Setup, na: int, m: int, ba: int) -> tuple[float, float, float, fl
     model = s.model
     be = ba * na * model.top_k / model.num_experts
     ta = s.afit.predict(ba)
-    te = expert_node_time_ms(s.efit, be, s.x, s.tpe)
+    te = expert_node_time_ms(
+        s.efit, be, s.x, s.tpe, model=model, gpu=s.egpu, tp_cost=s.options.tp_cost
+    )
     tc = comm_time_ms(
         model,
         s.agpu,
@@ -111,8 +114,15 @@ def _constraints(
 
 
 def evaluate_plan(s: _Setup, na: int, m: int) -> Plan | None:
-    """Largest-batch plan for fixed (GPUs, tpa, tpe, x, na, m); None if infeasible."""
+    """Largest-batch plan for fixed (GPUs, tpa, tpe, x, na, m); None if infeasible.
+
+    Over ``options.max_gpus`` (attention + expert GPUs) is infeasible, checked first.
+    """
     model, wl, opt = s.model, s.workload, s.options
+    if opt.max_gpus is not None and s.tpa * na + s.tpe * (model.num_experts // s.x) > (
+        opt.max_gpus
+    ):
+        return None
     ba_cap = max_attention_batch(model, s.agpu, s.tpa, m, wl.seq_len, opt.usable_memory)
 
     def meets_slo(ba: int) -> bool:
@@ -129,8 +139,6 @@ def evaluate_plan(s: _Setup, na: int, m: int) -> Plan | None:
     lower, upper = iteration_bounds_ms(ta, te, tc, m, layers)
     expert_nodes = model.num_experts // s.x
     a_gpus, e_gpus = s.tpa * na, s.tpe * expert_nodes
-    if opt.max_gpus is not None and a_gpus + e_gpus > opt.max_gpus:
-        return None
     cost = a_gpus * s.agpu.price + e_gpus * s.egpu.price
     power = a_gpus * s.agpu.power_w + e_gpus * s.egpu.power_w
     tput = batch / (t_total / 1e3)
@@ -215,7 +223,7 @@ def _setups(
             if model.attention_param_bytes >= options.usable_memory * tpa * agpu.memory_bytes:
                 continue
             afit = attention_fits.get((agpu.name, tpa)) or attention_time_roofline(
-                model, agpu, tpa, workload.seq_len, options.efficiency
+                model, agpu, tpa, workload.seq_len, options.efficiency, options.tp_cost
             )
             for x in _experts_per_node_choices(model, options):
                 cap = options.usable_memory * tpe * egpu.memory_bytes
@@ -226,7 +234,7 @@ def _setups(
     return out
 
 
-def _climb_na(s: _Setup, m: int, start: Sequence[int], max_na: int) -> list[Plan]:
+def _climb_na(s: _Setup, m: int, start: Sequence[int], max_na: int, budget: Budget) -> list[Plan]:
     """Evaluate the balance-derived na values, then step na by 1 while tput/cost improves.
 
     The balance formula ignores k2 and k4, which dominate in decode, so the best integer na
@@ -237,17 +245,21 @@ def _climb_na(s: _Setup, m: int, start: Sequence[int], max_na: int) -> list[Plan
 
     def ev(na: int) -> Plan | None:
         if na not in tried:
-            tried[na] = evaluate_plan(s, na, m)
+            tried[na] = evaluate_plan(s, na, m) if budget.spend() else None
         return tried[na]
 
     for na in start:
         ev(na)
+        if budget.truncated:
+            break
     feasible = {na: p for na, p in tried.items() if p is not None}
     if feasible:
         cur = max(sorted(feasible), key=lambda n: feasible[n].tput_per_cost)
         moved = True
         while moved:
             moved = False
+            if budget.truncated:
+                break
             for nb in (cur - 1, cur + 1):
                 if 1 <= nb <= max_na:
                     p, here = ev(nb), tried[cur]
@@ -258,18 +270,29 @@ def _climb_na(s: _Setup, m: int, start: Sequence[int], max_na: int) -> list[Plan
 
 
 def _plan_row(p: Plan) -> dict[str, object]:
-    row: dict[str, object] = {c: getattr(p, c) for c in ALTERNATIVE_COLUMNS[:-3]}
+    row: dict[str, object] = {c: getattr(p, c) for c in ALTERNATIVE_COLUMNS[:-4]}
     met = {c.name: c.met for c in p.constraints}
     row.update(
         balance_met=met["balance"],
         comm_hidden_met=met["comm_hidden"],
         depth_met=met["pipeline_depth"],
+        constraints_met=p.constraints_met,
     )
     return row
 
 
 def _rank_key(p: Plan) -> tuple[float, ...]:
-    return (-p.tput_per_cost, p.gpus, p.tpa, p.tpe, p.na, p.m, p.experts_per_node)
+    """Plans meeting all three pipeline constraints first, then tokens/s per cost."""
+    return (
+        float(not p.constraints_met),
+        -p.tput_per_cost,
+        p.gpus,
+        p.tpa,
+        p.tpe,
+        p.na,
+        p.m,
+        p.experts_per_node,
+    )
 
 
 def na_sweep(best: Plan, setup: _Setup, na_max: int) -> pd.DataFrame:
@@ -305,9 +328,11 @@ def _search_pairs(
     options: SearchOptions,
     expert_fits: Mapping[str, Fit] | None,
     attention_fits: Mapping[tuple[str, int], Fit] | None,
+    budget: Budget | None = None,
 ) -> PlanResult:
     efits = dict(expert_fits or {})
     afits = dict(attention_fits or {})
+    spent = budget or Budget()
     plans: list[tuple[Plan, _Setup]] = []
     ms = range(options.min_micro_batches, options.max_micro_batches + 1)
     for agpu, egpu in pairs:
@@ -319,9 +344,16 @@ def _search_pairs(
                 else math.inf
             )
             for m in ms:
-                found = _climb_na(s, m, _na_candidates(na_bal, options), options.max_na)
+                if spent.truncated:
+                    break
+                found = _climb_na(s, m, _na_candidates(na_bal, options), options.max_na, spent)
                 plans.extend((p, s) for p in found)
     notes = _fit_notes(model, pairs, options, efits)
+    if spent.truncated:
+        notes.append(
+            f"search stopped early ({spent.reason}) after {spent.evaluations} plan "
+            "evaluations: the best plan is the best found so far"
+        )
     if not plans:
         empty = pd.DataFrame(columns=list(ALTERNATIVE_COLUMNS))
         notes.append("no disaggregated plan fits memory and the SLO")
@@ -329,14 +361,59 @@ def _search_pairs(
         if colo is not None:
             notes.append(f"co-located on {colo.gpus} {colo.gpu} meets the SLO")
         return PlanResult(
-            None, empty, pd.DataFrame(columns=list(NA_SWEEP_COLUMNS)), colo, tuple(notes)
+            None,
+            empty,
+            pd.DataFrame(columns=list(NA_SWEEP_COLUMNS)),
+            colo,
+            tuple(notes),
+            spent.truncated,
+            spent.evaluations,
         )
     plans.sort(key=lambda ps: _rank_key(ps[0]))
     best, best_setup = plans[0]
+    if not best.constraints_met:
+        notes.append("no plan meets all three pipeline constraints; the best is flagged")
     alternatives = pd.DataFrame([_plan_row(p) for p, _ in plans], columns=list(ALTERNATIVE_COLUMNS))
     sweep = na_sweep(best, best_setup, min(options.max_na, max(16, 2 * best.na)))
-    colocated = best_colocated(model, workload, best, pairs, options, efits, afits)
-    return PlanResult(best, alternatives, sweep, colocated, tuple(notes))
+    if options.colocated_gpus is None:
+        colocated = paper_colocated(model, workload, best, pairs, options, efits, afits)
+    else:
+        colocated = best_colocated(model, workload, best, pairs, options, efits, afits)
+    return PlanResult(
+        best, alternatives, sweep, colocated, tuple(notes), spent.truncated, spent.evaluations
+    )
+
+
+def estimate_evaluations(
+    model: ModelSpec,
+    workload: Workload,
+    gpus: Sequence[GPUSpec],
+    options: SearchOptions,
+    *,
+    heterogeneous: bool,
+) -> int:
+    """Plan evaluations a search will start with, before any is run.
+
+    Setups (GPU pair x tpa x tpe x experts-per-node that fit memory) x micro-batch counts
+    x distinct balance-derived na starting points (``len(na_multiples)``, an upper bound).
+    The na climb adds a few steps per (setup, m) on top; the runtime budget counts those.
+    Homogeneous: each GPU with itself; heterogeneous: every ordered pair.
+    """
+    pairs = [(a, e) for a in gpus for e in gpus] if heterogeneous else [(g, g) for g in gpus]
+    n_m = max(0, options.max_micro_batches - options.min_micro_batches + 1)
+    n_na = len(options.na_multiples)
+    total = 0
+    for agpu, egpu in pairs:
+        tpe_n = sum(1 for t in options.tp_choices if t <= egpu.gpus_per_node)
+        tpa_n = sum(
+            1
+            for t in options.tp_choices
+            if t <= agpu.gpus_per_node
+            and model.attention_param_bytes < options.usable_memory * t * agpu.memory_bytes
+        )
+        xs = _experts_per_node_choices(model, options)
+        total += tpe_n * tpa_n * len(xs) * n_m * n_na
+    return total
 
 
 def _fit_notes(
@@ -363,17 +440,20 @@ def search_plans(
     options: SearchOptions | None = None,
     expert_fits: Mapping[str, Fit] | None = None,
     attention_fits: Mapping[tuple[str, int], Fit] | None = None,
+    budget: Budget | None = None,
 ) -> PlanResult:
     """Best disaggregated plan for one GPU pair (homogeneous when ``expert_gpu`` is None).
 
     ``expert_fits`` maps a GPU name to a per-expert-equivalent Te fit (from
     :func:`~analysis.planner.perf_model.fit_expert_time`); ``attention_fits`` maps
     (GPU name, tpa) to a Ta fit. Missing entries use roofline estimates. Ties in throughput
-    per cost go to fewer GPUs, then smaller tpa, tpe, na, m, x.
+    per cost go to fewer GPUs, then smaller tpa, tpe, na, m, x; plans violating a pipeline
+    constraint rank after every plan that meets all three. ``budget`` bounds the work
+    (``PlanResult.truncated`` says it stopped the search).
     """
     pair = (attention_gpu, expert_gpu or attention_gpu)
     return _search_pairs(
-        model, workload, [pair], options or SearchOptions(), expert_fits, attention_fits
+        model, workload, [pair], options or SearchOptions(), expert_fits, attention_fits, budget
     )
 
 
@@ -385,9 +465,10 @@ def search_heterogeneous(
     options: SearchOptions | None = None,
     expert_fits: Mapping[str, Fit] | None = None,
     attention_fits: Mapping[tuple[str, int], Fit] | None = None,
+    budget: Budget | None = None,
 ) -> PlanResult:
     """Search every (attention GPU, expert GPU) pair of ``gpus``, same-type pairs included."""
     pairs = [(a, e) for a in gpus for e in gpus]
     return _search_pairs(
-        model, workload, pairs, options or SearchOptions(), expert_fits, attention_fits
+        model, workload, pairs, options or SearchOptions(), expert_fits, attention_fits, budget
     )

@@ -32,7 +32,6 @@ from service.pareto import pareto_table
 from service.recommend import DeploymentRequest
 from service.recommend import recommendation as recommend_for
 from service.scope import Scope
-from service.thresholds import threshold_table
 
 router = APIRouter(tags=["analysis"], dependencies=[Depends(require_read)])
 
@@ -188,12 +187,6 @@ def export(
         media_type="application/yaml",
         headers={"Content-Disposition": 'attachment; filename="moe_config.yaml"'},
     )
-
-
-@router.get("/thresholds", summary="The guide's thresholds: published vs re-derived from the data")
-def thresholds(data: Data, format: Format = "json", evidence: bool = False) -> Response:
-    table = threshold_table(data, evidence)
-    return _table(table, format, "thresholds_evidence" if evidence else "thresholds", {})
 
 
 @router.get("/agreement", summary="Tree pick vs measured best for every stored workload")

@@ -18,6 +18,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from analysis.crossval import DEFAULT_BAND_PCT, DEFAULT_TOKEN_TOLERANCE
+from analysis.crossval_guide import guide_summary
+from analysis.crossval_rules import DEFAULT_NOISE_PCT, RULE_DEFINITIONS
 from api.auth import get_config, get_store, require_read, require_scope
 from api.config import ApiConfig
 from api.jsonio import FastJSONResponse, frame_records
@@ -28,8 +30,11 @@ from db.store import Store
 from db.tokens import TokenInfo
 from service.crossval import (
     BAND_RANGE,
+    NOISE_RANGE,
     TOL_RANGE,
     compute_ledger,
+    guide_compare,
+    rules_side_by_side,
     narrow,
     outcome_table,
     serving_imports,
@@ -37,6 +42,8 @@ from service.crossval import (
     workload_filters,
     workloads_page,
 )
+from service.crossval_outcomes import add_outcomes
+from service.crossval_sweeps import sweep_report
 from service.crossval_import import (
     ServingFilesError,
     ServingImport,
@@ -48,6 +55,7 @@ router = APIRouter()
 _cv = APIRouter(prefix="/crossval", tags=["crossval"])
 
 Format = Literal["json", "csv"]
+Rule = Literal["exact", "backend", "within_noise", "same_layout"]
 Phase = Literal["prefill", "decode"]
 Status = Literal["Match", "Mismatch", "no data", "not mappable"]
 _MAX_FILES = 20_000  # the real data tree has ~1,200 recipes and 12 masters
@@ -163,6 +171,18 @@ TokenTolerance = Annotated[
         description="Nearest num_tokens within this factor (log axis)",
     ),
 ]
+NoisePct = Annotated[
+    float,
+    Query(
+        ge=NOISE_RANGE[0],
+        le=NOISE_RANGE[1],
+        description="rule within_noise: the deployed score may be this many % above the best",
+    ),
+]
+RuleQ = Annotated[
+    Rule,
+    Query(description="; ".join(f"{k}: {v}" for k, v in RULE_DEFINITIONS.items())),
+]
 BandPct = Annotated[
     float,
     Query(
@@ -204,14 +224,23 @@ def get_ledger(
     phase: Phase | None = None,
     status: Status | None = None,
     token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
+    rule: RuleQ = "exact",
+    noise_pct: NoisePct = DEFAULT_NOISE_PCT,
     format: Format = "json",
 ) -> Response:
-    led = compute_ledger(store, workload_filters(model, hardware, phase), token_tolerance)
+    filters = workload_filters(model, hardware, phase)
+    led = compute_ledger(store, filters, token_tolerance, rule, noise_pct)
     frame = narrow(led, None, status)
     if format == "csv":
-        return _csv(frame, "crossval-ledger")
+        return _csv(frame, f"crossval-ledger-{rule}")
     return FastJSONResponse(
-        {"total": len(frame), "token_tolerance": token_tolerance, "items": frame_records(frame)}
+        {
+            "total": len(frame),
+            "token_tolerance": token_tolerance,
+            "rule": rule,
+            "noise_pct": noise_pct,
+            "items": frame_records(frame),
+        }
     )
 
 
@@ -226,14 +255,96 @@ def get_summary(
     hardware: str | None = None,
     band_pct: BandPct = DEFAULT_BAND_PCT,
     token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
+    rule: RuleQ = "exact",
+    noise_pct: NoisePct = DEFAULT_NOISE_PCT,
     format: Format = "json",
 ) -> Response:
-    led = compute_ledger(store, workload_filters(model, hardware, None), token_tolerance)
+    filters = workload_filters(model, hardware, None)
+    led = compute_ledger(store, filters, token_tolerance, rule, noise_pct)
     table = summary_table(store, led, band_pct)
     if format == "csv":
-        return _csv(table, "crossval-summary")
+        return _csv(table, f"crossval-summary-{rule}")
     return FastJSONResponse(
-        {"band_pct": band_pct, "token_tolerance": token_tolerance, "items": frame_records(table)}
+        {
+            "band_pct": band_pct,
+            "token_tolerance": token_tolerance,
+            "rule": rule,
+            "noise_pct": noise_pct,
+            "items": frame_records(table),
+        }
+    )
+
+
+@_cv.get(
+    "/rules",
+    summary="The summary's Match cell under every match rule, side by side",
+    dependencies=[Depends(require_read)],
+)
+def get_rules(
+    store: Store = Depends(get_store),
+    model: str | None = None,
+    hardware: str | None = None,
+    token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
+    noise_pct: NoisePct = DEFAULT_NOISE_PCT,
+) -> Response:
+    led = compute_ledger(store, workload_filters(model, hardware, None), token_tolerance)
+    table = rules_side_by_side(led, noise_pct)
+    return FastJSONResponse({"definitions": RULE_DEFINITIONS, "items": frame_records(table)})
+
+
+@_cv.get(
+    "/guide",
+    summary="The guide's published table beside ours, per model, hardware and phase",
+    dependencies=[Depends(require_read)],
+)
+def get_guide(
+    store: Store = Depends(get_store),
+    token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
+    rule: RuleQ = "exact",
+    noise_pct: NoisePct = DEFAULT_NOISE_PCT,
+    format: Format = "json",
+) -> Response:
+    table = guide_compare(store, {}, token_tolerance, rule, noise_pct)
+    if format == "csv":
+        return _csv(table, f"crossval-guide-vs-ours-{rule}")
+    return FastJSONResponse(
+        {
+            "rule": rule,
+            "noise_pct": noise_pct,
+            "published": frame_records(guide_summary()),
+            "items": frame_records(table),
+        }
+    )
+
+
+@_cv.get(
+    "/sweeps",
+    summary="bench_moe commands covering every no-data workload (JSON or a shell script)",
+    dependencies=[Depends(require_read)],
+)
+def get_sweeps(
+    store: Store = Depends(get_store),
+    model: str | None = None,
+    hardware: str | None = None,
+    phase: Phase | None = None,
+    token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
+    format: Literal["json", "sh"] = "json",
+) -> Response:
+    led = compute_ledger(store, workload_filters(model, hardware, None), token_tolerance)
+    rep = sweep_report(led, model, hardware.upper() if hardware else None, phase)
+    if format == "sh":
+        return Response(
+            rep.script,
+            media_type="text/x-shellscript; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{rep.filename}"'},
+        )
+    return FastJSONResponse(
+        {
+            "filename": rep.filename,
+            "n_commands": len(rep.plan),
+            "items": frame_records(rep.plan),
+            "coverage": frame_records(rep.coverage),
+        }
     )
 
 
@@ -242,7 +353,9 @@ PositiveTps = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 
 
 class OutcomeIn(BaseModel):
-    """One end-to-end result for a Mismatch workload (tokens/s/user at its serving point)."""
+    """One end-to-end result for a Mismatch workload (tokens/s/user at its serving point):
+    the deployed config and the bench_moe candidate, each optionally under perfect
+    routing."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -250,6 +363,7 @@ class OutcomeIn(BaseModel):
     tps_per_user_deployed: PositiveTps
     tps_per_user_candidate: PositiveTps
     tps_per_user_candidate_perfect_routing: PositiveTps | None = None
+    tps_per_user_deployed_perfect_routing: PositiveTps | None = None
     source: str | None = Field(None, max_length=2000, description="Where the numbers come from")
     notes: str | None = Field(None, max_length=4000)
 
@@ -266,7 +380,10 @@ _RECORD_ERR = re.compile(r"^records\[(?P<i>\d+)\]\.(?P<field>\w+): (?P<msg>.*)$"
         401: {"description": "Missing or invalid token"},
         403: {"description": "Token lacks the upload scope"},
         409: {"description": "Other values already stored for a workload (use replace=true)"},
-        422: {"description": "Invalid record or unknown workload (loc: body, index, field)"},
+        422: {
+            "description": "Invalid record (NaN/Infinity/<= 0), a Match workload or an "
+            "unknown workload (loc: body, index, field)"
+        },
     },
 )
 def post_outcomes(
@@ -277,7 +394,7 @@ def post_outcomes(
 ) -> Response:
     index = {r.workload_id: i for i, r in enumerate(records)}
     try:
-        result = store.crossval.add_outcomes([r.model_dump() for r in records], replace=replace)
+        result = add_outcomes(store, [r.model_dump() for r in records], replace=replace)
     except OutcomeConflict as exc:
         raise error(
             409, ["body", index[exc.workload_id], exc.field], exc.problem, "conflict"

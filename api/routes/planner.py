@@ -7,17 +7,21 @@ endpoints return one payload (``service.planner.run_plan``, which the /planner p
 renders too); ``download=true`` adds a ``Content-Disposition`` header so a browser saves
 it as ``plan-….json``.
 
-The heterogeneous search is bounded by ``service.planner_request.resolve`` (at most
-``HETERO_MAX_GPUS`` GPUs unless ``options.experts_per_node`` pins the choice) and runs in
-the thread pool, never on the event loop.
+Every search is bounded: ``service.planner_request.resolve`` estimates its work and
+answers 422 (naming the field to reduce) over the cap, and ``run_plan`` stops at an
+evaluation and wall-clock budget with ``truncated: true``. The search runs in the
+thread pool, never on the event loop (health checks keep answering), and is cancelled
+when the client disconnects.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -46,9 +50,19 @@ def get_catalog(store: StoreDep) -> Response:
     return FastJSONResponse(catalog(store))
 
 
-async def _plan_response(req: PlanRequest, store: Store, download: bool, where: str) -> Response:
+async def _plan_response(
+    req: PlanRequest, store: Store, download: bool, where: str, request: Request
+) -> Response:
+    stop = threading.Event()
+    task = asyncio.ensure_future(run_in_threadpool(run_plan, req, store_loader(store), stop.is_set))
     try:
-        payload = await run_in_threadpool(run_plan, req, store_loader(store))
+        # poll for a vanished client while the search runs; it then stops at its next
+        # plan evaluation instead of burning a worker thread for nothing
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.25)
+            if not task.done() and await request.is_disconnected():
+                stop.set()
+        payload = task.result()
     except PlanInputError as exc:
         raise error(422, [where, *exc.loc], exc.msg, "invalid_plan_request") from exc
     headers = {}
@@ -71,9 +85,10 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 async def post_plan(
     req: PlanRequest,
     store: StoreDep,
+    request: Request,
     download: bool = False,
 ) -> Response:
-    return await _plan_response(req, store, download, "body")
+    return await _plan_response(req, store, download, "body", request)
 
 
 @router.get(
@@ -84,12 +99,15 @@ async def post_plan(
 )
 async def get_plan(
     store: StoreDep,
+    request: Request,
     model: Annotated[str, Query(max_length=64, pattern=NAME_PATTERN)] = "mixtral_8x22b",
-    seq_len: Annotated[float, Query(gt=0, le=10_000_000)] = 2048,
-    slo_tbt_ms: Annotated[float, Query(gt=0, le=1_000_000)] = 150.0,
+    seq_len: Annotated[float, Query(gt=0, le=10_000_000, allow_inf_nan=False)] = 650,
+    slo_tbt_ms: Annotated[float, Query(gt=0, le=1_000_000, allow_inf_nan=False)] = 150.0,
     gpu: Annotated[list[str], Query(max_length=MAX_GPUS)] = ["H20"],  # noqa: B006
     mode: Literal["homogeneous", "heterogeneous"] = "homogeneous",
-    max_micro_batches: Annotated[int, Query(ge=2, le=8)] = 4,
+    max_micro_batches: Annotated[int, Query(ge=1, le=8)] = 4,
+    max_gpus: Annotated[int | None, Query(ge=2, le=1_000_000)] = None,
+    near_best_pct: Annotated[float, Query(ge=0, le=100, allow_inf_nan=False)] = 2.0,
     experts_per_node: Annotated[int | None, Query(ge=1, le=4096)] = None,
     quant: Annotated[str | None, Query(max_length=64, pattern=NAME_PATTERN)] = None,
     use_stored: bool = True,
@@ -107,7 +125,10 @@ async def get_plan(
             mode=mode,
             options=OptionsIn(
                 max_micro_batches=max_micro_batches,
+                min_micro_batches=min(3, max_micro_batches),
                 experts_per_node=[experts_per_node] if experts_per_node else None,
+                max_gpus=max_gpus,
+                near_best_pct=near_best_pct,
             ),
             fit=FitIn(quant=quant, use_stored=use_stored),
             top=top,
@@ -115,4 +136,4 @@ async def get_plan(
     except ValidationError as exc:  # the distinct-GPU-names check
         first = exc.errors()[0]
         raise error(422, ["query", "gpu"], first["msg"], first["type"]) from exc
-    return await _plan_response(req, store, download, "query")
+    return await _plan_response(req, store, download, "query", request)

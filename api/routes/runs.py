@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
 
 from analysis import columns as C
 from api.auth import get_config, get_store, require_read, require_scope
 from api.config import ApiConfig
 from api.jsonio import FastJSONResponse, frame_records
+from api.limits import ParseBudget
+from api.uploads import SpooledUpload, spool_form, spool_raw, spooled_raw_file, upload_size
 from db.errors import Conflict, NotFound
 from db.store import IngestResult, Store
 from db.tokens import TokenInfo
@@ -21,6 +22,13 @@ from ingest.metadata import MetadataError, UploadMetadata, validate_metadata
 from ingest.records import UploadMeta
 
 router = APIRouter(prefix="/runs", tags=["runs"])
+
+# Integer parameters are bounded so that no value reaches the database as an overflow
+# (a BIGINT holds < 2**63): out of range is a 422 naming the parameter, never a 500.
+MAX_ID = 2**62
+MAX_OFFSET = 10**9
+RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="Run id (from the upload answer)")]
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Rows to skip")]
 
 _BODY_TYPES = {
     "application/json",
@@ -58,30 +66,9 @@ def _result_body(result: IngestResult, request: Request) -> dict[str, Any]:
     }
 
 
-async def _read_upload(
-    request: Request, config: ApiConfig, query_meta: UploadMetadata
-) -> tuple[bytes, UploadMeta]:
+def _check_body_type(request: Request) -> str:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype == "multipart/form-data":
-        async with request.form(
-            max_files=1, max_fields=20, max_part_size=config.max_upload_bytes
-        ) as form:
-            upload = form.get("file")
-            if not isinstance(upload, UploadFile):
-                raise error(
-                    422, ["form", "file"], "a file part named 'file' is required", "missing"
-                )
-            fields = {k: v for k, v in form.items() if k != "file" and isinstance(v, str) and v}
-            raw = await upload.read()
-            filename = upload.filename
-        # form fields win over query parameters of the same name
-        merged = {**query_meta.model_dump(exclude_none=True), **fields}
-        try:
-            meta_in = validate_metadata(merged)
-        except MetadataError as exc:
-            raise error(422, ["form", exc.field], exc.problem, "invalid") from exc
-        return raw, meta_in.to_meta(filename)
-    if ctype and ctype not in _BODY_TYPES:
+    if ctype and ctype != "multipart/form-data" and ctype not in _BODY_TYPES:
         raise error(
             415,
             ["header", "Content-Type"],
@@ -90,7 +77,36 @@ async def _read_upload(
             "'file' part",
             "unsupported_media_type",
         )
-    return await request.body(), query_meta.to_meta(None)
+    return ctype
+
+
+async def _ingest(
+    request: Request, body: SpooledUpload, meta: UploadMeta, token: TokenInfo, store: Store
+) -> Response:
+    """Parse and store a spooled body once the parse budget has room for it."""
+    if body.size == 0:
+        raise error(400, ["body"], "the request body is empty", "empty")
+    budget: ParseBudget = request.app.state.parse_budget
+    async with budget.hold(body.size):
+        raw = await run_in_threadpool(body.read)
+        if raw.isspace():  # isspace, not strip(): no copy of a big body
+            raise error(400, ["body"], "the request body is empty", "empty")
+        try:
+            sweeps = await run_in_threadpool(parse_upload, raw, meta, meta.filename)
+        except InputError as exc:
+            loc: list[str | int] = ["body", exc.field] if exc.field else ["body"]
+            if exc.field in UploadMetadata.model_fields:
+                loc = ["query", exc.field]
+            raise error(exc.status, loc, exc.problem, "invalid_report") from exc
+        try:
+            result = await run_in_threadpool(
+                store.ingest, sweeps, raw, meta, uploaded_by=token.name
+            )
+        except Conflict as exc:
+            raise error(409, ["query", exc.field], exc.problem, "conflict") from exc
+        del raw, sweeps  # the budget is released below: free the memory first
+    status = 200 if result.already_existed else 201
+    return FastJSONResponse(_result_body(result, request), status_code=status)
 
 
 @router.post(
@@ -115,22 +131,27 @@ async def upload_run(
     store: Store = Depends(get_store),
     config: ApiConfig = Depends(get_config),
 ) -> Response:
-    raw, meta = await _read_upload(request, config, meta_in)
-    if not raw.strip():
-        raise error(400, ["body"], "the request body is empty", "empty")
-    try:
-        sweeps = await run_in_threadpool(parse_upload, raw, meta, meta.filename)
-    except InputError as exc:
-        loc: list[str | int] = ["body", exc.field] if exc.field else ["body"]
-        if exc.field in UploadMetadata.model_fields:
-            loc = ["query", exc.field]
-        raise error(exc.status, loc, exc.problem, "invalid_report") from exc
-    try:
-        result = await run_in_threadpool(store.ingest, sweeps, raw, meta, uploaded_by=token.name)
-    except Conflict as exc:
-        raise error(409, ["query", exc.field], exc.problem, "conflict") from exc
-    status = 200 if result.already_existed else 201
-    return FastJSONResponse(_result_body(result, request), status_code=status)
+    """Upload one report. The body streams to a temporary file first (the entry layer
+    has already bounded its size and its pace) and is parsed from there."""
+    ctype = _check_body_type(request)
+    if ctype == "multipart/form-data":
+        upload, fields = await spool_form(request, config.max_upload_bytes)
+        try:
+            # form fields win over query parameters of the same name
+            merged = {**meta_in.model_dump(exclude_none=True), **fields}
+            try:
+                form_meta = validate_metadata(merged)
+            except MetadataError as exc:
+                raise error(422, ["form", exc.field], exc.problem, "invalid") from exc
+            body = SpooledUpload(upload.file, upload_size(upload), upload.filename)
+            return await _ingest(request, body, form_meta.to_meta(upload.filename), token, store)
+        finally:
+            await upload.close()
+    with spooled_raw_file() as handle:
+        size = await spool_raw(request, handle)
+        return await _ingest(
+            request, SpooledUpload(handle, size), meta_in.to_meta(None), token, store
+        )
 
 
 @router.get("", summary="List runs (newest first)", dependencies=[Depends(require_read)])
@@ -143,7 +164,7 @@ def list_runs(
     source_format: Literal["bench_moe", "bench_moe_legacy", "nvidia_dashboard"] | None = None,
     synthetic: bool | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Response:
     page = store.list_runs(
         model=model,
@@ -165,7 +186,7 @@ def _not_found(exc: NotFound) -> HTTPException:
 
 
 @router.get("/{run_id}", summary="One run with its metadata", dependencies=[Depends(require_read)])
-def get_run(run_id: int, store: Store = Depends(get_store)) -> Response:
+def get_run(run_id: RunId, store: Store = Depends(get_store)) -> Response:
     try:
         return FastJSONResponse(store.get_run(run_id))
     except NotFound as exc:
@@ -183,7 +204,7 @@ _CandidateOrder = Literal[
     dependencies=[Depends(require_read)],
 )
 def list_candidates(
-    run_id: int,
+    run_id: RunId,
     store: Store = Depends(get_store),
     status: Literal["success", "skipped", "failed"] | None = None,
     backend: str | None = None,
@@ -191,11 +212,11 @@ def list_candidates(
     parallel_mode: str | None = None,
     failure_category: str | None = None,
     cuda_graph: bool | None = None,
-    num_tokens: Annotated[int | None, Query(ge=0)] = None,
+    num_tokens: Annotated[int | None, Query(ge=0, le=2**31)] = None,
     order: _CandidateOrder = "candidate_index",
     desc: bool = False,
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Response:
     filters = {
         C.STATUS: status,
@@ -223,7 +244,7 @@ def list_candidates(
     dependencies=[Depends(require_read)],
     response_class=Response,
 )
-def raw_upload(run_id: int, store: Store = Depends(get_store)) -> Response:
+def raw_upload(run_id: RunId, store: Store = Depends(get_store)) -> Response:
     try:
         raw = store.raw_upload(run_id)
     except NotFound as exc:
@@ -240,7 +261,7 @@ def raw_upload(run_id: int, store: Store = Depends(get_store)) -> Response:
 
 @router.delete("/{run_id}", status_code=204, summary="Delete a run (admin scope)")
 def delete_run(
-    run_id: int,
+    run_id: RunId,
     store: Store = Depends(get_store),
     _token: TokenInfo = Depends(require_scope("admin")),
 ) -> Response:

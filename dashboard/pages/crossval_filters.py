@@ -1,5 +1,7 @@
 """The /crossval filters and their URL: ``?model=&hardware=&phase=prefill|decode&status=
-Match|Mismatch|no data|not mappable&tol=<token tolerance>&band=<±band %>``.
+Match|Mismatch|no data|not mappable&tol=<token tolerance>&band=<±band %>&rule=exact|
+backend|within_noise|same_layout&noise=<noise band %>&show=all`` (``show=all``: also the
+rows without mapped workloads).
 
 Ranges are the API's (``service.crossval.TOL_RANGE``/``BAND_RANGE``): a value outside
 them, or not a number, falls back to its default with a note; an unknown phase or status
@@ -13,10 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.crossval import DEFAULT_BAND_PCT, DEFAULT_TOKEN_TOLERANCE
+from analysis.crossval_rules import DEFAULT_NOISE_PCT, DEFAULT_RULE, RULES
 from dashboard import components as ui
-from service.crossval import BAND_RANGE, PHASES, STATUSES, TOL_RANGE
+from service.crossval import BAND_RANGE, NOISE_RANGE, PHASES, STATUSES, TOL_RANGE
 
 ALL = "all"
+SHOW_ALL = "all"  # the "show rows without mapped workloads" toggle's value
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,9 @@ class Filters:
     status: str | None = None
     tol: float = DEFAULT_TOKEN_TOLERANCE
     band: float = DEFAULT_BAND_PCT
+    rule: str = DEFAULT_RULE
+    noise: float = DEFAULT_NOISE_PCT
+    show_empty: bool = False
 
     def query(self) -> dict[str, Any]:
         return {
@@ -38,6 +45,9 @@ class Filters:
             "status": self.status,
             "tol": _txt(self.tol),
             "band": _txt(self.band),
+            "rule": self.rule,
+            "noise": _txt(self.noise),
+            "show": SHOW_ALL if self.show_empty else None,
         }
 
     def search(self) -> str:
@@ -81,6 +91,9 @@ def make_filters(
     status: Any = None,
     tol: Any = None,
     band: Any = None,
+    rule: Any = None,
+    noise: Any = None,
+    show: Any = None,
 ) -> tuple[Filters, list[str]]:
     """Filters from raw control or query values, and notes on values that were replaced
     by their default (out of range or not a number). Unknown phase/status -> all."""
@@ -101,6 +114,18 @@ def make_filters(
                 f" using ±{DEFAULT_BAND_PCT:g} %"
             )
         band_v = DEFAULT_BAND_PCT
+    noise_v = _number(noise, *NOISE_RANGE)
+    if noise_v is None:
+        if noise not in (None, ""):
+            notes.append(
+                f"noise band must be a number from {NOISE_RANGE[0]:g} to {NOISE_RANGE[1]:g} %;"
+                f" using {DEFAULT_NOISE_PCT:g} %"
+            )
+        noise_v = DEFAULT_NOISE_PCT
+    rule_v = _choice(rule, RULES)
+    if rule_v is None and _choice(rule) is not None:
+        notes.append(f"match rule must be one of {', '.join(RULES)}; using {DEFAULT_RULE}")
+    shown = show if isinstance(show, list) else [show]
     hw = _choice(hardware)
     return Filters(
         model=_choice(model),
@@ -109,10 +134,14 @@ def make_filters(
         status=_choice(status, STATUSES),
         tol=tol_v,
         band=band_v,
+        rule=rule_v or DEFAULT_RULE,
+        noise=noise_v,
+        show_empty=SHOW_ALL in shown,
     ), notes
 
 
 def parse_query(query: dict[str, Any]) -> tuple[Filters, list[str]]:
     """:func:`make_filters` of a parsed query string (first value of each key)."""
-    q = {k: ui.first(query, k) for k in ("model", "hardware", "phase", "status", "tol", "band")}
+    keys = ("model", "hardware", "phase", "status", "tol", "band", "rule", "noise", "show")
+    q = {k: ui.first(query, k) for k in keys}
     return make_filters(**q)

@@ -23,7 +23,7 @@ MAX_GRID_ROWS = 2000
 
 # Ledger grid: (group header, columns); every other ledger column is in the CSV only.
 LEDGER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("", (cc.STATUS,)),  # not grouped: pinned left
+    ("", (cc.STATUS, cc.REASON)),  # not grouped: status pinned left, then why
     (
         "Workload",
         (
@@ -40,7 +40,7 @@ LEDGER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "Deployed (serving recipe)",
-        (C.BACKEND, C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.COMM, cc.COMM_FORCED),
+        (C.PARALLEL_MODE, C.BACKEND, C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.COMM, cc.COMM_FORCED),
     ),
     (
         "bench_moe best (lowest score)",
@@ -55,13 +55,20 @@ LEDGER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "Deployed vs best",
-        (cc.DIFFERS, cc.DEPLOYED_SCORE_MS, cc.DEPLOYED_GAP_PCT, cc.DEPLOYED_RANK, cc.N_CANDIDATES),
+        (
+            cc.CAUSE,
+            cc.DIFFERS,
+            cc.DEPLOYED_SCORE_MS,
+            cc.DEPLOYED_GAP_PCT,
+            cc.DEPLOYED_RANK,
+            cc.N_CANDIDATES,
+        ),
     ),
     (
         "End to end (stored outcome)",
         (cc.OUTCOME, cc.CHANGE_PCT, cc.TPS_DEPLOYED, cc.TPS_CANDIDATE, cc.TPS_CANDIDATE_PR),
     ),
-    ("Details", (cc.REASON, C.QUANT, C.CUDA_GRAPH, C.ATTENTION_DP, cc.WORKLOAD_ID)),
+    ("Details", (cc.SWEEP_COMMAND, C.QUANT, C.CUDA_GRAPH, C.ATTENTION_DP, cc.WORKLOAD_ID)),
 )
 LEDGER_HEADERS: dict[str, str] = {
     cc.STATUS: "status", cc.PHASE: "phase", C.MODEL: "model", C.HARDWARE: "hardware",
@@ -80,7 +87,9 @@ LEDGER_HEADERS: dict[str, str] = {
     cc.OUTCOME: "outcome", cc.CHANGE_PCT: "tps/user change (%)",
     cc.TPS_DEPLOYED: "deployed (tokens/s/user)", cc.TPS_CANDIDATE: "candidate (tokens/s/user)",
     cc.TPS_CANDIDATE_PR: "candidate, perfect routing (tokens/s/user)",
-    cc.REASON: "reason (no data / not mappable)", C.QUANT: "quant", C.CUDA_GRAPH: "CUDA graph",
+    cc.REASON: "reason", cc.CAUSE: "cause (vs exact Match)",
+    cc.SWEEP_COMMAND: "bench_moe command (no data)", C.PARALLEL_MODE: "parallel mode",
+    C.QUANT: "quant", C.CUDA_GRAPH: "CUDA graph",
     C.ATTENTION_DP: "attention DP", cc.WORKLOAD_ID: "workload id",
 }  # fmt: skip
 LEDGER_TIPS: dict[str, str] = {
@@ -93,6 +102,10 @@ LEDGER_TIPS: dict[str, str] = {
     cc.DEPLOYED_RANK: "1 = the deployed config is the fastest measured candidate",
     cc.CHANGE_PCT: "(candidate / deployed - 1) x 100 of end-to-end tps_per_user",
     cc.DIFFERS: "each field where the best candidate differs from the deployed config",
+    cc.REASON: "Match: the deployed config's rank; Mismatch: fields that differ and the gap; "
+    "no data: the key without candidates and the bench_moe command; not mappable: why",
+    cc.CAUSE: "why not an exact Match: no data, rule (only another layout family wins), "
+    "tie within noise, different winner",
 }
 
 SUMMARY_GRID_COLUMNS: tuple[str, ...] = (
@@ -163,8 +176,16 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
                 "function": "params.value == null ? '' : (params.value ? 'yes' : 'no')"
             },
         }
-    for col in (cc.DIFFERS, cc.REASON):
-        over[col] = {**over.get(col, {}), "tooltipField": col, "maxWidth": 420}
+    for col in (cc.DIFFERS, cc.REASON, cc.SWEEP_COMMAND):
+        # wrapped, never clipped: the row grows to hold the text
+        over[col] = {
+            **over.get(col, {}),
+            "tooltipField": col,
+            "wrapText": True,
+            "autoHeight": True,
+            "minWidth": 320 if col == cc.REASON else 260,
+            "maxWidth": 520,
+        }
     for col in (
         cc.CONC,
         C.NUM_TOKENS,
@@ -183,6 +204,8 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 GRID_COLUMNS: tuple[str, ...] = tuple(col for _, cols in LEDGER_GROUPS for col in cols)
+# Auto-sized columns: all but the wrapped text ones (their width is fixed by min/max).
+_AUTOSIZE = tuple(c for c in GRID_COLUMNS if c not in (cc.DIFFERS, cc.REASON, cc.SWEEP_COMMAND))
 
 
 def grid_rows(view: pd.DataFrame, limit: int = MAX_GRID_ROWS) -> pd.DataFrame:
@@ -228,8 +251,8 @@ def ledger_grid(view: pd.DataFrame) -> Any:
             "suppressColumnVirtualisation": True,
         },
         columnSize="autoSize",
-        columnSizeOptions={"skipHeader": True},
-        style={"height": f"{min(640, 230 + 42 * len(view))}px"},
+        columnSizeOptions={"skipHeader": True, "keys": list(_AUTOSIZE)},
+        style={"height": f"{min(720, 260 + 60 * len(view))}px"},
         className="ag-theme-alpine",
     )
 
@@ -251,6 +274,8 @@ def summary_grid(table: pd.DataFrame) -> Any:
     }
     for col, width in widths.items():
         over[col] = {**over.get(col, {}), "minWidth": width}
+    # The Match cell is the longest: wrapped and the row as tall as it needs (never cut off).
+    over[cc.S_MATCH] = {**over[cc.S_MATCH], "wrapText": True, "autoHeight": True}
     defs = [{**d, "filter": False} for d in ui.column_defs(table, SUMMARY_GRID_COLUMNS, over)]
     return dag.AgGrid(
         id="cv-summary-grid",

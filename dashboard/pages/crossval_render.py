@@ -1,5 +1,6 @@
-"""The /crossval result areas (summary, status figure, ledger) as Dash components, from
-a ``service.crossval.CrossvalView``. Counts come from ``service.crossval.view_counts``,
+"""The /crossval result areas (summary, rules side by side, the guide's table beside
+ours, status figure, ledger, sweeps to run next) as Dash components, from a
+``service.crossval.CrossvalView`` and a ``service.crossval_sweeps.SweepReport``. Counts come from ``service.crossval.view_counts``,
 the figure from ``dashboard.crossval_figures``."""
 
 from __future__ import annotations
@@ -12,8 +13,18 @@ from analysis import crossval_columns as cc
 from dashboard import components as ui
 from dashboard import crossval_figures as XF
 from dashboard.pages.crossval_filters import Filters
+from analysis.crossval_guide import guide_summary
+from analysis.crossval_sweeps import N_ROWS
 from dashboard.pages.crossval_grids import grid_rows, ledger_grid, summary_grid
+from dashboard.pages.crossval_tables import (
+    coverage_grid,
+    guide_grid,
+    plan_grid,
+    published_grid,
+    rules_grid,
+)
 from service.crossval import CrossvalView, ViewCounts, view_counts
+from service.crossval_sweeps import SweepReport
 
 
 def status_line(counts: ViewCounts) -> str:
@@ -44,8 +55,9 @@ def render_summary(res: CrossvalView, f: Filters) -> Any:
     comparable = res.ledger[cc.STATUS].isin([cc.MATCH, cc.MISMATCH]).any()
     scope = " · ".join(x for x in (f.model and XF.model_display(f.model), f.hardware) if x)
     head = html.P(
-        f"{scope or 'All models and hardware'}; all phases. Outcomes "
-        f"classified at ±{f.band:g} %; nearest num_tokens within x{f.tol:g}.",
+        f"{scope or 'All models and hardware'}; all phases; match rule “{f.rule}”. "
+        f"Outcomes classified at ±{f.band:g} %; nearest num_tokens within x{f.tol:g}."
+        + ("" if f.show_empty else " Rows with no compared workload are hidden."),
         className="status",
         **{"data-testid": "cv-summary-scope"},
     )
@@ -101,4 +113,57 @@ def render_figure(res: CrossvalView) -> Any:
         figure=XF.status_figure(res.ledger),
         config={"displaylogo": False, "responsive": True},
         className="pareto-graph",
+    )
+
+
+def render_rules(res: CrossvalView) -> Any:
+    """Every rule's Match cell side by side (nothing compared: an empty state)."""
+    if res.rules.empty:
+        return ui.empty_state(
+            "No compared workloads: every rule reads 0/0 here.",
+            ["upload bench_moe sweeps of the serving workloads' shapes (see Sweeps to run next)"],
+            test_id="cv-rules-empty",
+        )
+    return rules_grid(res.rules)
+
+
+def render_guide(res: CrossvalView, f: Filters) -> Any:
+    """The guide's rows with ours (under the page's rule) and the causes, then the
+    guide's table as published."""
+    return html.Div(
+        [
+            html.P(
+                f"Ours under the “{f.rule}” rule (noise band {f.noise:g} %), all imported "
+                "serving configs; causes count our workloads that are not exact Matches.",
+                className="status",
+                **{"data-testid": "cv-guide-scope"},
+            ),
+            guide_grid(res.guide),
+            html.H4("The guide's table as published"),
+            published_grid(guide_summary()),
+        ]
+    )
+
+
+def render_sweeps(rep: SweepReport) -> Any:
+    """The plan (one bench_moe command per group) and the coverage map."""
+    head = html.P(
+        f"{len(rep.plan):,} bench_moe command(s) cover "
+        f"{int(rep.plan[N_ROWS].sum()) if len(rep.plan) else 0:,} no-data workload(s); "
+        f"the script downloads as {rep.filename}.",
+        className="status",
+        **{"data-testid": "cv-sweeps-count"},
+    )
+    plan = (
+        plan_grid(rep.plan)
+        if len(rep.plan)
+        else ui.empty_state(
+            "Nothing to run: every mappable workload here has bench_moe data.",
+            [],
+            test_id="cv-sweeps-empty",
+        )
+    )
+    return html.Div(
+        [head, plan, html.H4("Coverage: what the serving configs need vs what is measured"),
+         coverage_grid(rep.coverage)]  # fmt: skip
     )

@@ -17,7 +17,12 @@ from dash import Input, Output, State, dcc, html
 from dashboard import components as ui
 from dashboard.figures import pareto_figure
 from dashboard.pages.pareto_controls import controls, filter_options
-from dashboard.pages.pareto_detail import download_yaml, point_from_click, render_detail
+from dashboard.pages.pareto_detail import (
+    download_env,
+    download_yaml,
+    point_from_click,
+    render_detail,
+)
 from dashboard.pages.pareto_query import (
     CONTROLS,
     MULTI,
@@ -30,9 +35,45 @@ from service.frames import Cell, DashData
 from service.pareto import cell_pareto, filter_values
 
 PATH = "/pareto"
+
+# Dash copies a clicked point's customdata from the figure as the server sent it, and
+# plotly.py sends numpy arrays as typed-array specs ({dtype, bdata, shape}) that Dash
+# cannot index: clickData arrived without the point's key and the click did nothing.
+# This clientside callback decodes the clicked row from the figure (plain arrays pass
+# through), for SVG and WebGL traces alike, and hands the server a plain list.
+CLICKED_POINT_JS = """
+function (click, figure) {
+    const noUpdate = window.dash_clientside.no_update;
+    const pt = click && click.points && click.points[0];
+    const trace = pt && figure && figure.data && figure.data[pt.curveNumber];
+    if (!trace || trace.customdata == null || pt.pointNumber == null) { return noUpdate; }
+    const cd = trace.customdata, i = pt.pointNumber;
+    let row = null;
+    if (Array.isArray(cd)) {
+        row = Array.isArray(cd[i]) ? cd[i] : [cd[i]];
+    } else if (typeof cd.bdata === "string") {
+        const types = {i1: Int8Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array,
+                       i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array};
+        const Typed = types[cd.dtype];
+        if (!Typed) { return noUpdate; }
+        const bin = atob(cd.bdata);
+        const bytes = new Uint8Array(bin.length);
+        for (let k = 0; k < bin.length; k++) { bytes[k] = bin.charCodeAt(k); }
+        const values = new Typed(bytes.buffer);
+        const shape = String(cd.shape || values.length).split(",").map(Number);
+        const width = shape.length > 1 ? shape[1] : 1;
+        if (i < 0 || (i + 1) * width > values.length) { return noUpdate; }
+        row = Array.from(values.subarray(i * width, (i + 1) * width));
+    }
+    if (row == null) { return noUpdate; }
+    return {points: [{curveNumber: pt.curveNumber, pointNumber: i, customdata: row}]};
+}
+"""
 __all__ = [
+    "CLICKED_POINT_JS",
     "PATH",
     "ParetoQuery",
+    "download_env",
     "download_yaml",
     "layout",
     "parse_query",
@@ -95,6 +136,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
         [
             dcc.Location(id="pareto-url", refresh=False),
             dcc.Store(id="pareto-point", data=q.point),
+            dcc.Store(id="pareto-click"),  # the clicked point, customdata decoded
             html.H2("Pareto frontier"),
             html.P(
                 "Each dot is one successful bench_moe candidate; the line is the frontier "
@@ -119,6 +161,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
             ),
             html.Div(id="pareto-detail", className="detail"),
             dcc.Download(id="pareto-download"),
+            dcc.Download(id="pareto-env-download"),
         ]
     )
 
@@ -154,9 +197,17 @@ def register(app: dash.Dash, data: DashData) -> None:
     def _figure(*values: Any) -> tuple[go.Figure, Any]:
         return update_figure(data, query_from_controls(*values))
 
+    app.clientside_callback(
+        CLICKED_POINT_JS,
+        Output("pareto-click", "data"),
+        Input("pareto-graph", "clickData"),
+        State("pareto-graph", "figure"),
+        prevent_initial_call=True,
+    )
+
     @app.callback(
         Output("pareto-point", "data"),
-        Input("pareto-graph", "clickData"),
+        Input("pareto-click", "data"),
         State("pareto-cell", "value"),
         prevent_initial_call=True,
     )
@@ -184,3 +235,13 @@ def register(app: dash.Dash, data: DashData) -> None:
     )
     def _download(n: int | None, cell_key: str | None, point: str | None) -> Any:
         return download_yaml(data, cell_key, point) if n else dash.no_update
+
+    @app.callback(
+        Output("pareto-env-download", "data"),
+        Input("pareto-env-btn", "n_clicks"),
+        State("pareto-cell", "value"),
+        State("pareto-point", "data"),
+        prevent_initial_call=True,
+    )
+    def _download_env(n: int | None, cell_key: str | None, point: str | None) -> Any:
+        return download_env(data, cell_key, point) if n else dash.no_update

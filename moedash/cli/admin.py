@@ -210,16 +210,20 @@ def outcomes(
     ui = Output()
     path = Path(file)
     try:
-        records = json.loads(path.read_text(encoding="utf-8"))
+        # NaN / Infinity literals are refused here, as the API's JSON parser does.
+        records = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except (OSError, ValueError) as exc:
         ui.error(f"{path}: {exc}")
         return FAILED
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         ui.error(f"{path}: expected a JSON list of outcome objects")
         return FAILED
+    from service.crossval_outcomes import add_outcomes
+
     store = open_store(settings_for(db).database_url)
     try:
-        result = store.crossval.add_outcomes(records, replace=replace)
+        # The API's write path: empty list, NaN/Infinity and Match workloads refused.
+        result = add_outcomes(store, records, replace=replace)
     except (Conflict, ValueError, NotFound, StoreError) as exc:  # Conflict: a differing outcome
         ui.error(f"{path}: {exc} (nothing stored)")
         return FAILED
@@ -230,3 +234,8 @@ def outcomes(
         f"already existed, {result.count('replaced')} replaced"
     )
     return OK
+
+
+def _no_constant(name: str) -> float:
+    """json ``parse_constant`` hook: NaN / Infinity / -Infinity are not numbers here."""
+    raise ValueError(f"{name} is not allowed: tps values must be finite numbers > 0")

@@ -105,7 +105,8 @@ def test_groupings_differ() -> None:
 def test_dashboard_top3_and_cuda_graph_split() -> None:
     df = make_candidates(
         [
-            {C.SCORE_MS: s, C.CANDIDATE_INDEX: i, C.CUDA_GRAPH: i % 2 == 0}
+            # one distinct configuration per row (a pooled ranking compares configurations)
+            {C.SCORE_MS: s, C.CANDIDATE_INDEX: i, C.CUDA_GRAPH: i % 2 == 0, C.BACKEND: f"B{i}"}
             for i, s in enumerate([5, 4, 3, 2, 1, 0.5, 7, 8])
         ]
     )

@@ -87,7 +87,8 @@ def test_tie_goes_to_the_larger_workload_and_its_winner() -> None:
     assert (pick.measured_num_tokens, pick.exact) == (256, False)
     assert pick.recommendation.backend == "MEGAMOE_CUTEDSL"
     assert pick.margin_pct == pytest.approx((1.2 - 0.9) / 0.9 * 100)
-    assert pick.recommendation.notes == ("num_tokens 128 was not measured; used 256",)
+    assert pick.recommendation.notes[0] == "num_tokens 128 was not measured; used 256"
+    assert pick.recommendation.notes[1].startswith("comm: MEGAMOE_CUTEDSL fuses the exchange")
 
 
 def test_top_rows_are_in_pick_order_and_equal_scores_break_by_recipe() -> None:
@@ -95,17 +96,42 @@ def test_top_rows_are_in_pick_order_and_equal_scores_break_by_recipe() -> None:
     tied = add_derived(
         make_candidates(
             [
-                {C.CANDIDATE_INDEX: 10, C.NUM_TOKENS: 64, C.BACKEND: "TRTLLM", C.SCORE_MS: 0.4},
-                {C.CANDIDATE_INDEX: 11, C.NUM_TOKENS: 64, C.BACKEND: "CUTLASS", C.SCORE_MS: 0.4},
+                {C.CANDIDATE_INDEX: 10, C.NUM_TOKENS: 64, C.BACKEND: "CUTLASS", C.SCORE_MS: 0.45},
+                {C.CANDIDATE_INDEX: 11, C.NUM_TOKENS: 64, C.BACKEND: "DEEPGEMM", C.SCORE_MS: 0.45},
             ]
         )
     )
     both = pd.concat([frame, tied], ignore_index=True)
     top = measured_top(both, _dep(64), n=3)
     assert list(top[RANK]) == [1, 2, 3]
-    assert list(top[C.BACKEND]) == ["CUTLASS", "TRTLLM", "TRTLLM"]  # 0.4, 0.4 (by name), 0.5
+    # 0.45, 0.45 (by name), 0.5
+    assert list(top[C.BACKEND]) == ["CUTLASS", "DEEPGEMM", "TRTLLM"]
     pick = nearest_measured_best(both.sample(frac=1.0, random_state=1), _dep(64))
     assert pick is not None and pick.recommendation.backend == "CUTLASS"  # row order is moot
+
+
+def test_repeats_are_one_configuration_and_the_runner_up_is_another() -> None:
+    """A repeat run of TRTLLM at 64 tokens (0.4 ms, run 2) beside run 1's 0.5 ms: one
+    configuration at the median 0.45 ms, n = 2; the runner-up is MEGAMOE_CUTEDSL, not
+    TRTLLM's other run. ``latest`` answers the later run's own 0.4 ms."""
+    repeat = add_derived(
+        make_candidates(
+            [{C.RUN_ID: 2, C.CANDIDATE_INDEX: 0, C.NUM_TOKENS: 64, C.SCORE_MS: 0.4}]
+        )
+    )
+    both = pd.concat([_tie_frame(), repeat], ignore_index=True)
+    top = measured_top(both, _dep(64), n=3)
+    assert list(top[C.BACKEND]) == ["TRTLLM", "MEGAMOE_CUTEDSL"]
+    assert top[C.SCORE_MS].iloc[0] == pytest.approx(0.45)
+    pick = nearest_measured_best(both, _dep(64))
+    assert pick is not None
+    assert (pick.n_repeats, pick.repeat_run_ids, pick.spread_source) == (2, "1,2", "run_to_run")
+    assert pick.spread_pct == pytest.approx(100 * np.std([0.4, 0.5], ddof=1) / 0.45)
+    assert pick.margin_pct == pytest.approx((0.7 - 0.45) / 0.45 * 100)
+    assert pick.run_ids == (1, 2)
+    latest = nearest_measured_best(both, _dep(64), repeats="latest")
+    assert latest is not None and latest.score_ms == pytest.approx(0.4)
+    assert latest.candidate[C.RUN_ID] == 2
 
 
 def test_other_attention_or_phase_is_not_comparable() -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from analysis import columns as C
 from analysis.planner.catalog import GPUS, MODELS, GPUSpec, ModelSpec
+from analysis.planner.tp_cost import NO_TP_COST, TPCost, allreduce_ms, shard_slowdown
 from analysis.planner.perf_model import (
     Efficiency,
     UtilCurve,
@@ -21,7 +22,6 @@ from analysis.planner.perf_model import (
     comm_time_ms,
     expert_node_time_ms,
     expert_time_roofline,
-    fit_expert_time,
     iteration_bounds_ms,
     max_attention_batch,
     micro_batch_sizes,
@@ -152,7 +152,7 @@ def test_comm_time_known_answer() -> None:
 
 def test_attention_roofline_known_answer() -> None:
     s = 1000.0
-    fit = attention_time_roofline(TOY, TOY_GPU, 2, s, EXACT)
+    fit = attention_time_roofline(TOY, TOY_GPU, 2, s, EXACT, NO_TP_COST)
     bw, flops = 2 * 1000e9, 2 * 100e12
     kv = s * 4 * 1024 / 4.0
     attn_flops = 2 * (2e9 / 2) / 4
@@ -168,110 +168,33 @@ def test_expert_roofline_known_answer_and_node_scaling() -> None:
     assert expert_node_time_ms(fit, 10, 4, 2) == pytest.approx(2 * fit.predict(10))
 
 
-# --- the Te fit on stored sweeps -------------------------------------------------------------
-
-SHAPE = MODELS["deepseek_v4_pro"]  # E=384, K=6, h=7168, h'=3072
-K3, K4 = 0.0015, 0.02  # ms per token per expert-equivalent, ms
-
-
-def sweep_frame(noise: float = 0.0, seed: int = 0) -> pd.DataFrame:
-    """bench_moe-like rows whose per-expert-equivalent time is exactly k3*be + k4."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for ep, tp in ((8, 1), (16, 1), (4, 2)):
-        for tokens in (128, 512, 2048, 8192, 16384):
-            be = tokens * SHAPE.top_k / SHAPE.num_experts
-            per_gpu_experts = SHAPE.num_experts / (ep * tp)
-            score = per_gpu_experts * (K3 * be + K4) * (1 + noise * rng.standard_normal())
-            rows.append(
-                {
-                    C.MODEL: "deepseek_v4_pro",
-                    C.NUM_EXPERTS: 384,
-                    C.TOP_K: 6,
-                    C.HIDDEN_SIZE: 7168,
-                    C.INTERMEDIATE_SIZE: 3072,
-                    C.QUANT: "NVFP4",
-                    C.HARDWARE: "GB300",
-                    C.WORLD_SIZE: ep * tp,
-                    C.NUM_TOKENS: tokens,
-                    C.MOE_EP_SIZE: ep,
-                    C.MOE_TP_SIZE: tp,
-                    C.ATTENTION_DP: True,
-                    C.CUDA_GRAPH: True,
-                    C.DISPATCH: "balanced",
-                    C.STATUS: "success",
-                    C.SCORE_MS: score,
-                }
-            )
-    df = pd.DataFrame(rows)
-    for col in C.INT_COLUMNS & set(df.columns):
-        df[col] = df[col].astype("Int64")
-    for col in C.BOOL_COLUMNS & set(df.columns):
-        df[col] = df[col].astype("boolean")
-    return df
+def test_launch_overhead_is_charged_once_per_node_not_per_expert() -> None:
+    fit = expert_time_roofline(TOY, TOY_GPU)  # default efficiency: 0.01 ms overhead
+    assert fit.overhead_ms == pytest.approx(0.01)
+    one = expert_node_time_ms(fit, 10, 1, 1)
+    four = expert_node_time_ms(fit, 10, 4, 1)
+    assert four - 0.01 == pytest.approx(4 * (one - 0.01))
 
 
-def test_fit_recovers_known_linear_truth() -> None:
-    fit = fit_expert_time(sweep_frame(), SHAPE, GPUS["GB300"])
-    assert fit.source == "fit"
-    assert fit.slope_ms == pytest.approx(K3, rel=1e-9)
-    assert fit.intercept_ms == pytest.approx(K4, rel=1e-9)
-    assert fit.r2 == pytest.approx(1.0)
-    assert fit.n_points == 15
-    assert fit.residual_max_ms == pytest.approx(0.0, abs=1e-9)
+def test_tensor_parallelism_is_not_free() -> None:
+    gpu = GPUS["L40S"]  # PCIe: 32 GB/s per GPU
+    model = MODELS["mixtral_8x22b"]
+    fit = expert_time_roofline(model, gpu)
+    be = 64.0
+    tp1 = expert_node_time_ms(fit, be, 1, 1, model=model, gpu=gpu)
+    tp8 = expert_node_time_ms(fit, be, 1, 8, model=model, gpu=gpu)
+    # faster per node, but well short of 8x: all-reduce over PCIe and narrow shards
+    assert tp1 / 8 < tp8 < tp1
+    nvl = expert_node_time_ms(fit, be, 1, 8, model=model, gpu=GPUS["H20"])
+    assert nvl < expert_node_time_ms(expert_time_roofline(model, GPUS["H20"]), be, 1, 1)
+    assert allreduce_ms(1e6, 1, 32.0) == 0.0
+    # ring: 2*(tp-1)/tp of the buffer over the link, plus 2*(tp-1) steps
+    assert allreduce_ms(1e6, 4, 100.0, TPCost(1.0, 0.0, 256)) == pytest.approx(
+        1e3 * 1.5 * 1e6 / 100e9
+    )
+    assert shard_slowdown(2048, 1) == 1.0 and shard_slowdown(2048, 8) > shard_slowdown(2048, 2)
+    a1 = attention_time_roofline(model, gpu, 1, 650)
+    a8 = attention_time_roofline(model, gpu, 8, 650)
+    assert a8.slope_ms > a1.slope_ms / 8 and a8.intercept_ms > a1.intercept_ms / 8
 
 
-def test_fit_with_noise_is_close_and_reports_spread() -> None:
-    fit = fit_expert_time(sweep_frame(noise=0.02, seed=1), SHAPE, GPUS["GB300"])
-    assert fit.slope_ms == pytest.approx(K3, rel=0.05)
-    assert 0.9 < fit.r2 < 1.0
-    assert fit.residual_std_ms > 0
-
-
-def test_fit_ignores_rows_that_are_not_this_shape_gpu_decode_or_success() -> None:
-    base = sweep_frame()
-    junk = base.copy()
-    junk[C.SCORE_MS] = 999.0
-    variants = [
-        junk.assign(**{C.HARDWARE: "B300"}),
-        junk.assign(**{C.STATUS: "failed"}),
-        junk.assign(**{C.CUDA_GRAPH: pd.array([False] * len(junk), dtype="boolean")}),
-        junk.assign(**{C.DISPATCH: "recv_hotspot"}),
-        junk.assign(**{C.TOP_K: pd.array([8] * len(junk), dtype="Int64")}),
-    ]
-    fit = fit_expert_time(pd.concat([base, *variants], ignore_index=True), SHAPE, GPUS["GB300"])
-    assert fit.n_points == 15
-    assert fit.slope_ms == pytest.approx(K3, rel=1e-9)
-
-
-def test_fit_can_keep_only_one_attention_mode() -> None:
-    base = sweep_frame()
-    tp_rows = base.assign(**{C.ATTENTION_DP: pd.array([False] * len(base), dtype="boolean")})
-    tp_rows[C.SCORE_MS] = tp_rows[C.SCORE_MS] * 3
-    both = pd.concat([base, tp_rows], ignore_index=True)
-    dp_only = fit_expert_time(both, SHAPE, GPUS["GB300"], attention_dp=True)
-    pooled = fit_expert_time(both, SHAPE, GPUS["GB300"])
-    assert dp_only.n_points == 15 and dp_only.slope_ms == pytest.approx(K3, rel=1e-9)
-    assert pooled.n_points == 30 and pooled.slope_ms == pytest.approx(2 * K3, rel=1e-9)
-
-
-def test_fit_falls_back_to_roofline_with_too_few_points() -> None:
-    two = sweep_frame().iloc[:2]
-    fit = fit_expert_time(two, SHAPE, GPUS["GB300"])
-    roof = expert_time_roofline(SHAPE, GPUS["GB300"])
-    assert fit.source == "roofline"
-    assert (fit.slope_ms, fit.intercept_ms) == (roof.slope_ms, roof.intercept_ms)
-    assert "2 usable" in fit.note and math.isnan(fit.r2)
-
-
-@settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 10_000))
-def test_fit_does_not_depend_on_row_order_or_mutate_input(seed: int) -> None:
-    df = sweep_frame(noise=0.05, seed=3)
-    before = df.copy()
-    shuffled = df.sample(frac=1.0, random_state=seed)
-    a = fit_expert_time(df, SHAPE, GPUS["GB300"])
-    b = fit_expert_time(shuffled, SHAPE, GPUS["GB300"])
-    assert a.slope_ms == pytest.approx(b.slope_ms, rel=1e-9)
-    assert a.intercept_ms == pytest.approx(b.intercept_ms, rel=1e-9, abs=1e-12)
-    pd.testing.assert_frame_equal(df, before)

@@ -216,7 +216,7 @@ def test_ledger_and_summary_with_known_answers(
     )
     assert csv.status_code == 200 and csv.headers["content-type"].startswith("text/csv")
     frame = pd.read_csv(io.StringIO(csv.text))
-    assert tuple(frame.columns) == cc.LEDGER_COLUMNS and len(frame) == 8
+    assert tuple(frame.columns) == (*cc.LEDGER_COLUMNS, *cc.RULED_COLUMNS) and len(frame) == 8
     assert frame[cc.STATUS].value_counts().to_dict() == {
         "not mappable": 4,
         "no data": 2,  # prefill: no CUDA-graph-off candidates
@@ -272,6 +272,11 @@ def test_bad_query_params_name_the_parameter(client: TestClient) -> None:
         ("workloads", {"limit": "0"}, "limit"),
         ("workloads", {"mappable": "perhaps"}, "mappable"),
         ("outcomes", {"band_pct": "x"}, "band_pct"),
+        ("ledger", {"rule": "loose"}, "rule"),
+        ("summary", {"noise_pct": "-2"}, "noise_pct"),
+        ("guide", {"rule": "EXACT"}, "rule"),
+        ("sweeps", {"format": "bash"}, "format"),
+        ("rules", {"noise_pct": "nan"}, "noise_pct"),
     ]
     for path, params, name in cases:
         resp = client.get(f"/api/v1/crossval/{path}", params=params)
@@ -290,6 +295,7 @@ def test_outcomes_post_repeat_conflict_replace(
         "tps_per_user_deployed": 100,
         "tps_per_user_candidate": 90,
         "tps_per_user_candidate_perfect_routing": 95,
+        "tps_per_user_deployed_perfect_routing": 100,
     }
     post = client.post("/api/v1/crossval/outcomes", json=[rec_a, rec_b], headers=auth(token))
     assert post.status_code == 201, post.text
@@ -312,7 +318,8 @@ def test_outcomes_post_repeat_conflict_replace(
 
     listed = client.get("/api/v1/crossval/outcomes").json()["items"]
     by_id = {r["workload_id"]: r for r in listed}
-    # -20% -> Regression; -9% with perfect routing -5% -> Regression after perfect routing.
+    # -20% -> Regression; -9%, and under perfect routing (both runs) -5% -> Regression
+    # after perfect routing.
     assert by_id[a]["outcome"] == "Regression" and by_id[a]["change_pct"] == -20.0
     assert by_id[b]["outcome"] == "Regression after perfect routing"
     assert by_id[b]["tps_per_user_candidate"] == 91.0 and by_id[b]["updated_at"] is not None
@@ -343,7 +350,78 @@ def test_outcome_validation_names_the_record_field(
     for body in ([], {"workload_id": a}):
         resp = client.post("/api/v1/crossval/outcomes", json=body, headers=auth(token))
         assert resp.status_code == 422
+    # NaN / Infinity literals in the JSON body: 422 naming the field, never 500.
+    for literal in ("NaN", "Infinity", "-Infinity"):
+        raw = (
+            f'[{{"workload_id": "{a}", "tps_per_user_deployed": {literal}, '
+            '"tps_per_user_candidate": 40}]'
+        )
+        resp = client.post(
+            "/api/v1/crossval/outcomes",
+            content=raw,
+            headers={**auth(token), "Content-Type": "application/json"},
+        )
+        assert resp.status_code == 422, (literal, resp.text)
+        assert resp.json()["detail"][0]["loc"][:3] == ["body", 0, "tps_per_user_deployed"]
     assert store.crossval.crossval_counts()["crossval_outcomes"] == 0
+
+
+def test_outcome_for_a_match_workload_is_refused(
+    client: TestClient, token: str, store: Store, imported: dict[str, Any]
+) -> None:
+    ingest_h200_candidates(store)
+    match_id, mismatch_id = decode_id(client, 8), decode_id(client, 64)
+    rec = {"workload_id": mismatch_id, "tps_per_user_deployed": 50, "tps_per_user_candidate": 55}
+    body = [rec, {**rec, "workload_id": match_id}]
+    resp = client.post("/api/v1/crossval/outcomes", json=body, headers=auth(token))
+    assert resp.status_code == 422
+    detail = resp.json()["detail"][0]
+    assert detail["loc"] == ["body", 1, "workload_id"] and "Match" in detail["msg"]
+    assert store.crossval.crossval_counts()["crossval_outcomes"] == 0  # all or none
+    assert client.post("/api/v1/crossval/outcomes", json=[rec], headers=auth(token)).status_code == 201
+
+
+def test_rules_guide_and_sweeps(client: TestClient, store: Store, imported: dict[str, Any]) -> None:
+    ingest_h200_candidates(store)
+    mismatch_id = decode_id(client, 64)
+
+    def status(rule: str, **extra: Any) -> str:
+        led = client.get(
+            "/api/v1/crossval/ledger",
+            params={"hardware": "H200", "phase": "decode", "rule": rule, **extra},
+        ).json()
+        assert led["rule"] == rule
+        row = {r["workload_id"]: r for r in led["items"]}[mismatch_id]
+        assert row["reason"].startswith(row["crossval_status"])
+        return str(row["crossval_status"])
+
+    # Deployed CUTLASS TEP8 3.0 ms vs best TRTLLM TEP8 1.5 ms: a backend difference, same
+    # layout, deployed 100 % slower.
+    assert status("exact") == "Mismatch"
+    assert status("backend") == "Mismatch"
+    assert status("same_layout") == "Mismatch"
+    assert status("within_noise") == "Mismatch"
+    assert status("within_noise", noise_pct=100) == "Match"
+
+    rules = client.get("/api/v1/crossval/rules", params={"hardware": "H200"}).json()
+    assert set(rules["definitions"]) == {"exact", "backend", "within_noise", "same_layout"}
+    assert [r["exact"] for r in rules["items"]] == ["1/2 (50%, prefill 0/0, decode 1/2)"]
+
+    guide = client.get("/api/v1/crossval/guide").json()
+    assert len(guide["published"]) == 6 and len(guide["items"]) == 12
+    dsv4 = guide["items"][0]
+    assert (dsv4["Model"], dsv4["hardware"], dsv4["phase"]) == ("DeepSeek-V4-Pro", "GB300", "prefill")
+    assert (dsv4["guide_match"], dsv4["guide_n"]) == (54, 54)
+
+    sweeps = client.get("/api/v1/crossval/sweeps", params={"hardware": "h200"}).json()
+    assert sweeps["filename"] == "crossval-sweeps-all-h200-all.sh"
+    # The two H200 prefill workloads (graph off) have no data: one command covers both.
+    assert sweeps["n_commands"] == 1
+    cmd = sweeps["items"][0]["command"]
+    assert "--world_size 8" in cmd and "--no_cuda_graph" in cmd and "--model deepseek_r1" in cmd
+    sh = client.get("/api/v1/crossval/sweeps", params={"hardware": "H200", "format": "sh"})
+    assert sh.status_code == 200 and sh.text.startswith("#!/bin/sh") and cmd in sh.text
+    assert 'filename="crossval-sweeps-all-h200-all.sh"' in sh.headers["content-disposition"]
 
 
 # --------------------------------------------------------------------------- CLI

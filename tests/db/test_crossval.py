@@ -50,6 +50,7 @@ def test_schema_version_includes_crossval_tables(store: Store) -> None:
         "serving_imports": 0,
         "serving_workloads": 0,
         "crossval_outcomes": 0,
+        "crossval_ledgers": 0,
     }
 
 
@@ -231,3 +232,14 @@ def test_outcome_batch_is_all_or_nothing(store: Store, imported: pd.DataFrame) -
         store.crossval.add_outcomes([{**new_a, "tps_per_user_candidate": True}])
     assert store.crossval.crossval_counts() == before
     assert store.crossval.outcomes()[cc.WORKLOAD_ID].tolist() == [b]
+
+
+def test_stored_ledger_keeps_only_the_newest_key(store: Store) -> None:
+    assert store.crossval.stored_ledger("k1") is None
+    store.crossval.store_ledger("k1", [{"a": 1}], 12.5)
+    assert store.crossval.stored_ledger("k1") == [{"a": 1}]
+    store.crossval.store_ledger("k2", [{"a": 2}, {"a": None}], 3.0)
+    assert store.crossval.stored_ledger("k1") is None
+    assert store.crossval.stored_ledger("k2") == [{"a": 2}, {"a": None}]
+    keys = store.crossval.stored_ledger_keys()
+    assert keys["ledger_key"].tolist() == ["k2"] and keys["n_rows"].tolist() == [2]

@@ -49,9 +49,9 @@ def test_request_defaults_and_normalisation() -> None:
         ({"model": "nope"}, ["model"]),
         ({"gpus": ["H20", "NOPE"]}, ["gpus", 1]),
         ({"gpu_overrides": {"L20": {"price": 1}}}, ["gpu_overrides", "L20"]),
-        ({"expert_fits": {"L20": {"slope_ms": 1, "intercept_ms": 0}}}, ["expert_fits", "L20"]),
+        ({"expert_fits": {"L20": {"slope_ms": 1, "intercept_ms": 0.1}}}, ["expert_fits", "L20"]),
         (
-            {"attention_fits": [{"gpu": "L20", "tpa": 1, "slope_ms": 1, "intercept_ms": 0}]},
+            {"attention_fits": [{"gpu": "L20", "tpa": 1, "slope_ms": 1, "intercept_ms": 0.1}]},
             ["attention_fits", 0, "gpu"],
         ),
         ({"model_overrides": {"top_k": 9}}, ["model_overrides", "top_k"]),

@@ -1,0 +1,220 @@
+"""Switch rows and per-series summaries of the crossover explorer (``analysis.crossovers``
+has the rules: margins, noise bands, verdicts)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+ROBUST, TIE, NOT_COMPARED = "robust", "tie within noise", "not compared"
+VERDICTS: tuple[str, ...] = (ROBUST, TIE, NOT_COMPARED)
+RUN_TO_RUN, ITERATION, DEFAULT_SOURCE = "run_to_run", "iteration_spread", "default"
+
+SWITCH_COLUMNS: tuple[str, ...] = (
+    "series",
+    "series_label",
+    "switch",
+    "before",
+    "after",
+    "bracket_lo",
+    "bracket_hi",
+    "n_before",
+    "n_after",
+    "before_at_lo_ms",
+    "after_at_lo_ms",
+    "before_at_hi_ms",
+    "after_at_hi_ms",
+    "margin_lo_pct",
+    "margin_hi_pct",
+    "noise_lo_pct",
+    "noise_hi_pct",
+    "noise_source",
+    "verdict",
+)
+SERIES_SUMMARY: tuple[str, ...] = (
+    "series",
+    "series_label",
+    "n_axis_points",
+    "n_options",
+    "n_segments",
+    "n_switches",
+    "n_robust",
+    "rank1_sequence",
+    "axis_min",
+    "axis_max",
+)
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The switches found, one entry per switch: series id, 1-based switch number in its
+    series, option labels before/after, bracket axis positions (into the axis values),
+    segment lengths, and the positions of the two options' points at both bracket ends
+    (into the answer's point arrays; -1 where the option was not measured)."""
+
+    series: np.ndarray
+    switch: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    n_before: np.ndarray
+    n_after: np.ndarray
+    before_lo: np.ndarray
+    after_lo: np.ndarray
+    before_hi: np.ndarray
+    after_hi: np.ndarray
+
+
+def _take(values: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``values[pos]`` as float, NaN where ``pos`` is -1."""
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return np.full(len(pos), np.nan)
+    return np.where(pos >= 0, v[np.maximum(pos, 0)], np.nan)
+
+
+def _band(s1: np.ndarray, s2: np.ndarray, default: float) -> np.ndarray:
+    known = np.isfinite(s1) & np.isfinite(s2)
+    return np.where(known, 100.0 * np.hypot(s1, s2), default)
+
+
+def _source(src: np.ndarray, positions: Sequence[np.ndarray]) -> np.ndarray:
+    """Where the bands come from, as ``analysis.best`` says it: "run_to_run",
+    "iteration_spread" or both joined ("run_to_run+iteration_spread") over the
+    configurations involved; "default" when one of them has no known spread."""
+    n = len(positions[0])
+    any_rr = np.zeros(n, dtype=bool)
+    any_it = np.zeros(n, dtype=bool)
+    unknown = np.zeros(n, dtype=bool)
+    for pos in positions:
+        present = pos >= 0
+        s = src[np.maximum(pos, 0)] if len(src) else np.full(n, None, dtype=object)
+        any_rr |= present & (s == RUN_TO_RUN)
+        any_it |= present & (s == ITERATION)
+        unknown |= present & (s != RUN_TO_RUN) & (s != ITERATION)
+    both = any_rr & any_it
+    return np.where(
+        unknown,
+        DEFAULT_SOURCE,
+        np.where(both, f"{RUN_TO_RUN}+{ITERATION}", np.where(any_rr, RUN_TO_RUN, ITERATION)),
+    )
+
+
+def empty_switches(scols: Sequence[str]) -> pd.DataFrame:
+    """A switches frame without rows (the columns of :func:`switches_table`)."""
+    return pd.DataFrame(columns=[*scols, *SWITCH_COLUMNS])
+
+
+def switches_table(
+    pairs: Pairs,
+    score: np.ndarray,
+    spread: np.ndarray,
+    source: np.ndarray,
+    axis_values: np.ndarray,
+    s_frame: pd.DataFrame,
+    s_label: np.ndarray,
+    scols: Sequence[str],
+    default_noise_pct: float,
+) -> pd.DataFrame:
+    """One row per switch: the series columns (``s_frame`` row = series id), then
+    :data:`SWITCH_COLUMNS`. ``score`` (ms), ``spread`` (fraction) and ``source`` are the
+    answer's point arrays that the pairs' positions index. Margins and bands in %."""
+    if len(pairs.series) == 0:
+        return empty_switches(scols)
+    positions = (pairs.before_lo, pairs.after_lo, pairs.before_hi, pairs.after_hi)
+    sb_lo, sa_lo, sb_hi, sa_hi = (_take(score, p) for p in positions)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        margin_lo = (sa_lo - sb_lo) / sb_lo * 100.0
+        margin_hi = (sb_hi - sa_hi) / sa_hi * 100.0
+    band_lo = _band(
+        _take(spread, pairs.before_lo), _take(spread, pairs.after_lo), default_noise_pct
+    )
+    band_hi = _band(
+        _take(spread, pairs.before_hi), _take(spread, pairs.after_hi), default_noise_pct
+    )
+    compared = np.isfinite(margin_lo) & np.isfinite(margin_hi)
+    robust = compared & (margin_lo > band_lo) & (margin_hi > band_hi)
+    verdict = np.where(~compared, NOT_COMPARED, np.where(robust, ROBUST, TIE))
+    s = pairs.series
+    out = s_frame[list(scols)].iloc[s].reset_index(drop=True)
+    cols = {
+        "series": s,
+        "series_label": s_label[s],
+        "switch": pairs.switch,
+        "before": pairs.before,
+        "after": pairs.after,
+        "bracket_lo": axis_values[pairs.lo],
+        "bracket_hi": axis_values[pairs.hi],
+        "n_before": pairs.n_before,
+        "n_after": pairs.n_after,
+        "before_at_lo_ms": sb_lo,
+        "after_at_lo_ms": sa_lo,
+        "before_at_hi_ms": sb_hi,
+        "after_at_hi_ms": sa_hi,
+        "margin_lo_pct": margin_lo,
+        "margin_hi_pct": margin_hi,
+        "noise_lo_pct": band_lo,
+        "noise_hi_pct": band_hi,
+        "noise_source": _source(source, positions),
+        "verdict": verdict,
+    }
+    return out.assign(**cols)
+
+
+def series_table(
+    s_frame: pd.DataFrame,
+    points: pd.DataFrame,
+    segments: pd.DataFrame,
+    switches: pd.DataFrame,
+    scols: Sequence[str],
+) -> pd.DataFrame:
+    """One row per series: its columns (``s_frame`` row = series id), then
+    :data:`SERIES_SUMMARY` (axis points with a rank 1, distinct options measured,
+    segments, switches, robust switches, the rank-1 options in axis order joined by
+    " → ", and the axis range)."""
+    if points.empty:
+        return pd.DataFrame(columns=[*scols, *SERIES_SUMMARY])
+    n_s = len(s_frame)
+    sid = points["series"].to_numpy()
+    winners = points["rank"].to_numpy() == 1
+    x = points["axis_value"].to_numpy(dtype=float)
+    n_opts = (
+        points.groupby("series", sort=True)["option"].nunique().reindex(range(n_s), fill_value=0)
+    )
+    seq = _sequences(segments, n_s)
+    sw = switches["series"].to_numpy(dtype=np.int64) if len(switches) else np.zeros(0, np.int64)
+    robust = (switches["verdict"].to_numpy() == ROBUST) if len(switches) else np.zeros(0, bool)
+    x_min = np.full(n_s, np.inf)
+    x_max = np.full(n_s, -np.inf)
+    np.minimum.at(x_min, sid, x)
+    np.maximum.at(x_max, sid, x)
+    out = s_frame.reset_index(drop=True)
+    return out.assign(
+        series=np.arange(n_s),
+        n_axis_points=np.bincount(sid[winners], minlength=n_s),
+        n_options=n_opts.to_numpy(),
+        n_segments=np.bincount(segments["series"].to_numpy(dtype=np.int64), minlength=n_s),
+        n_switches=np.bincount(sw, minlength=n_s),
+        n_robust=np.bincount(sw[robust], minlength=n_s),
+        rank1_sequence=seq,
+        axis_min=x_min,
+        axis_max=x_max,
+    )[[*scols, *SERIES_SUMMARY]]
+
+
+def _sequences(segments: pd.DataFrame, n_s: int) -> np.ndarray:
+    """Per series the rank-1 options of its segments in axis order, joined by " → "
+    (one join per series; segments arrive sorted by series then axis)."""
+    out = np.full(n_s, "", dtype=object)
+    if segments.empty:
+        return out
+    sid = segments["series"].to_numpy(dtype=np.int64)
+    names = segments["option"].astype(str).to_numpy(dtype=object)
+    cuts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]])
+    for start, stop in zip(cuts, np.r_[cuts[1:], len(sid)], strict=True):
+        out[sid[start]] = " → ".join(names[start:stop])
+    return out

@@ -1,0 +1,257 @@
+"""What a measurement *is*: its workload, its configuration, and when two are repeats.
+
+A candidate row measures one **configuration** (:data:`CONFIG_COLUMNS`: backend, requested
+and actual comm, parallel mode, EP/TP sizes, attention DP, CUDA graph, low-precision
+combine, chunks) on one **workload** (:data:`WORKLOAD_COLUMNS`: model, hardware, quant,
+world size, num_tokens, routing pattern, attention family, phase). Rows of *different*
+runs that share the workload, the configuration and the TensorRT-LLM version are
+**repeats** of one measurement (:data:`MEASUREMENT_KEY`). Columns a frame does not carry
+are left out of the key (e.g. ``num_chunks`` on frames that do not load it).
+
+:func:`configuration_frame` turns a candidate frame into one row per workload x
+configuration -- the unit every ranking (best, Pareto, agreement, measured pick) compares:
+
+* ``repeats="median"`` (default): ``score_ms`` is the median over the repeats (the mean
+  of the two middle values for an even count); the row shown for it (its run_id,
+  candidate_index, iteration statistics) is the repeat nearest the median, the later
+  run on equal distance.
+* ``repeats="latest"``: the latest run's own row and score (latest = newest run_date,
+  runs without a date older than any dated one, then the larger run_id).
+
+Spread (``score_spread``, a fraction of the score): with two or more repeats under
+``median``, the run-to-run sample standard deviation (ddof=1) of their scores divided
+by the median (``spread_source`` "run_to_run"); otherwise the row's within-run
+iteration spread (:func:`relative_spread`, "iteration_spread"), NaN when unknown
+("unknown"). ``n_repeats`` counts the runs pooled; ``repeat_run_ids`` lists them
+("3,7", ascending).
+
+Versions: the same configuration measured under several TensorRT-LLM versions is not
+pooled; the version of its latest run supersedes the older ones (``n_versions`` says how
+many versions measured it). Rows of one run that share every key column (they differ
+only in a knob the frame does not carry) count as one measurement, the fastest.
+
+Only rankable rows take part (``derived.rankable_mask``). ``tokens_per_s_per_gpu`` is
+rescaled to the aggregate score when present. The input is not modified; a frame that
+already is a configuration frame (has ``n_repeats``) is returned as it is. Output order
+is the input order of the rows shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from analysis import columns as C
+from analysis.derived import as_float, group_codes, rankable_mask, sort_codes
+
+Repeats = Literal["median", "latest"]
+REPEATS: tuple[str, ...] = ("median", "latest")
+
+CONFIG_COLUMNS: tuple[str, ...] = (
+    C.BACKEND,
+    C.COMM_REQUESTED,
+    C.COMM,
+    C.PARALLEL_MODE,
+    C.MOE_EP_SIZE,
+    C.MOE_TP_SIZE,
+    C.ATTENTION_DP,
+    C.CUDA_GRAPH,
+    C.LOW_PRECISION_COMBINE,
+    C.NUM_CHUNKS,
+)
+WORKLOAD_COLUMNS: tuple[str, ...] = (
+    C.MODEL,
+    C.HARDWARE,
+    C.QUANT,
+    C.WORLD_SIZE,
+    C.NUM_TOKENS,
+    C.DISPATCH,
+    C.ATTN,
+    C.PHASE,
+)
+MEASUREMENT_KEY: tuple[str, ...] = (*WORKLOAD_COLUMNS, *CONFIG_COLUMNS, C.TRTLLM_VERSION)
+
+N_REPEATS = "n_repeats"
+REPEAT_RUN_IDS = "repeat_run_ids"
+SCORE_SPREAD = "score_spread"
+SPREAD_SOURCE = "spread_source"  # "run_to_run" | "iteration_spread" | "unknown"
+N_VERSIONS = "n_versions"
+AGGREGATE_COLUMNS: tuple[str, ...] = (
+    N_REPEATS,
+    REPEAT_RUN_IDS,
+    SCORE_SPREAD,
+    SPREAD_SOURCE,
+    N_VERSIONS,
+)
+_P90_Z = 1.2816  # p90 = median + 1.2816 sigma for a normal distribution
+
+
+def present(df: pd.DataFrame, cols: Sequence[str]) -> list[str]:
+    """The columns of ``cols`` that ``df`` carries, in order."""
+    return [c for c in cols if c in df.columns]
+
+
+def relative_spread(df: pd.DataFrame) -> np.ndarray:
+    """Per-row within-run spread of the score as a fraction (NaN when unknown):
+    ``iter_stdev_ms / score_ms``. The stdev covers every iteration, outliers included,
+    while the score trims them; so with ``outlier_count > 0`` the smaller of that and
+    the robust ``(iter_p90_ms - iter_median_ms) / 1.2816 / iter_median_ms`` is used."""
+    n = len(df)
+    nan = np.full(n, np.nan)
+    score = as_float(df[C.SCORE_MS]) if C.SCORE_MS in df else nan
+    stdev = as_float(df[C.ITER_STDEV_MS]) if C.ITER_STDEV_MS in df else nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(score > 0, stdev / score, np.nan)
+        if {C.OUTLIER_COUNT, C.ITER_P90_MS, C.ITER_MEDIAN_MS} <= set(df.columns):
+            outliers = as_float(df[C.OUTLIER_COUNT])
+            med = as_float(df[C.ITER_MEDIAN_MS])
+            robust = (as_float(df[C.ITER_P90_MS]) - med) / _P90_Z / med
+            use = (outliers > 0) & np.isfinite(robust) & (robust >= 0)
+            spread = np.where(use, np.fmin(spread, robust), spread)
+    return np.where(spread >= 0, spread, np.nan)
+
+
+def run_order(df: pd.DataFrame) -> np.ndarray:
+    """Per-row rank of its run in time (larger = later): by run_date (ISO text; runs
+    without a date come before every dated run), then run_id."""
+    n = len(df)
+    run = as_float(df[C.RUN_ID]) if C.RUN_ID in df else np.zeros(n)
+    if C.RUN_DATE in df:
+        date = sort_codes(df[C.RUN_DATE].astype("string"))
+        date = np.where(date == np.iinfo(np.int64).max, -1, date)
+    else:
+        date = np.zeros(n, dtype=np.int64)
+    order = np.lexsort((np.nan_to_num(run, nan=-1.0), date))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    return rank
+
+
+def _starts(sorted_groups: np.ndarray) -> np.ndarray:
+    out = np.ones(len(sorted_groups), dtype=bool)
+    out[1:] = sorted_groups[1:] != sorted_groups[:-1]
+    return out
+
+
+def _within_run_best(df: pd.DataFrame, key: list[str]) -> np.ndarray:
+    """Positions of the rows kept when rows of one run share every key column: the
+    fastest of them (then the first in input order)."""
+    cols = [*key, C.RUN_ID] if C.RUN_ID in df else key
+    g = group_codes(df[cols], cols)
+    score = as_float(df[C.SCORE_MS])
+    order = np.lexsort((np.arange(len(g)), score, g))
+    keep = order[_starts(g[order])]
+    return np.sort(keep)
+
+
+def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.DataFrame:
+    """One row per workload x configuration over the rankable rows of ``df``, with
+    :data:`AGGREGATE_COLUMNS` added; see the module docstring for the rule."""
+    if repeats not in REPEATS:
+        raise ValueError(f"unknown repeats {repeats!r}; use {list(REPEATS)}")
+    if N_REPEATS in df.columns:
+        return df
+    sub = df.iloc[np.flatnonzero(rankable_mask(df))]
+    key = present(sub, MEASUREMENT_KEY)
+    sub = sub.iloc[_within_run_best(sub, key)]
+    n = len(sub)
+    score = as_float(sub[C.SCORE_MS])
+    runs = as_float(sub[C.RUN_ID]).astype(np.int64) if C.RUN_ID in sub else np.zeros(n, np.int64)
+    later = run_order(sub)
+    g = group_codes(sub[key], key)
+    # by group, score, then later runs first
+    order = np.lexsort((-later, score, g))
+    gs = g[order]
+    starts = np.flatnonzero(_starts(gs))
+    counts = np.diff(np.r_[starts, n])
+    lo = starts + (counts - 1) // 2
+    hi = starts + counts // 2
+    median = (score[order[lo]] + score[order[hi]]) / 2.0
+    if repeats == "median":
+        # the middle row (odd count) or the later of the two middle rows (even count)
+        rep = np.where(later[order[hi]] > later[order[lo]], order[hi], order[lo])
+        value = median
+    else:
+        last = np.lexsort((later, g))  # by group, then later last
+        rep = last[np.r_[starts[1:], n] - 1] if n else last
+        value = score[rep]
+    within = relative_spread(sub)[rep]
+    sums = np.add.reduceat(score[order], starts) if n else np.zeros(0)
+    sq = np.add.reduceat(score[order] ** 2, starts) if n else np.zeros(0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = sums / counts
+        var = np.maximum(sq - counts * mean**2, 0.0) / (counts - 1)
+        run_spread = np.sqrt(var) / median
+    pooled = (counts > 1) & (repeats == "median")
+    spread = np.where(pooled, run_spread, within)
+    source = np.where(
+        pooled, "run_to_run", np.where(np.isfinite(within), "iteration_spread", "unknown")
+    )
+    ids = _run_id_lists(runs[order], starts, counts)
+    newest = np.maximum.reduceat(later[order], starts) if n else np.zeros(0, np.int64)
+    out = sub.iloc[rep].copy()
+    old = as_float(out[C.SCORE_MS])
+    out[C.SCORE_MS] = value
+    if C.TOKENS_PER_S_PER_GPU in out:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[C.TOKENS_PER_S_PER_GPU] = as_float(out[C.TOKENS_PER_S_PER_GPU]) * old / value
+    out[N_REPEATS] = counts.astype(np.int64)
+    out[REPEAT_RUN_IDS] = ids
+    out[SCORE_SPREAD] = spread
+    out[SPREAD_SOURCE] = source
+    out = _supersede_versions(out, newest)
+    return (
+        out.iloc[np.argsort(rep[out["_pos"].to_numpy()], kind="stable")]
+        .drop(columns="_pos")
+        .reset_index(drop=True)
+    )
+
+
+def _run_id_lists(runs: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """ "a,b,c" (ascending, unique) per group of the sorted run ids."""
+    out = np.empty(len(starts), dtype=object)
+    single = counts == 1
+    out[single] = runs[starts[single]].astype(str)
+    for i in np.flatnonzero(~single):
+        s = starts[i]
+        out[i] = ",".join(str(r) for r in sorted(set(runs[s : s + counts[i]].tolist())))
+    return out
+
+
+def _supersede_versions(agg: pd.DataFrame, newest: np.ndarray) -> pd.DataFrame:
+    """Per workload x configuration (the key without the version) the aggregate whose
+    latest run is the latest; ``n_versions`` = how many versions measured it. Adds
+    ``_pos`` (position in ``agg``) for the caller to restore order."""
+    agg = agg.assign(_pos=np.arange(len(agg)))
+    key = present(agg, (*WORKLOAD_COLUMNS, *CONFIG_COLUMNS))
+    if C.TRTLLM_VERSION not in agg or agg.empty:
+        return agg.assign(**{N_VERSIONS: np.ones(len(agg), dtype=np.int64)})
+    g = group_codes(agg[key], key)
+    counts = np.bincount(g)
+    if (counts == 1).all():
+        return agg.assign(**{N_VERSIONS: np.ones(len(agg), dtype=np.int64)})
+    order = np.lexsort((newest, g))
+    keep = order[np.r_[_starts(g[order])[1:], True]]  # last (latest) of each group
+    out = agg.iloc[np.sort(keep)]
+    return out.assign(**{N_VERSIONS: counts[g[np.sort(keep)]].astype(np.int64)})
+
+
+def default_dispatch(labels: pd.Series) -> str | None:
+    """The routing pattern an answer uses when none is asked for: "balanced" when any
+    row has it (the guide ranks under perfect routing), else the label with the most
+    rows (equal counts: the first alphabetically). None when no row has a label."""
+    counts = labels.dropna().astype(str).value_counts()
+    if counts.empty:
+        return None
+    if "balanced" in counts.index:
+        return "balanced"
+    top = counts[counts == counts.max()]
+    return str(sorted(top.index)[0])
+
+
+def known_dispatch(labels: pd.Series) -> list[str]:
+    """The routing pattern labels present (sorted, missing values left out)."""
+    return sorted({str(v) for v in labels.dropna().unique()})

@@ -1,0 +1,304 @@
+"""Thresholds: the guide's five thresholds re-derived from the stored sweeps, per slice,
+with intervals, verdicts, leave-one-model-out, the tree with published / derived /
+validated thresholds side by side and the re-derived tree to take away.
+
+URL: ``/thresholds?model=&hardware=&quant=&dispatch=&by=none|model|hardware|quant
+&check=<threshold name>&tree=derived|validated``.
+
+Every number comes from ``service.thresholds.threshold_report`` (the answer behind
+``/api/v1/thresholds``, ``/thresholds/validation``, ``/thresholds/agreement``) and the
+downloads from ``service.thresholds.tree_download`` (behind ``/api/v1/thresholds/tree``).
+The blocks are laid out by :mod:`dashboard.pages.thresholds_view`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import dash
+from dash import Input, Output, State, dcc, html
+
+from analysis import columns as C
+from analysis.tables import to_csv_text
+from dashboard import components as ui
+from dashboard.pages import thresholds_view as V
+from service.errors import InvalidQuery
+from service.frames import DashData
+from service.threshold_slice import FILTERS, ThresholdSlice, allowed_values, threshold_slice
+from service.thresholds import RULE_TEXT, names, threshold_report, tree_download
+
+PATH = "/thresholds"
+ALL = "all"
+BYS = ("none", C.MODEL, C.HARDWARE, C.QUANT)
+TREES = ("derived", "validated")
+_LABELS = {
+    C.MODEL: "model",
+    C.HARDWARE: "hardware",
+    C.QUANT: "precision",
+    C.DISPATCH: "dispatch pattern",
+}
+
+
+@dataclass(frozen=True)
+class View:
+    """The page state (all of it lives in the URL)."""
+
+    model: str | None = None
+    hardware: str | None = None
+    quant: str | None = None
+    dispatch: str | None = None
+    by: str = "none"
+    check: str = names()[0]
+    tree: str = "derived"
+
+    def search(self) -> str:
+        return ui.search_string(
+            {
+                "model": self.model,
+                "hardware": self.hardware,
+                "quant": self.quant,
+                "dispatch": self.dispatch,
+                "by": None if self.by == "none" else self.by,
+                "check": self.check,
+                "tree": None if self.tree == "derived" else self.tree,
+            }
+        )
+
+
+def make_view(*values: Any) -> View:
+    """Control values (model, hardware, quant, dispatch, by, check, tree) -> View;
+    "all" and unknown choices fall back to the defaults."""
+    model, hardware, quant, dispatch, by, check, tree = (list(values) + [None] * 7)[:7]
+
+    def one(v: Any) -> str | None:
+        return None if v in (None, "", ALL) else str(v)
+
+    return View(
+        one(model),
+        one(hardware),
+        one(quant),
+        one(dispatch),
+        by if by in BYS else "none",
+        check if check in names() else names()[0],
+        tree if tree in TREES else "derived",
+    )
+
+
+def _slice(data: DashData, v: View) -> ThresholdSlice:
+    return threshold_slice(data, v.model, v.hardware, v.quant, v.dispatch)
+
+
+def update(data: DashData, *values: Any) -> tuple[Any, Any, str]:
+    """Controls -> (body, evidence figure, URL search)."""
+    v = make_view(*values)
+    try:
+        s = _slice(data, v)
+    except InvalidQuery as err:
+        return (
+            ui.empty_state(err.msg, ["choose “all” or a stored value"], "th-invalid"),
+            V.no_evidence(),
+            v.search(),
+        )
+    report = threshold_report(data, s)
+    prov = report.provenance
+    if not prov["n_candidates"]:
+        empty = ui.empty_state(
+            f"No successful candidates in {s.label}.",
+            [
+                "upload bench_moe sweeps (or `moedash ingest` NVIDIA's data.js)",
+                "choose “all” filters",
+            ],
+            "th-empty",
+        )
+        return empty, V.evidence(report, v.check), v.search()
+    versions = ", ".join(prov["trtllm_versions"]) or "unknown"
+    status = html.P(
+        ui.with_synthetic_note(
+            prov["synthetic"],
+            f"{s.label}: {prov['n_candidates']:,} successful candidates from "
+            f"{len(prov['run_ids'])} runs (TensorRT-LLM {versions}).",
+        ),
+        className="status",
+        **{"data-testid": "th-status"},
+    )
+    published = tree_download(data, s, "published", "text").content
+    rederived = tree_download(data, s, v.tree, "text").content  # type: ignore[arg-type]
+    body = html.Div(
+        [
+            status,
+            html.H3("Published vs re-derived thresholds"),
+            html.Div(V.thresholds_table(report), className="scroll-x"),
+            *(
+                [
+                    html.H3(f"Per {_LABELS[v.by]}"),
+                    html.Div(V.groups_table(report, v.by), className="scroll-x"),
+                ]
+                if v.by != "none"
+                else []
+            ),
+            html.H3("Leave one model out"),
+            V.loo_table(report),
+            html.H3("The tree with published, derived and validated thresholds"),
+            V.overall_line(report),
+            html.Div(V.agreement_table(report), className="scroll-x"),
+            html.H4("Validated set: derived only where validation says it helps"),
+            V.decisions_list(report),
+            html.H3("The guide's tree: published vs re-derived"),
+            html.Div(
+                [
+                    V.tree_block(published, "published thresholds", "th-tree-published"),
+                    V.tree_block(rederived, f"{v.tree} thresholds", "th-tree-rederived"),
+                ],
+                className="row",
+            ),
+        ]
+    )
+    return body, V.evidence(report, v.check), v.search()
+
+
+def download(data: DashData, which: str, *values: Any) -> dict[str, Any] | None:
+    """The ``dcc.Download`` payload: the re-derived tree as text or JSON, or the
+    thresholds table as CSV (None for an invalid slice)."""
+    v = make_view(*values)
+    try:
+        s = _slice(data, v)
+    except InvalidQuery:
+        return None
+    if which == "csv":
+        table = threshold_report(data, s).check.table
+        return {
+            "content": to_csv_text(table),
+            "filename": f"moedash-thresholds-{s.stem}.csv",
+            "type": "text/csv",
+        }
+    out = tree_download(data, s, v.tree, "json" if which == "json" else "text")  # type: ignore[arg-type]
+    return {"content": out.content, "filename": out.filename, "type": out.media_type}
+
+
+def _dropdown(cid: str, values: list[str], value: str | None, label: str) -> html.Div:
+    opts = [{"label": "all", "value": ALL}, *ui.options(values)]
+    return html.Div(
+        [
+            html.Label(label, htmlFor=cid),
+            dcc.Dropdown(
+                id=cid, options=opts, value=value if value in values else ALL, clearable=False
+            ),
+        ],
+        className="control",
+    )
+
+
+def layout(data: DashData, **query: Any) -> html.Div:
+    v = make_view(
+        *(
+            ui.first(query, k)
+            for k in ("model", "hardware", "quant", "dispatch", "by", "check", "tree")
+        )
+    )
+    allowed = {c: allowed_values(data, c) for c in FILTERS}
+    chosen = {c: getattr(v, c) for c in FILTERS}
+    if chosen[C.HARDWARE]:
+        chosen[C.HARDWARE] = chosen[C.HARDWARE].upper()
+    dropped = [
+        f"{c} {val!r} is not stored; showing all"
+        for c, val in chosen.items()
+        if val and val not in allowed[c]
+    ]
+    radio = [
+        html.Div(
+            [
+                html.Label("breakdown", htmlFor="th-by"),
+                dcc.RadioItems(
+                    id="th-by",
+                    options=[
+                        {"label": "none" if b == "none" else f"per {_LABELS[b]}", "value": b}
+                        for b in BYS
+                    ],
+                    value=v.by,
+                    inline=True,
+                ),
+            ],
+            className="control",
+        ),
+        html.Div(
+            [
+                html.Label("re-derived tree", htmlFor="th-tree"),
+                dcc.RadioItems(id="th-tree", options=ui.options(TREES), value=v.tree, inline=True),
+            ],
+            className="control",
+        ),
+    ]
+    controls = html.Div(
+        [*[_dropdown(f"th-{c}", allowed[c], chosen[c], _LABELS[c]) for c in FILTERS], *radio],
+        className="controls",
+    )
+    downloads = html.Div(
+        [
+            ui.download_button("th-txt-btn", "Download tree (text)"),
+            ui.download_button("th-json-btn", "Download tree (JSON)"),
+            ui.download_button("th-csv-btn", "Download thresholds (CSV)"),
+        ]
+    )
+    return html.Div(
+        [
+            dcc.Location(id="th-url", refresh=False),
+            html.H2("Thresholds: the guide's values re-derived from the data"),
+            html.P(
+                "Each threshold is asked in the guide's own terms — is rank 1 the option the "
+                "tree switches to (X) or not — of every workload the tree sends through it, so "
+                "top-3-only data count. One switch is fitted along the tree's axis.",
+                className="lead",
+            ),
+            html.P(RULE_TEXT, className="lead", **{"data-testid": "th-rule"}),
+            html.Ul(
+                [html.Li(d) for d in dropped], className="notes", **{"data-testid": "th-dropped"}
+            )
+            if dropped
+            else None,
+            controls,
+            downloads,
+            html.Div(
+                [
+                    html.Label("evidence for", htmlFor="th-check"),
+                    dcc.Dropdown(
+                        id="th-check", options=ui.options(names()), value=v.check, clearable=False
+                    ),
+                ],
+                className="control wide",
+            ),
+            ui.loading(
+                dcc.Graph(id="th-evidence", config={"displaylogo": False}), "th-evidence-loading"
+            ),
+            ui.loading(html.Div(id="th-body"), "th-loading"),
+            dcc.Download(id="th-download"),
+        ]
+    )
+
+
+CONTROLS = ("th-model", "th-hardware", "th-quant", "th-dispatch", "th-by", "th-check", "th-tree")
+
+
+def register(app: dash.Dash, data: DashData) -> None:
+    @app.callback(
+        Output("th-body", "children"),
+        Output("th-evidence", "figure"),
+        Output("th-url", "search"),
+        *[Input(c, "value") for c in CONTROLS],
+    )
+    def _update(*values: Any) -> tuple[Any, Any, str]:
+        return update(data, *values)
+
+    @app.callback(
+        Output("th-download", "data"),
+        Input("th-txt-btn", "n_clicks"),
+        Input("th-json-btn", "n_clicks"),
+        Input("th-csv-btn", "n_clicks"),
+        *[State(c, "value") for c in CONTROLS],
+        prevent_initial_call=True,
+    )
+    def _download(n_txt: int | None, n_json: int | None, n_csv: int | None, *values: Any) -> Any:
+        which = {"th-json-btn": "json", "th-csv-btn": "csv"}.get(str(dash.ctx.triggered_id), "text")
+        if not (n_txt or n_json or n_csv):
+            return dash.no_update
+        return download(data, which, *values)

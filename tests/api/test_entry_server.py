@@ -1,0 +1,187 @@
+"""The entry layer against a real `moedash serve` over real sockets (loopback only,
+every request bounded in size and time): oversized and slow bodies to the dashboard and
+the API, the upload cap, and pages and API still answering while it all happens."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from db.store import open_store
+from tests.factories.servers import running_server
+
+# Small limits, so the test sends little: 64 KiB page bodies, 2 uploads at once,
+# a 2 s body stall allowed, a 1 s grace before the minimum pace applies.
+ENV = {
+    "MOEDASH_MAX_PAGE_BODY_BYTES": str(64 * 1024),
+    "MOEDASH_MAX_UPLOAD_BYTES": str(256 * 1024),
+    "MOEDASH_MAX_CONCURRENT_UPLOADS": "2",
+    "MOEDASH_BODY_IDLE_S": "2",
+    "MOEDASH_BODY_GRACE_S": "1",
+    "MOEDASH_WARM_CACHE": "false",
+}
+DASH = "/_dash-update-component"
+
+
+TOKEN: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = f"duckdb:///{tmp_path_factory.mktemp('entry') / 'entry.duckdb'}"
+    store = open_store(url)
+    TOKEN["upload"] = store.tokens.create_token("ci", ["upload"])[1]
+    store.close()
+    with running_server(url, env=ENV) as base:
+        yield base
+
+
+def _connect(base: str) -> socket.socket:
+    host, port = base.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    assert sock.getpeername()[0] == "127.0.0.1"  # loopback only
+    return sock
+
+
+def _head(method: str, path: str, length: int | None, extra: str = "") -> bytes:
+    size = f"Content-Length: {length}\r\n" if length is not None else ""
+    chunked = "Transfer-Encoding: chunked\r\n" if length is None else ""
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"{size}{chunked}{extra}\r\n"
+    ).encode()
+
+
+def _status(sock: socket.socket) -> tuple[int, str]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, (head + b"\n" + rest).decode("latin-1")
+
+
+def _still_answers(base: str) -> None:
+    with httpx.Client(base_url=base, timeout=5) as client:
+        assert client.get("/api/v1/health").status_code == 200
+        page = client.get("/")
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+
+
+def test_declared_oversize_dashboard_post_is_refused_before_reading(server: str) -> None:
+    with _connect(server) as sock:
+        sock.sendall(_head("POST", DASH, 1 << 30))  # claims 1 GiB, sends none of it
+        status, text = _status(sock)
+    assert status == 413 and "MOEDASH_MAX_PAGE_BODY_BYTES" in text
+    _still_answers(server)
+
+
+def test_chunked_oversize_bodies_are_cut_off(server: str) -> None:
+    for path, limit in ((DASH, 64 * 1024), ("/static/nothing.css", 64 * 1024)):
+        with _connect(server) as sock:
+            sock.sendall(_head("POST", path, None))
+            chunk = b"x" * 16384
+            sent = 0
+            try:
+                while sent <= 4 * limit:  # bounded: 4x the limit at most
+                    sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    sent += len(chunk)
+            except OSError:
+                pass  # the server closed after answering
+            status, text = _status(sock)
+        assert status == 413, text
+        assert sent <= 4 * limit + len(chunk)
+    _still_answers(server)
+
+
+def test_slow_bodies_hold_no_worker_and_time_out(server: str) -> None:
+    # 12 clients (more than a2wsgi's 10 threads) start a dashboard callback body and stall
+    socks = [_connect(server) for _ in range(12)]
+    try:
+        for sock in socks:
+            sock.sendall(_head("POST", DASH, 1000) + b"{")
+        time.sleep(0.5)
+        _still_answers(server)  # pages answer while every slow body is pending
+        started = time.monotonic()
+        answers = [_status(sock) for sock in socks]
+        waited = time.monotonic() - started
+    finally:
+        for sock in socks:
+            sock.close()
+    assert {status for status, _ in answers} == {408}
+    assert "too slow" in answers[0][1]
+    assert waited < 10  # cut by the 2 s stall limit, not left open
+    _still_answers(server)
+
+
+def test_trickling_body_below_the_minimum_pace_is_cut(server: str) -> None:
+    with _connect(server) as sock:
+        sock.sendall(_head("POST", DASH, 10_000))
+        status = 0
+        for _ in range(40):  # one byte every 0.25 s: 4 B/s, well below 16 KiB/s
+            try:
+                sock.sendall(b" ")
+            except OSError:
+                break
+            time.sleep(0.25)
+            sock.setblocking(False)
+            try:
+                if sock.recv(1, socket.MSG_PEEK):
+                    break
+            except BlockingIOError:
+                pass
+            finally:
+                sock.setblocking(True)
+        status, text = _status(sock)
+    assert status == 408 and "B/s" in text
+
+
+def test_upload_cap_answers_429_with_retry_after(server: str) -> None:
+    holders = [_connect(server) for _ in range(2)]
+    try:
+        for sock in holders:  # two uploads in flight, their bodies still arriving
+            auth = f"Authorization: Bearer {TOKEN['upload']}\r\n"
+            sock.sendall(_head("POST", "/api/v1/runs", 1000, auth) + b"{")
+        time.sleep(0.3)
+        resp = httpx.post(f"{server}/api/v1/runs", content=b"{}", timeout=5)
+        assert resp.status_code == 429, resp.text
+        assert int(resp.headers["retry-after"]) >= 1
+        assert resp.json()["detail"][0]["type"] == "too_many_uploads"
+        # reads are not uploads: they still answer
+        _still_answers(server)
+    finally:
+        for sock in holders:
+            sock.close()
+    time.sleep(0.5)
+    # the slots are free again once those clients went away (401: no token, not 429)
+    assert httpx.post(f"{server}/api/v1/runs", content=b"{}", timeout=5).status_code == 401
+
+
+def test_oversized_upload_is_413_and_unknown_api_paths_are_json(server: str) -> None:
+    resp = httpx.post(f"{server}/api/v1/runs", content=b" " * (300 * 1024), timeout=10)
+    assert resp.status_code == 413 and "MOEDASH_MAX_UPLOAD_BYTES" in resp.text
+    resp = httpx.get(f"{server}/api/v1/no-such-route", timeout=5)
+    assert resp.status_code == 404 and resp.headers["content-type"] == "application/json"
+    assert resp.json()["detail"][0]["loc"] == ["path"]
+    resp = httpx.get(f"{server}/api/v2/runs", timeout=5)
+    assert resp.status_code == 404 and "no API route" in resp.text
+    resp = httpx.delete(f"{server}/api/v1/coverage", timeout=5)
+    assert resp.status_code == 405 and resp.headers["allow"] == "GET"
+    _still_answers(server)
+
+
+def test_repository_static_files_pass_the_entry(server: str) -> None:
+    static = Path(__file__).resolve().parents[2] / "static"
+    files = [p for p in static.rglob("*") if p.is_file()] if static.is_dir() else []
+    if not files:
+        pytest.skip("no static files in this checkout")
+    rel = files[0].relative_to(static).as_posix()
+    assert httpx.get(f"{server}/static/{rel}", timeout=5).status_code == 200
