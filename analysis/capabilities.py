@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.columns import COMM_CANONICAL
+
 
 @dataclass(frozen=True)
 class HardwareInfo:
@@ -188,6 +190,11 @@ def check_export(
         errors.append(
             f"TRTLLM_FORCE_COMM_METHOD={comm} is not a TensorRT-LLM strategy: it takes "
             f"{', '.join(COMM_STRATEGIES)}"
+        )
+    if comm.upper() not in COMM_CANONICAL:
+        warnings.append(
+            f"comm {comm} is not a TensorRT-LLM communication strategy "
+            f"({', '.join(COMM_CANONICAL)}): the export cannot reproduce it"
         )
     info = hardware_info(hardware)
     if info is None:

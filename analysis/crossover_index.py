@@ -67,6 +67,8 @@ class ConfigIndex:
     spread: np.ndarray
     repeats: np.ndarray
     source: np.ndarray
+    source_codes: np.ndarray
+    source_names: np.ndarray
     _options: dict[tuple[str, ...], OptionCodes] = field(default_factory=dict, repr=False)
     _axes: dict[str, AxisCodes] = field(default_factory=dict, repr=False)
 
@@ -132,6 +134,7 @@ def build_index(configs: pd.DataFrame, series_cols: Sequence[str]) -> ConfigInde
         if SPREAD_SOURCE in configs
         else np.full(n, "unknown", dtype=object)
     )
+    codes, names = pd.factorize(pd.Series(source, dtype=object), sort=True)
     return ConfigIndex(
         configs=configs,
         series_cols=scols,
@@ -141,4 +144,6 @@ def build_index(configs: pd.DataFrame, series_cols: Sequence[str]) -> ConfigInde
         spread=spread,
         repeats=repeats.astype(np.int64),
         source=source,
+        source_codes=np.asarray(codes, dtype=np.int64),
+        source_names=np.asarray(names, dtype=object),
     )

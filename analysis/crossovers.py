@@ -244,7 +244,7 @@ def rank_one_on_index(
         OPTION: _labels(p_o[order], opts.labels),
         C.SCORE_MS: best[order],
         SCORE_SPREAD: spread[chosen][order],
-        SPREAD_SOURCE: pd.Categorical(src[order]),
+        SPREAD_SOURCE: _labels(index.source_codes[pos][chosen][order], index.source_names),
         N_REPEATS: reps[chosen][order],
         N_CONFIGS: np.bincount(inv, minlength=k)[order],
         RANK: rank[order],

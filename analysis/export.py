@@ -63,7 +63,8 @@ def cuda_graph_max_batch_size(rec: Recommendation) -> int:
 def config_dict(rec: Recommendation) -> dict[str, object]:
     """The YAML body as a dict. ``cuda_graph_config`` is None (YAML null) for prefill /
     CUDA graph off, else {enable_padding: true, max_batch_size}. ``moe_config`` carries
-    ``use_low_precision_moe_combine: true`` when the recommendation sets it."""
+    ``use_low_precision_moe_combine: true`` when the recommendation sets it (a measured
+    candidate that ran with it) and the backend is not a fused MEGAMOE one."""
     dep = rec.deployment
     graph = (
         {"enable_padding": True, "max_batch_size": cuda_graph_max_batch_size(rec)}
@@ -71,7 +72,9 @@ def config_dict(rec: Recommendation) -> dict[str, object]:
         else None
     )
     moe: dict[str, object] = {"backend": rec.backend}
-    if rec.low_precision_combine:
+    # the flag changes the combine of the comm paths only; the fused MEGAMOE path
+    # ignores it (the guide), so it is written where it matters
+    if rec.low_precision_combine and rec.backend not in cap.FUSED_COMM_BACKENDS:
         moe["use_low_precision_moe_combine"] = True
     return {
         "tensor_parallel_size": dep.world_size,

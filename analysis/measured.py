@@ -250,10 +250,11 @@ def measured_comm(
         )
     if measured not in FORCEABLE_COMMS:
         return MeasuredComm(
+            "AUTO",
+            False,
             measured,
-            True,
-            measured,
-            f"measured {measured}, which TRTLLM_FORCE_COMM_METHOD cannot select",
+            f"measured {measured}, which TRTLLM_FORCE_COMM_METHOD cannot select; "
+            f"AUTO would pick {predicted} ({why})",
         )
     if requested == "":
         note = f"measured {measured} where AUTO would pick {predicted} ({why}): forced"

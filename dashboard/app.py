@@ -18,6 +18,7 @@ from dash import Input, Output, dcc, html
 
 from dashboard import components as ui
 from dashboard.pages import (
+    agreement,
     best,
     crossovers,
     crossval,
@@ -25,6 +26,7 @@ from dashboard.pages import (
     pareto,
     planner,
     recommend,
+    routing,
     run,
     thresholds,
 )
@@ -44,9 +46,22 @@ PAGES: dict[str, tuple[ModuleType, str]] = {
     "/planner": (planner, "Planner"),
     "/crossval": (crossval, "Cross validation"),
     "/crossovers": (crossovers, "Crossovers"),
+    "/routing": (routing, "Routing skew"),
+    "/agreement": (agreement, "Tree vs data"),
     "/run": (run, "Run"),
 }
-_NAV = ("/", "/pareto", "/best", "/recommend", "/thresholds", "/planner", "/crossval", "/crossovers")
+_NAV = (
+    "/",
+    "/pareto",
+    "/best",
+    "/recommend",
+    "/thresholds",
+    "/planner",
+    "/crossval",
+    "/crossovers",
+    "/routing",
+    "/agreement",
+)
 
 
 def parse_search(search: str | None) -> dict[str, Any]:
@@ -112,6 +127,8 @@ def create_dash(data: DashData) -> dash.Dash:
         planner.register,
         crossval.register,
         crossovers.register,
+        routing.register,
+        agreement.register,
         thresholds.register,
     ]
     for register in registrars:

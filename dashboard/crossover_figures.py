@@ -126,10 +126,13 @@ def crossover_figure(
                 ),
             )
         )
+    # a tick at each measured axis value (when few): log axes otherwise label 2..9 too
+    ticks = {"tickvals": xs, "ticktext": [f"{v:.6g}" for v in xs]} if len(xs) <= 16 else {}
     fig.update_xaxes(
         type="log",
         title={"text": AXIS_TITLES.get(axis, axis)},
         range=[float(np.log10(edges[0])), float(np.log10(edges[-1]))],
+        **ticks,
     )
     fig.update_yaxes(type="log", title={"text": "score (ms), best configuration"})
     fig = _layout(fig, height)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from dashboard.figures import message_figure
 
@@ -225,8 +226,9 @@ def constraint_rows(constraints: Sequence[Mapping[str, Any]] | None) -> list[dic
 
 
 def fit_rows(fits: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
-    """Te fit quality per GPU: source (fit / roofline / user), points, R², k3 and k4
-    against the roofline's, and the note saying why."""
+    """Te fit quality per GPU: source (fit / roofline / user), whether used, the sweep
+    group it came from (quant, attention mode, EP size, backend), points, R² (of the
+    refused candidate too), k3 and k4 against the roofline's, and the note saying why."""
     out = []
     for f in fits or ():
         roof = f.get("roofline_slope_ms")
@@ -236,8 +238,15 @@ def fit_rows(fits: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
             {
                 "GPU": f.get("gpu"),
                 "source": f.get("source"),
+                "used": "yes" if f.get("used") else "no",
+                "group": ", ".join(f"{k}={v}" for k, v in (f.get("group") or {}).items()),
                 "points": f.get("n_points"),
-                "R²": f.get("r2"),
+                "R²": f.get("r2") if f.get("r2") is not None else f.get("candidate_r2"),
+                "tokens/expert fitted": (
+                    f"{f['fitted_be_min']:.0f}–{f['fitted_be_max']:.0f}"
+                    if f.get("fitted_be_min") is not None
+                    else ""
+                ),
                 "k3 (ms/token)": slope,
                 "k4 (ms)": f.get("intercept_ms"),
                 "k3 / roofline": ratio,
@@ -271,3 +280,45 @@ def comparison_rows(
             }
         )
     return rows
+
+
+def fit_points_figure(fit: Mapping[str, Any] | None) -> go.Figure:
+    """Te points vs the fitted line for one GPU (top) and the residuals (bottom).
+
+    x: tokens per expert ``be``; y: ms per expert-equivalent on one GPU (score_ms with
+    dispatch/combine taken out, times ep*tp/E). The line is the least-squares candidate
+    (drawn dashed when the fit was refused). No points: a message figure.
+    """
+    pts = _frame((fit or {}).get("points"))
+    if fit is None or pts.empty:
+        return message_figure("No stored sweep points for this GPU: Te is the roofline.")
+    used = bool(fit.get("used"))
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3])
+    fig.add_trace(
+        go.Scatter(x=pts["be"], y=pts["t_ms"], mode="markers", name="sweep points"), 1, 1
+    )
+    xs = np.linspace(float(pts["be"].min()), float(pts["be"].max()), 50)
+    slope, icpt = fit.get("candidate_slope_ms"), fit.get("candidate_intercept_ms")
+    if slope is not None and icpt is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=slope * xs + icpt,
+                mode="lines",
+                name=f"fit (R² {fit.get('candidate_r2') or 0:.3f}{'' if used else ', refused'})",
+                line={"dash": "solid" if used else "dash"},
+            ),
+            1,
+            1,
+        )
+    if "residual_ms" in pts:
+        fig.add_trace(
+            go.Bar(x=pts["be"], y=pts["residual_ms"], name="residual", marker_color=COST_COLOR),
+            2,
+            1,
+        )
+    fig.update_xaxes(title_text="tokens per expert be (tokens)", row=2, col=1)
+    fig.update_yaxes(title_text="Te per expert, one GPU (ms)", row=1, col=1)
+    fig.update_yaxes(title_text="residual (ms)", row=2, col=1)
+    fig.update_layout(title=f"Te fit on {fit.get('gpu')}: {fit.get('group') or {}}")
+    return _layout(fig, 420)

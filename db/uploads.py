@@ -92,6 +92,24 @@ def sweep_fingerprint(sweep: Sweep) -> str:
     return digest.hexdigest()
 
 
+_COMPRESS_CHUNK = 16 << 20
+
+
+def compress(raw: bytes) -> bytes:
+    """``raw`` as one zstd frame (level 3), compressed in 16 MiB pieces. The one-shot
+    ``ZstdCompressor.compress`` first allocates an output buffer as large as the input
+    (zstd's worst-case bound), which for a 500 MB upload is another 500 MB of RSS; the
+    streaming compressor grows its output only as far as the compressed size."""
+    compressor = zstandard.ZstdCompressor(level=3).compressobj(size=len(raw))
+    view = memoryview(raw)
+    parts = [
+        compressor.compress(view[i : i + _COMPRESS_CHUNK])
+        for i in range(0, len(raw), _COMPRESS_CHUNK)
+    ]
+    parts.append(compressor.flush())
+    return b"".join(parts)
+
+
 def existing_upload(conn: sa.Connection, sha: str, meta: UploadMeta) -> IngestResult | None:
     """The stored upload with these bytes (``already_existed=True``), or None. Raises
     :class:`Conflict` naming the first metadata field given with another value."""
@@ -165,7 +183,7 @@ def insert_upload(
             source_format=str(sweeps[0].run.get(C.SOURCE_FORMAT)),
             size_bytes=len(raw),
             compression="zstd",
-            content=zstandard.ZstdCompressor(level=3).compress(raw),
+            content=compress(raw),
             meta_json=json.dumps(dataclasses.asdict(meta), sort_keys=True),
             uploaded_by=uploaded_by,
             uploaded_at=now,

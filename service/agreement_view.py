@@ -74,7 +74,9 @@ def disagreements(
     regret = as_float(off[REGRET_PCT])
     measured = regret[np.isfinite(regret)]
     rows = items if show == "all" else off
-    order = np.lexsort((np.arange(len(rows)), -np.nan_to_num(as_float(rows[REGRET_PCT]), nan=-np.inf)))
+    order = np.lexsort(
+        (np.arange(len(rows)), -np.nan_to_num(as_float(rows[REGRET_PCT]), nan=-np.inf))
+    )
     return AgreementView(
         rows=rows.iloc[order].reset_index(drop=True),
         n_workloads=int(len(items)),

@@ -56,9 +56,15 @@ _MAX_LISTED = 50  # stored values named in an error message
 
 class CrossoverQuery(Scope):
     """A slice (the :class:`Scope` filters plus ``dispatch`` and ``cuda_graph``), the
-    option dimension and the axis."""
+    option dimension and the axis. Unlike other answers, an unset dispatch does not
+    default to balanced: every stored pattern is a series of its own."""
 
-    dispatch: str | None = Field(None, max_length=64, description="routing/dispatch pattern")
+    dispatch: str | None = Field(
+        None,
+        max_length=64,
+        description="routing/dispatch pattern (e.g. balanced); unset or 'all' = one series "
+        "per pattern",
+    )
     cuda_graph: bool | None = Field(None, description="the phase as a flag: true = decode")
     option: str = Field(
         "backend", max_length=32, description="backend | comm | backend+comm | parallel_mode"
@@ -134,7 +140,8 @@ def query_filters(q: CrossoverQuery) -> dict[str, Any]:
         "world_size": q.world_size,
         "phase": phase,
         "attention": q.attention,
-        "dispatch": q.dispatch,
+        # "all" (the Scope's spelling for every pattern) is no filter: a series each
+        "dispatch": None if q.dispatch in (None, "all") else q.dispatch,
     }
     return {k: v for k, v in values.items() if v is not None}
 

@@ -49,8 +49,9 @@ OUTCOME_EXTRA: tuple[str, ...] = (
     cc.TPS_DEPLOYED,
     cc.TPS_CANDIDATE,
     cc.TPS_CANDIDATE_PR,
+    cc.TPS_DEPLOYED_PR,
 )
-LEDGER_VIEW_COLUMNS: tuple[str, ...] = (*cc.LEDGER_COLUMNS, *OUTCOME_EXTRA)
+LEDGER_VIEW_COLUMNS: tuple[str, ...] = (*cc.LEDGER_COLUMNS, *cc.RULED_COLUMNS, *OUTCOME_EXTRA)
 _OUTCOME_PROVENANCE = ("source", "notes", "created_at", "updated_at")
 
 
@@ -217,7 +218,8 @@ def ledger_view(
         else pd.DataFrame(columns=[cc.WORKLOAD_ID, *OUTCOME_EXTRA])
     )
     out = lg.merge(extra, on=cc.WORKLOAD_ID, how="left")
-    for col in (cc.CHANGE_PCT, cc.TPS_DEPLOYED, cc.TPS_CANDIDATE, cc.TPS_CANDIDATE_PR):
+    for col in (cc.CHANGE_PCT, cc.TPS_DEPLOYED, cc.TPS_CANDIDATE, cc.TPS_CANDIDATE_PR,
+                cc.TPS_DEPLOYED_PR):  # fmt: skip
         out[col] = pd.to_numeric(out[col], errors="coerce").astype("Float64")
     out[cc.OUTCOME] = out[cc.OUTCOME].astype(object)
     return out[list(LEDGER_VIEW_COLUMNS)].reset_index(drop=True)

@@ -35,8 +35,8 @@ from analysis.planner.plans import PAPER_SEQ_LEN, PAPER_SLO_TBT_MS
 # WALL_BUDGET_S seconds and the answer says ``truncated``. bench/planner.py measures the
 # largest allowed request (about 17k evaluations/s on one core).
 MAX_ESTIMATED_EVALUATIONS = 40_000
-MAX_EVALUATIONS = 120_000
-WALL_BUDGET_S = 8.0
+MAX_EVALUATIONS = 80_000
+WALL_BUDGET_S = 6.0
 HETERO_MAX_GPUS = 4  # kept in the catalogue limits for clients; the estimate decides
 MAX_GPUS = 10
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.+\-]{0,63}$"

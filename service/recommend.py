@@ -1,9 +1,18 @@
 """Recommendation for one deployment: the guide's tree and the measured best beside it.
 
 ``/api/v1/recommendation``, ``/api/v1/export`` and the Recommend page all call
-:func:`recommendation`, so they agree on the model shape, the thresholds, the nearest
-measured workload (``analysis.measured``: nearest in log2(num_tokens), ties to the
-larger count) and the winner inside it.
+:func:`recommendation`, so they agree on the model shape, the thresholds, the workload
+size, the routing pattern, the nearest measured workload (``analysis.measured``:
+nearest in log2(num_tokens), ties to the larger count), the winner inside it and
+whether the data agree with the tree (``service.agreement.workload_agreement``, the
+row ``/api/v1/agreement?detail=true`` shows for that workload).
+
+Workload size: ``num_tokens`` as bench_moe counts it, or -- instead -- the serving load
+it comes from (``analysis.concurrency``): ``concurrency`` (+ ``mtp``, ``max_batch_size``)
+for decode, ``max_num_tokens`` (+ ``isl``, ``max_batch_size``) for prefill.
+
+Measured rows: configurations (median over repeat runs, or the latest run: ``repeats``)
+of one routing pattern (``dispatch``; default balanced where measured).
 
 Model shape (num_experts, top_k, hidden_size): given explicitly (all three), else the
 newest stored run of the model that records it, else the built-in tables
@@ -14,18 +23,22 @@ overlap); else :class:`~service.errors.InvalidQuery` on ``model``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from analysis import columns as C
+from analysis.concurrency import TokenCount, decode_tokens, prefill_tokens
+from analysis.identity import Repeats
 from analysis.measured import MeasuredPick, measured_top, nearest_measured_best
 from analysis.planner import MODELS
 from analysis.serving_map import CUSTOM_SHAPES, MODEL_SHAPES
 from analysis.tree import Deployment, Recommendation, recommend
+from service.agreement import workload_agreement
 from service.errors import InvalidQuery
 from service.frames import DashData
-from service.scope import Attention, Phase, Scope, scoped_frame
+from service.scope import Attention, Phase, Routing, Scope, route, scoped_frame
 from service.thresholds import ThresholdSource, tree_thresholds
 
 Shape = tuple[int, int, int]
@@ -37,7 +50,8 @@ BUILTIN_SHAPES: dict[str, Shape] = {
 
 class DeploymentRequest(BaseModel):
     """A deployment to recommend for. The model shape comes from the stored runs of
-    ``model`` unless num_experts/top_k/hidden_size are all given."""
+    ``model`` unless num_experts/top_k/hidden_size are all given. The workload is
+    ``num_tokens``, or the serving load it is computed from (see module docstring)."""
 
     # an endpoint's other query parameters share the query string
     model_config = ConfigDict(extra="ignore")
@@ -49,12 +63,39 @@ class DeploymentRequest(BaseModel):
     world_size: int = Field(..., ge=1, le=100000)
     attention: Attention = "dp"
     phase: Phase = "decode"
-    num_tokens: int = Field(..., ge=1, le=10_000_000, description="bench_moe num_tokens")
+    num_tokens: int | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="bench_moe num_tokens (global under attention DP, per rank under TP); "
+        "or give concurrency (decode) / max_num_tokens (prefill) instead",
+    )
+    concurrency: int | None = Field(
+        None, ge=1, le=10_000_000, description="decode: requests in flight on the instance"
+    )
+    mtp: int = Field(0, ge=0, le=64, description="decode: MTP draft tokens per request")
+    max_batch_size: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="requests per attention rank at most (decode: also the CUDA-graph "
+        "max_batch_size, default 128)",
+    )
+    max_num_tokens: int | None = Field(
+        None, ge=1, le=10_000_000, description="prefill: tokens per forward per rank"
+    )
+    isl: int | None = Field(None, ge=1, le=10_000_000, description="prefill: input length")
     model: str | None = Field(None, max_length=100)
     num_experts: int | None = Field(None, ge=1, le=100000)
     top_k: int | None = Field(None, ge=1, le=1024)
     hidden_size: int | None = Field(None, ge=1, le=1_000_000)
     thresholds: ThresholdSource = "published"
+    dispatch: str | None = Field(
+        None,
+        max_length=64,
+        description="routing pattern of the measured rows; default balanced where measured",
+    )
+    repeats: Repeats = Field("median", description="repeat runs: median, or the latest run")
 
 
 def deployment_request(**values: object) -> DeploymentRequest:
@@ -66,6 +107,33 @@ def deployment_request(**values: object) -> DeploymentRequest:
         err = exc.errors()[0]
         field = str(err["loc"][0]) if err["loc"] else "deployment"
         raise InvalidQuery(field, str(err["msg"]), str(err["type"])) from exc
+
+
+def token_count(req: DeploymentRequest) -> TokenCount | None:
+    """The serving load converted to num_tokens (``analysis.concurrency``), None when
+    ``num_tokens`` is given. Raises :class:`InvalidQuery` on ``num_tokens`` when both or
+    neither are given, or the load does not fit the phase."""
+    decode = req.phase == "decode"
+    load = req.concurrency if decode else req.max_num_tokens
+    other = req.max_num_tokens if decode else req.concurrency
+    need = "concurrency" if decode else "max_num_tokens"
+    if req.num_tokens is not None:
+        if load is not None:
+            raise InvalidQuery("num_tokens", f"give num_tokens or {need}, not both", "conflicting")
+        return None
+    if load is None:
+        msg = f"give num_tokens, or {need} to compute it from ({req.phase})"
+        if other is not None:
+            msg += f"; {'max_num_tokens' if decode else 'concurrency'} applies to the other phase"
+        raise InvalidQuery("num_tokens", msg, "missing")
+    dp = req.attention == "dp"
+    if decode:
+        return decode_tokens(
+            load, req.world_size, dp, mtp=req.mtp, max_batch_size=req.max_batch_size
+        )
+    return prefill_tokens(
+        req.world_size, dp, max_num_tokens=load, isl=req.isl, max_batch_size=req.max_batch_size
+    )
 
 
 def _stored_shape(data: DashData, model: str) -> Shape | None:
@@ -108,7 +176,9 @@ def known_models(data: DashData) -> list[str]:
 
 
 def deployment(data: DashData, req: DeploymentRequest) -> Deployment:
-    """The tree's input for ``req`` (hardware upper-cased, shape per :func:`model_shape`)."""
+    """The tree's input for ``req`` (hardware upper-cased, shape per :func:`model_shape`,
+    num_tokens given or computed by :func:`token_count`)."""
+    count = token_count(req)  # the workload first: a missing num_tokens is named first
     experts, top_k, hidden = model_shape(data, req)
     return Deployment(
         hardware=req.hardware.upper(),
@@ -119,7 +189,7 @@ def deployment(data: DashData, req: DeploymentRequest) -> Deployment:
         world_size=req.world_size,
         attention_dp=req.attention == "dp",
         cuda_graph=req.phase == "decode",
-        num_tokens=req.num_tokens,
+        num_tokens=count.num_tokens if count is not None else int(req.num_tokens or 1),
         model=req.model,
     )
 
@@ -128,21 +198,29 @@ def deployment(data: DashData, req: DeploymentRequest) -> Deployment:
 class RecommendationAnswer:
     """The tree's pick for ``deployment`` and, when ``model`` was given and the store
     holds the same model/hardware/quant/world size/attention/phase, the measured best
-    at the nearest workload (``measured``) with its runners-up (``top``: rows in pick
-    order with ``rank``; empty without a measurement)."""
+    at the nearest workload (``measured``) with its runners-up (``top``: configurations
+    in pick order with ``rank``; empty without a measurement). ``tokens``: how
+    num_tokens was computed (None when given); ``routing``: the routing pattern of the
+    measured rows; ``agreement``: the agreement row of the measured workload (tree at
+    that num_tokens vs its best, backend and comm; None without a measurement)."""
 
     deployment: Deployment
     thresholds: ThresholdSource
     tree: Recommendation
     measured: MeasuredPick | None
     top: pd.DataFrame
+    tokens: TokenCount | None = None
+    routing: Routing | None = None
+    repeats: str = "median"
+    agreement: dict[str, Any] | None = None
 
     @property
     def agrees(self) -> bool | None:
-        """Whether the measured best uses the tree's backend (None without data)."""
-        if self.measured is None:
+        """Whether the measured best at its workload uses the tree's backend *and* the
+        comm the tree's advice runs (the agreement API's verdict); None without data."""
+        if self.agreement is None:
             return None
-        return self.measured.recommendation.backend == self.tree.backend
+        return bool(self.agreement["agrees"])
 
 
 def measured_frame(data: DashData, dep: Deployment) -> pd.DataFrame:
@@ -156,15 +234,69 @@ def measured_frame(data: DashData, dep: Deployment) -> pd.DataFrame:
     return scoped_frame(data, scope)
 
 
+def measured_scope(dep: Deployment, dispatch: str | None) -> Scope:
+    """The slice the measured pick and its agreement row come from: the deployment's
+    model, hardware, quant, world size, attention and phase, one routing pattern."""
+    return Scope(
+        model=dep.model,
+        hardware=dep.hardware,
+        quant=dep.quant,
+        world_size=dep.world_size,
+        attention="dp" if dep.attention_dp else "tp",
+        phase="decode" if dep.cuda_graph else "prefill",
+        dispatch=dispatch,
+    )
+
+
+def dispatch_choices(data: DashData, req: DeploymentRequest) -> tuple[list[str], str]:
+    """(routing patterns stored for the request's model, hardware, quant, world size,
+    attention and phase -- sorted; the one used by default, "" when none)."""
+    if not req.model:
+        return [], ""
+    scope = Scope(
+        model=req.model,
+        hardware=req.hardware.upper(),
+        quant=req.quant,
+        world_size=req.world_size,
+        attention=req.attention,
+        phase=req.phase,
+    )
+    _, routing = route(scoped_frame(data, scope), None)
+    return list(routing.known), (routing.used[0] if routing.used else "")
+
+
 def recommendation(
     data: DashData, req: DeploymentRequest, n_top: int = 3, with_measured: bool = True
 ) -> RecommendationAnswer:
-    """The tree (``req.thresholds``: published or derived from the store) and, unless
-    ``with_measured`` is False, the measured best for ``req`` with ``n_top`` rows of its
-    workload. Raises :class:`InvalidQuery` when the model shape is unknown."""
+    """The tree (``req.thresholds``: published, derived or validated from the store)
+    and, unless ``with_measured`` is False, the measured best for ``req`` with ``n_top``
+    configurations of its workload and that workload's agreement row. Raises
+    :class:`InvalidQuery` when the model shape or the workload size is unusable, or the
+    routing pattern is not in the slice."""
     dep = deployment(data, req)
+    tokens = token_count(req)
     tree = recommend(dep, tree_thresholds(data, req.thresholds))
     frame = measured_frame(data, dep) if with_measured else pd.DataFrame()
-    pick = nearest_measured_best(frame, dep) if not frame.empty else None
-    top = measured_top(frame, dep, n_top) if pick is not None else pd.DataFrame()
-    return RecommendationAnswer(dep, req.thresholds, tree, pick, top)
+    routing = None
+    pick = None
+    top = pd.DataFrame()
+    agreement = None
+    if not frame.empty:
+        # the routing pattern is resolved over the deployment's own attention and phase
+        # (the rows the pick compares), then the agreement row reads that same pattern
+        family = measured_scope(dep, None)
+        sub, routing = route(scoped_frame(data, family), req.dispatch)
+        pick = nearest_measured_best(sub, dep, req.repeats) if not sub.empty else None
+        top = measured_top(sub, dep, n_top, req.repeats) if pick is not None else pd.DataFrame()
+        if pick is not None:
+            pattern = routing.used[0] if len(routing.used) == 1 else None
+            agreement = workload_agreement(
+                data,
+                family.model_copy(update={"dispatch": pattern}),
+                pick.measured_num_tokens,
+                req.thresholds,
+                req.repeats,
+            )
+    return RecommendationAnswer(
+        dep, req.thresholds, tree, pick, top, tokens, routing, req.repeats, agreement
+    )

@@ -252,7 +252,9 @@ def _advice_json(a: Advice) -> dict[str, Any]:
         "technique": a.technique,
         "verdict": a.verdict,
         "summary": a.summary,
-        "checks": [{"condition": c.condition, "observed": c.observed, "met": c.met} for c in a.checks],
+        "checks": [
+            {"condition": c.condition, "observed": c.observed, "met": c.met} for c in a.checks
+        ],
         "details": list(a.details),
     }
 

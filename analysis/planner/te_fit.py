@@ -254,7 +254,7 @@ def fit_te(
         why = f"{n} usable sweep point(s) for {model.name} on {label} (< {min_points})"
         fit = Fit(roof.slope_ms, roof.intercept_ms, "roofline", n_points=n, note=why + "; roofline",
                   overhead_ms=roof.overhead_ms)  # fmt: skip
-        return TeFit(fit, None, pts, group, False, why, capped)
+        return TeFit(fit, None, pts, group, False, why + "; roofline used", capped)
     x = pts["be"].to_numpy(dtype=float)
     y = pts["t_ms"].to_numpy(dtype=float)
     (k3, k4), *_ = np.linalg.lstsq(np.column_stack([x, np.ones_like(x)]), y, rcond=None)

@@ -1,10 +1,14 @@
-"""/api/v1 analysis endpoints: pareto, best, recommendation, thresholds, agreement, export.
+"""/api/v1 analysis endpoints: pareto, best, recommendation, agreement, export.
 
 Each handler parses its parameters, asks ``service/`` (the read path the dashboard uses
 too) and serialises the answer; every answer carries provenance (the runs and
-TensorRT-LLM versions it was computed from). Tables come as JSON (default) or CSV
-(``format=csv``). A question the service cannot answer (:mod:`service.errors`) is a 422
-(bad input) or 404 (no data) naming the query parameter at fault.
+TensorRT-LLM versions it was computed from), the routing pattern it covers
+(``dispatch``: requested, used, whether it is the default, the known patterns, the
+rule) and how repeat runs were combined (``repeats``). Tables come as JSON (default) or
+CSV (``format=csv``). A question the service cannot answer (:mod:`service.errors`) is a
+422 (bad input: an unknown routing pattern lists the known ones; a config TensorRT-LLM
+cannot run names the backend and why) or 404 (no data) naming the query parameter at
+fault.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 
 from analysis import columns as C
+from analysis.concurrency import TokenCount
 from analysis.export import env_line
-from analysis.tables import to_csv_text, to_json_records
+from analysis.identity import Repeats
+from analysis.tables import plain_value, to_csv_text, to_json_records
 from analysis.tree import Recommendation
 from api.auth import get_store, require_read
 from api.jsonio import FastJSONResponse
@@ -31,7 +37,7 @@ from service.frames import DashData
 from service.pareto import pareto_table
 from service.recommend import DeploymentRequest
 from service.recommend import recommendation as recommend_for
-from service.scope import Scope
+from service.scope import Routing, Scope
 
 router = APIRouter(tags=["analysis"], dependencies=[Depends(require_read)])
 
@@ -56,6 +62,14 @@ def get_data(request: Request, store: Store = Depends(get_store)) -> DashData:
 Data = Annotated[DashData, Depends(get_data)]
 ScopeQ = Annotated[Scope, Query()]
 DeploymentQ = Annotated[DeploymentRequest, Query()]
+RepeatsQ = Annotated[
+    Repeats,
+    Query(description="repeat runs of a configuration: their median, or the latest run only"),
+]
+
+
+def _routing(routing: Routing | None) -> dict[str, Any] | None:
+    return None if routing is None else routing.as_dict()
 
 
 def _answer(call: Callable[[], T]) -> T:
@@ -85,12 +99,18 @@ def pareto(
     scope: ScopeQ,
     data: Data,
     x: Literal["score_ms", "activated_tokens_per_rank"] = "score_ms",
+    repeats: RepeatsQ = "median",
     format: Format = "json",
 ) -> Response:
-    ans = pareto_table(data, scope, x)
-    return _table(
-        ans.items, format, "pareto", {"x": ans.x, "y": ans.y, "provenance": ans.provenance}
-    )
+    ans = _answer(lambda: pareto_table(data, scope, x, repeats))
+    extra = {
+        "x": ans.x,
+        "y": ans.y,
+        "provenance": ans.provenance,
+        "dispatch": _routing(ans.routing),
+        "repeats": ans.repeats,
+    }
+    return _table(ans.items, format, "pareto", extra)
 
 
 @router.get("/best", summary="Best configuration per workload with runner-up, margin, tie flag")
@@ -98,10 +118,16 @@ def best(
     scope: ScopeQ,
     data: Data,
     grouping: Literal["bench_moe", "dashboard"] = "dashboard",
+    repeats: RepeatsQ = "median",
     format: Format = "json",
 ) -> Response:
-    ans = best_table(data, scope, grouping)
-    extra = {"grouping": grouping, "provenance": ans.provenance}
+    ans = _answer(lambda: best_table(data, scope, grouping, repeats))
+    extra = {
+        "grouping": grouping,
+        "provenance": ans.provenance,
+        "dispatch": _routing(ans.routing),
+        "repeats": "per_run" if grouping == "bench_moe" else ans.repeats,
+    }
     return _table(ans.items, format, f"best_{grouping}", extra)
 
 
@@ -131,6 +157,23 @@ def _rec_json(rec: Recommendation) -> dict[str, Any]:
             for s in rec.path
         ],
         "env": env_line(rec),
+        "low_precision_combine": rec.low_precision_combine,
+    }
+
+
+def _tokens_json(count: TokenCount | None) -> dict[str, Any] | None:
+    if count is None:
+        return None
+    return {
+        "num_tokens": count.num_tokens,
+        "phase": count.phase,
+        "tokens_per_rank": count.tokens_per_rank,
+        "attention_dp_ranks": count.dp,
+        "batch_per_rank": count.batch_per_rank,
+        "batch_per_rank_padded": count.batch_per_rank_padded,
+        "cuda_graph": count.cuda_graph,
+        "formula": count.formula,
+        "notes": list(count.notes),
     }
 
 
@@ -153,19 +196,32 @@ def recommendation(q: DeploymentQ, data: Data) -> Response:
                 "trtllm_versions": list(pick.trtllm_versions),
             },
             "agrees_with_tree": ans.agrees,
+            "dispatch": pick.dispatch,
+            "n_repeats": pick.n_repeats,
+            "repeat_run_ids": pick.repeat_run_ids,
+            "spread_pct": pick.spread_pct,
+            "spread_source": pick.spread_source,
         }
     dep = ans.deployment
+    agreement = (
+        None if ans.agreement is None else {k: plain_value(v) for k, v in ans.agreement.items()}
+    )
     return FastJSONResponse(
         {
             "deployment": {
                 **q.model_dump(),
+                C.NUM_TOKENS: dep.num_tokens,
                 C.NUM_EXPERTS: dep.num_experts,
                 C.TOP_K: dep.top_k,
                 C.HIDDEN_SIZE: dep.hidden_size,
             },
+            "num_tokens_from": _tokens_json(ans.tokens),
             "thresholds": q.thresholds,
+            "dispatch": _routing(ans.routing),
+            "repeats": ans.repeats,
             "tree": _rec_json(ans.tree),
             "measured": measured,
+            "agreement": agreement,
         }
     )
 
@@ -179,7 +235,20 @@ def export(
 ) -> Response:
     ans = _answer(lambda: export_config(data, q, source))
     if format == "json":
-        return FastJSONResponse(_rec_json(ans.recommendation))
+        rec = ans.recommendation
+        body = {
+            **_rec_json(rec),
+            "warnings": list(ans.warnings),
+            "num_tokens": rec.deployment.num_tokens,
+            "num_tokens_from": _tokens_json(ans.answer.tokens if ans.answer else None),
+            "dispatch": _routing(ans.answer.routing if ans.answer else None),
+            "provenance": {
+                "run_ids": list(ans.provenance.run_ids),
+                "trtllm_version": ans.provenance.trtllm_version,
+                "produced_by": ans.provenance.produced_by,
+            },
+        }
+        return FastJSONResponse(body)
     if format == "env":
         return Response((ans.env or "") + "\n", media_type="text/plain")
     return Response(
@@ -194,10 +263,17 @@ def agreement(
     scope: ScopeQ,
     data: Data,
     detail: bool = False,
-    thresholds: Literal["published", "derived"] = "published",
+    thresholds: Literal["published", "derived", "validated"] = "published",
+    repeats: RepeatsQ = "median",
     format: Format = "json",
 ) -> Response:
-    ans = agreement_table(data, scope, detail, thresholds)
+    ans = _answer(lambda: agreement_table(data, scope, detail, thresholds, repeats))
     # an empty scope answers the (empty) summary, as it always has
     name = "agreement_detail" if detail and ans.provenance["n_candidates"] else "agreement"
-    return _table(ans.items, format, name, {"provenance": ans.provenance})
+    extra = {
+        "provenance": ans.provenance,
+        "dispatch": _routing(ans.routing),
+        "repeats": ans.repeats,
+        "compares": "backend and comm (the comm the tree's advice runs: forced, or AUTO's pick)",
+    }
+    return _table(ans.items, format, name, extra)

@@ -9,13 +9,14 @@ named for the slice). Bad input is a 422 naming the parameter and the allowed va
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
+import numpy as np
 import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
 from analysis.crossovers import AXIS_UNITS
-from analysis.tables import to_csv_text, to_json_records
+from analysis.tables import to_csv_text
 from api.auth import require_read
 from api.jsonio import FastJSONResponse
 from api.routes.analysis import Data
@@ -25,6 +26,27 @@ from service.errors import NoData, ServiceError
 router = APIRouter(tags=["analysis"], dependencies=[Depends(require_read)])
 
 Table = Literal["switches", "segments", "series", "points"]
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts, column by column (non-finite floats and missing values
+    -> None, numpy scalars -> Python): the same values ``analysis.tables.to_json_records``
+    gives, without a Python call per cell (switch tables of all data run to thousands of
+    rows)."""
+    cols: list[list[Any]] = []
+    for name in df.columns:
+        s = df[name]
+        if s.dtype.kind == "f":
+            v = s.to_numpy(dtype=float)
+            obj = v.astype(object)
+            obj[~np.isfinite(v)] = None
+            cols.append(obj.tolist())
+        elif s.dtype.kind in "iub" and not s.hasnans:
+            cols.append(s.to_numpy().tolist())
+        else:
+            cols.append(s.astype(object).where(s.notna(), None).tolist())
+    keys = [str(c) for c in df.columns]
+    return [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
 
 
 def _tables(ans: CrossoverAnswer) -> dict[str, pd.DataFrame]:
@@ -77,10 +99,10 @@ def crossovers(
         "units": {"axis": AXIS_UNITS[ans.axis], "score": "ms", "margin": "%", "noise": "%"},
         "name": ans.name,
         "provenance": ans.provenance,
-        "series": to_json_records(ans.result.series),
-        "switches": to_json_records(ans.result.switches),
-        "segments": to_json_records(ans.result.segments),
+        "series": records(ans.result.series),
+        "switches": records(ans.result.switches),
+        "segments": records(ans.result.segments),
     }
     if curves:
-        body["points"] = to_json_records(ans.result.points)
+        body["points"] = records(ans.result.points)
     return FastJSONResponse(body)

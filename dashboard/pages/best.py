@@ -1,8 +1,11 @@
 """Best by workload: ``service.best.cell_best_table`` as sortable, filterable grids.
 
-URL: ``/best?model=&hardware=&quant=&grouping=bench_moe|dashboard&ws=``.
+URL: ``/best?model=&hardware=&quant=&grouping=bench_moe|dashboard&ws=&dispatch=
+&repeats=median|latest``.
 Groupings: bench_moe's own (run, num_tokens, parallel_mode) and NVIDIA's dashboard
-(world size, num_tokens, dispatch, CUDA graph, attention family).
+(world size, num_tokens, dispatch, CUDA graph, attention family). One routing pattern
+at a time (default: balanced where measured); the dashboard grouping ranks
+configurations, repeat runs combined to their median (or the latest run only).
 """
 
 from __future__ import annotations
@@ -14,10 +17,19 @@ import pandas as pd
 from dash import Input, Output, State, dcc, html
 
 from analysis import columns as C
-from analysis.best import GROUPINGS, IS_TIE, MARGIN_PCT, N_CANDIDATES, NOISE_BAND_PCT
+from analysis.best import (
+    GROUPINGS,
+    IS_TIE,
+    MARGIN_PCT,
+    N_CANDIDATES,
+    NOISE_BAND_PCT,
+    NOISE_SOURCE,
+)
+from analysis.identity import REPEATS
 from analysis.tables import to_csv_text
 from dashboard import components as ui
-from service.best import cell_best_table, world_sizes
+from service.best import CellBest, cell_best, dispatch_options, world_sizes
+from service.errors import ServiceError
 from service.frames import Cell, DashData
 
 PATH = "/best"
@@ -35,8 +47,13 @@ _HEADERS = {
     "runner_up_score_ms": "runner-up score (ms)",
     MARGIN_PCT: "margin (%)",
     NOISE_BAND_PCT: "noise band (%)",
+    NOISE_SOURCE: "noise from",
     IS_TIE: "tie (within noise)",
-    N_CANDIDATES: "candidates",
+    N_CANDIDATES: "configurations",
+    "best_n_repeats": "best: runs",
+    "best_spread_pct": "best spread (%)",
+    "runner_up_n_repeats": "runner-up: runs",
+    "runner_up_spread_pct": "runner-up spread (%)",
     C.DISPATCH_KB: "dispatch_KB (KiB)",
     "best_run_id": "run",
     C.RUN_ID: "run",
@@ -45,7 +62,7 @@ _HEADERS = {
 
 def display_columns(grouping: str) -> list[str]:
     keys = [k for k in GROUPINGS[grouping] if k not in (C.MODEL, C.HARDWARE, C.QUANT)]
-    extra = [C.WORLD_SIZE, C.PHASE] if grouping == "bench_moe" else [C.PHASE]
+    extra = [C.WORLD_SIZE, C.PHASE, C.DISPATCH] if grouping == "bench_moe" else [C.PHASE]
     return [
         *keys,
         *extra,
@@ -56,14 +73,18 @@ def display_columns(grouping: str) -> list[str]:
         "best_moe_tp_size",
         "best_cuda_graph",
         "best_score_ms",
+        "best_n_repeats",
+        "best_spread_pct",
         C.TOKENS_PER_S_PER_GPU,
         C.ACTIVATED_TOKENS_PER_RANK,
         C.DISPATCH_KB,
         "runner_up_backend",
         "runner_up_comm",
         "runner_up_score_ms",
+        "runner_up_n_repeats",
         MARGIN_PCT,
         NOISE_BAND_PCT,
+        NOISE_SOURCE,
         IS_TIE,
         N_CANDIDATES,
         "best_run_id",
@@ -79,6 +100,34 @@ def _grid(table: pd.DataFrame, grouping: str) -> Any:
     }
     overrides[MARGIN_PCT] = {**overrides[MARGIN_PCT], "sort": None}
     return ui.grid("best-grid", table, cols, page_size=50, height="600px", col_overrides=overrides)
+
+
+REPEAT_OPTIONS = [
+    {"label": "median over repeat runs", "value": "median"},
+    {"label": "latest run only", "value": "latest"},
+]
+
+
+def _dispatch_options(patterns: list[str], default: str) -> list[dict[str, Any]]:
+    """One option per routing pattern; the default one says so."""
+    return [{"label": f"{p} (default)" if p == default else p, "value": p} for p in patterns]
+
+
+def _answer(
+    data: DashData, cell: Cell, grouping: str, wsi: int | None, dispatch: Any, repeats: Any
+) -> CellBest | str:
+    """The service's answer for the controls, or why there is none."""
+    try:
+        return cell_best(
+            data,
+            cell,
+            grouping,
+            wsi,
+            str(dispatch) if dispatch not in (None, "", []) else None,
+            repeats if repeats in REPEATS else "median",
+        )
+    except ServiceError as err:
+        return err.msg
 
 
 def layout(data: DashData, **query: Any) -> html.Div:
@@ -97,6 +146,11 @@ def layout(data: DashData, **query: Any) -> html.Div:
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
     ws = ui.as_int(ui.first(query, "ws"))
     sizes = world_sizes(data, cell)
+    patterns, default = dispatch_options(data, cell)
+    dispatch = ui.first(query, "dispatch")
+    dispatch = dispatch if dispatch in patterns else default
+    repeats = ui.first(query, "repeats") or "median"
+    repeats = repeats if repeats in REPEATS else "median"
     return html.Div(
         [
             dcc.Location(id="best-url", refresh=False),
@@ -104,7 +158,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
             html.P(
                 "Winner per workload with its runner-up. Margin = how much slower the "
                 "runner-up is; a tie means the margin is within the measurement noise band "
-                "(3 % when the spread is unknown). Sort and filter in the column headers.",
+                "(run-to-run spread where a configuration was measured in several runs, "
+                "else the within-run spread; 3 % when unknown). One routing pattern at a "
+                "time. Sort and filter in the column headers.",
                 className="lead",
             ),
             html.Div(
@@ -155,6 +211,31 @@ def layout(data: DashData, **query: Any) -> html.Div:
                         className="control",
                     ),
                     html.Div(
+                        [
+                            html.Label("routing pattern (dispatch)"),
+                            dcc.Dropdown(
+                                id="best-dispatch",
+                                options=_dispatch_options(patterns, default),
+                                value=dispatch or None,
+                                clearable=False,
+                                placeholder="no pattern recorded",
+                            ),
+                        ],
+                        className="control",
+                    ),
+                    html.Div(
+                        [
+                            html.Label("repeat runs"),
+                            dcc.RadioItems(
+                                id="best-repeats",
+                                options=REPEAT_OPTIONS,
+                                value=repeats,
+                                inline=True,
+                            ),
+                        ],
+                        className="control wide",
+                    ),
+                    html.Div(
                         [html.Label("\u00a0"), ui.download_button("best-csv-btn", "Download CSV")],
                         className="control",
                     ),
@@ -168,12 +249,18 @@ def layout(data: DashData, **query: Any) -> html.Div:
 
 
 def update_table(
-    data: DashData, cell_key: str | None, grouping: str | None, ws: Any
+    data: DashData,
+    cell_key: str | None,
+    grouping: str | None,
+    ws: Any,
+    dispatch: Any = None,
+    repeats: Any = None,
 ) -> tuple[Any, str]:
     """Controls -> (grid or empty state, URL search)."""
     cell = Cell.from_key(cell_key)
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
     wsi = None if ws in (None, "all") else ui.as_int(ws)
+    mode = repeats if repeats in REPEATS else "median"
     search = ui.search_string(
         {
             "model": cell and cell.model,
@@ -181,20 +268,33 @@ def update_table(
             "quant": cell and cell.quant,
             "grouping": grouping,
             "ws": wsi,
+            "dispatch": dispatch if isinstance(dispatch, str) and dispatch else None,
+            "repeats": None if mode == "median" else mode,
         }
     )
     if cell is None:
         return ui.empty_state("Pick a model · hardware · precision."), search
-    table = cell_best_table(data, cell, grouping, wsi)
+    got = _answer(data, cell, grouping, wsi, dispatch, mode)
+    if isinstance(got, str):
+        return ui.empty_state(got, ["pick a routing pattern from the list"]), search
+    table = got.table
     if table.empty:
         return ui.empty_state(
             f"No successful candidates for {cell.label}"
             + (f" at world size {wsi}" if wsi else "")
-            + ".",
-            ["choose “all” world sizes", "pick another cell"],
+            + f" with routing {got.routing.label}.",
+            ["choose “all” world sizes", "pick another routing pattern", "pick another cell"],
         ), search
     n_tie = int(table[IS_TIE].sum())
-    counts = f"{len(table):,} workloads; {n_tie} ties within noise."
+    pooled = (
+        "per run (bench_moe's own rankings)"
+        if grouping == "bench_moe"
+        else ("median over repeat runs" if mode == "median" else "latest run only")
+    )
+    counts = (
+        f"{len(table):,} workloads; {n_tie} ties within noise. Routing: {got.routing.label}. "
+        f"Repeats: {pooled}."
+    )
     summary = html.P(
         ui.with_synthetic_note(data.is_synthetic(cell), counts),
         className="status",
@@ -204,20 +304,36 @@ def update_table(
 
 
 def csv_download(
-    data: DashData, cell_key: str | None, grouping: str | None, ws: Any
+    data: DashData,
+    cell_key: str | None,
+    grouping: str | None,
+    ws: Any,
+    dispatch: Any = None,
+    repeats: Any = None,
 ) -> dict[str, Any] | None:
+    """The ``dcc.Download`` payload of the table the controls show (None without one);
+    named for the cell, grouping, routing pattern and repeats mode."""
     cell = Cell.from_key(cell_key)
     if cell is None:
         return None
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
     wsi = None if ws in (None, "all") else ui.as_int(ws)
-    table = cell_best_table(data, cell, grouping, wsi)
-    name = f"best_{cell.model}_{cell.hardware}_{cell.quant}_{grouping}.csv"
-    return {
-        "content": to_csv_text(table, display_columns(grouping)),
-        "filename": name,
-        "type": "text/csv",
-    }
+    mode = repeats if repeats in REPEATS else "median"
+    got = _answer(data, cell, grouping, wsi, dispatch, mode)
+    if isinstance(got, str):
+        return None
+    pattern = "_".join(got.routing.used) or "norouting"
+    ws_part = f"_ws{wsi}" if wsi else ""
+    name = (
+        f"best_{cell.model}_{cell.hardware}_{cell.quant}{ws_part}_{grouping}_{pattern}_{mode}.csv"
+    )
+    cols = (
+        [c for c in display_columns(grouping) if c in got.table]
+        if not got.table.empty
+        else (display_columns(grouping))
+    )
+    table = got.table if not got.table.empty else pd.DataFrame(columns=cols)
+    return {"content": to_csv_text(table, cols), "filename": name, "type": "text/csv"}
 
 
 def register(app: dash.Dash, data: DashData) -> None:
@@ -225,22 +341,30 @@ def register(app: dash.Dash, data: DashData) -> None:
         Input("best-cell", "value"),
         Input("best-grouping", "value"),
         Input("best-ws", "value"),
+        Input("best-dispatch", "value"),
+        Input("best-repeats", "value"),
     ]
 
     @app.callback(
         Output("best-ws", "options"),
         Output("best-ws", "value"),
+        Output("best-dispatch", "options"),
+        Output("best-dispatch", "value"),
         Input("best-cell", "value"),
         prevent_initial_call=True,
     )
-    def _cell(cell_key: str | None) -> tuple[list[dict[str, Any]], str]:
-        cell = Cell.from_key(cell_key)
-        sizes = world_sizes(data, cell) if cell else []
-        return [{"label": "all", "value": "all"}, *ui.options(sizes)], "all"
+    def _cell(cell_key: str | None) -> tuple[list[dict[str, Any]], str, list[Any], Any]:
+        return cell_controls(data, cell_key)
 
     @app.callback(Output("best-body", "children"), Output("best-url", "search"), *controls)
-    def _table(cell_key: str | None, grouping: str | None, ws: Any) -> tuple[Any, str]:
-        return update_table(data, cell_key, grouping, ws)
+    def _table(
+        cell_key: str | None,
+        grouping: str | None,
+        ws: Any,
+        dispatch: Any = None,
+        repeats: Any = None,
+    ) -> tuple[Any, str]:
+        return update_table(data, cell_key, grouping, ws, dispatch, repeats)
 
     @app.callback(
         Output("best-download", "data"),
@@ -248,7 +372,30 @@ def register(app: dash.Dash, data: DashData) -> None:
         State("best-cell", "value"),
         State("best-grouping", "value"),
         State("best-ws", "value"),
+        State("best-dispatch", "value"),
+        State("best-repeats", "value"),
         prevent_initial_call=True,
     )
-    def _csv(n: int | None, cell_key: str | None, grouping: str | None, ws: Any) -> Any:
-        return csv_download(data, cell_key, grouping, ws) if n else dash.no_update
+    def _csv(
+        n: int | None,
+        cell_key: str | None,
+        grouping: str | None,
+        ws: Any,
+        dispatch: Any = None,
+        repeats: Any = None,
+    ) -> Any:
+        if not n:
+            return dash.no_update
+        return csv_download(data, cell_key, grouping, ws, dispatch, repeats)
+
+
+def cell_controls(
+    data: DashData, cell_key: str | None
+) -> tuple[list[dict[str, Any]], str, list[dict[str, Any]], Any]:
+    """A new cell: its world sizes ("all" chosen) and routing patterns (its default
+    chosen)."""
+    cell = Cell.from_key(cell_key)
+    sizes = world_sizes(data, cell) if cell else []
+    patterns, default = dispatch_options(data, cell) if cell else ([], "")
+    ws_opts = [{"label": "all", "value": "all"}, *ui.options(sizes)]
+    return ws_opts, "all", _dispatch_options(patterns, default), default or None

@@ -68,13 +68,13 @@ GRID_COLUMNS: tuple[str, ...] = (
     "after",
     "bracket_lo",
     "bracket_hi",
-    "n_before",
-    "n_after",
+    "verdict",
     "margin_lo_pct",
     "margin_hi_pct",
     "noise_lo_pct",
     "noise_hi_pct",
-    "verdict",
+    "n_before",
+    "n_after",
     "noise_source",
     "before_at_lo_ms",
     "after_at_lo_ms",
@@ -140,7 +140,12 @@ def _grid(switches: pd.DataFrame, axis: str) -> Any:
     overrides["verdict"]["cellClassRules"] = {"tie-cell": f"params.value !== '{ROBUST}'"}
     overrides[SERIES_LABEL]["minWidth"] = 260
     return ui.grid(
-        "xo-switch-grid", switches, list(GRID_COLUMNS), page_size=25, col_overrides=overrides
+        "xo-switch-grid",
+        switches,
+        list(GRID_COLUMNS),
+        page_size=25,
+        height="420px",
+        col_overrides=overrides,
     )
 
 
@@ -152,7 +157,8 @@ def _summary(data: DashData, ans: CrossoverAnswer) -> html.P:
         f"{len(ans.result.series):,} series, {len(sw):,} switches: "
         f"{int(verdicts.get(ROBUST, 0))} robust, {int(verdicts.get(TIE, 0))} ties within "
         f"noise, {int(verdicts.get(NOT_COMPARED, 0))} not compared. From "
-        f"{prov['n_candidates']:,} successful candidates in {len(prov['run_ids'])} runs "
+        f"{prov['n_candidates']:,} successful candidates in {len(prov['run_ids'])} "
+        f"run{'s' if len(prov['run_ids']) != 1 else ''} "
         f"(TensorRT-LLM {', '.join(prov['trtllm_versions']) or '—'})."
     )
     return html.P(

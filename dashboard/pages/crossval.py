@@ -1,15 +1,19 @@
 """Cross-validation: deployed serving configs vs the bench_moe ranking (the guide's
 "Cross Validation of Microbenchmark with End-to-end Performance").
 
-URL: ``/crossval?model=&hardware=&phase=&status=&tol=&band=`` (see ``crossval_filters``).
+URL: ``/crossval?model=&hardware=&phase=&status=&tol=&band=&rule=&noise=&show=`` (see
+``crossval_filters``).
 
 The numbers are the API's: ``service.crossval.crossval_view`` is the ledger of
 ``compute_ledger`` over the stored workloads of the selected model and hardware (as ``GET
 /api/v1/crossval/ledger``) and its ``summary_table`` (as ``GET
-/api/v1/crossval/summary?model=&hardware=&band_pct=&token_tolerance=``). Phase and status
-narrow the ledger only; the summary always splits prefill and decode, as the guide's
-table does. Ledgers are cached per store version and serving-config import; outcomes are
-read on every update (they are small and can be replaced in place).
+/api/v1/crossval/summary?model=&hardware=&band_pct=&token_tolerance=&rule=&noise_pct=``);
+the rules side by side are ``/rules``, the guide's table beside ours ``/guide`` and the
+sweeps ``/sweeps`` (``service.crossval_sweeps.sweep_report``). Phase and status narrow the
+ledger only; the summary always splits prefill and decode, as the guide's table does.
+The ledger is stored (computed at import or after a sweep upload, not per view) and
+cached in memory per store version and serving-config import; outcomes are read on
+every update (they are small and can be replaced in place).
 """
 
 from __future__ import annotations
@@ -20,14 +24,23 @@ import dash
 from dash import Input, Output, State, dcc, html
 
 from analysis import crossval_columns as cc
+from analysis.crossval_rules import RULE_DEFINITIONS, RULES
 from analysis.tables import to_csv_text
 from dashboard import components as ui
 from dashboard import crossval_figures as XF
-from dashboard.pages.crossval_filters import ALL, Filters, make_filters, parse_query
-from dashboard.pages.crossval_render import render_figure, render_ledger, render_summary
+from dashboard.pages.crossval_filters import ALL, SHOW_ALL, Filters, make_filters, parse_query
+from dashboard.pages.crossval_render import (
+    render_figure,
+    render_guide,
+    render_ledger,
+    render_rules,
+    render_summary,
+    render_sweeps,
+)
 from service.crossval import (
     BAND_RANGE,
     LEDGER_VIEW_COLUMNS,
+    NOISE_RANGE,
     PHASES,
     STATUSES,
     TOL_RANGE,
@@ -36,6 +49,7 @@ from service.crossval import (
     crossval_view,
     has_workloads,
 )
+from service.crossval_sweeps import SweepReport, sweep_report
 from service.frames import DashData
 
 PATH = "/crossval"
@@ -48,15 +62,25 @@ NO_IMPORT_HINTS: tuple[str, ...] = (
 
 
 def compute(data: DashData, f: Filters) -> CrossvalView:
-    """Ledger, view and summary for the page's filters (``service.crossval``)."""
-    return crossval_view(data, f.model, f.hardware, f.phase, f.status, f.tol, f.band)
+    """Ledger, view, summaries and the guide's table for the page's filters
+    (``service.crossval``)."""
+    return crossval_view(
+        data, f.model, f.hardware, f.phase, f.status, f.tol, f.band, f.rule, f.noise,
+        f.show_empty,
+    )  # fmt: skip
 
 
-def update(
-    data: DashData, model: Any, hardware: Any, phase: Any, status: Any, tol: Any, band: Any
-) -> tuple[Any, Any, Any, Any, str]:
-    """Controls -> (notes, summary, figure, ledger, URL search)."""
-    f, notes = make_filters(model, hardware, phase, status, tol, band)
+def sweeps(data: DashData, f: Filters) -> SweepReport:
+    """The sweeps to run next for the page's model, hardware and phase."""
+    return sweep_report(compute(data, f).ledger, f.model, f.hardware, f.phase)
+
+
+N_OUTPUTS = 8
+
+
+def update(data: DashData, *values: Any) -> tuple[Any, ...]:
+    """Controls -> (notes, summary, rules, guide, figure, ledger, sweeps, URL search)."""
+    f, notes = make_filters(*values)
     note = (
         html.Ul([html.Li(n) for n in notes], className="notes", **{"data-testid": "cv-notes"})
         if notes
@@ -66,9 +90,19 @@ def update(
         empty = ui.empty_state(
             "No serving configs imported yet.", list(NO_IMPORT_HINTS), test_id="cv-no-imports"
         )
-        return note, empty, None, None, f.search()
+        return note, empty, None, None, None, None, None, f.search()
     res = compute(data, f)
-    return note, render_summary(res, f), render_figure(res), render_ledger(res), f.search()
+    rep = sweep_report(res.ledger, f.model, f.hardware, f.phase)
+    return (
+        note,
+        render_summary(res, f),
+        render_rules(res),
+        render_guide(res, f),
+        render_figure(res),
+        render_ledger(res),
+        render_sweeps(rep),
+        f.search(),
+    )
 
 
 def summary_csv(data: DashData, f: Filters) -> dict[str, Any]:
@@ -76,7 +110,7 @@ def summary_csv(data: DashData, f: Filters) -> dict[str, Any]:
     table = compute(data, f).summary
     return {
         "content": to_csv_text(table, list(cc.SUMMARY_COLUMNS)),
-        "filename": "crossval-summary.csv",
+        "filename": f"crossval-summary-{f.rule}.csv",
         "type": "text/csv",
     }
 
@@ -86,18 +120,24 @@ def ledger_csv(data: DashData, f: Filters) -> dict[str, Any]:
     view = compute(data, f).view
     return {
         "content": to_csv_text(view, list(LEDGER_VIEW_COLUMNS)),
-        "filename": "crossval-ledger.csv",
+        "filename": f"crossval-ledger-{f.rule}.csv",
         "type": "text/csv",
     }
+
+
+def sweeps_sh(data: DashData, f: Filters) -> dict[str, Any]:
+    """The sweeps to run next as a shell script named for its slice."""
+    rep = sweeps(data, f)
+    return {"content": rep.script, "filename": rep.filename, "type": "text/x-shellscript"}
 
 
 # ------------------------------------------------------------------ layout
 METHOD = (
     "Each serving workload (an InferenceX Pareto point's prefill or decode pool) is mapped "
     "to a bench_moe shape: model, quant, hardware, world size, num_tokens of the MoE "
-    "forward, CUDA graph on/off and attention DP/TP. Match: the deployed MoE config "
-    "(backend, EP, TP, and comm when the recipe forces one) is the successful bench_moe "
-    "candidate with the lowest score (ms); otherwise Mismatch. If the exact num_tokens was "
+    "forward, CUDA graph on/off and attention DP/TP, and compared with the successful "
+    "bench_moe candidates of that shape (lowest score in ms first) under the chosen match "
+    "rule (defined below): Match or Mismatch. If the exact num_tokens was "
     "not measured, the nearest within the token tolerance (a factor, on a log axis) is used. "
     "Each Mismatch served end to end with both configs is an Improvement when the "
     "bench_moe candidate raises tps_per_user (tokens/s/user) by more than the band, Flat "
@@ -155,6 +195,27 @@ def layout(data: DashData, **query: Any) -> html.Div:
             _ctl("phase", _dropdown("cv-phase", list(PHASES), f.phase)),
             _ctl("ledger status", _dropdown("cv-status", list(STATUSES), f.status)),
             _ctl(
+                "match rule",
+                dcc.Dropdown(
+                    id="cv-rule",
+                    options=[{"label": r, "value": r} for r in RULES],
+                    value=f.rule,
+                    clearable=False,
+                ),
+            ),
+            _ctl(
+                "noise band (%, rule within_noise)",
+                dcc.Input(
+                    id="cv-noise",
+                    type="number",
+                    min=NOISE_RANGE[0],
+                    max=NOISE_RANGE[1],
+                    step="any",
+                    value=f.noise,
+                    debounce=True,
+                ),
+            ),
+            _ctl(
                 "token tolerance (x, num_tokens)",
                 dcc.Input(
                     id="cv-tol",
@@ -178,8 +239,21 @@ def layout(data: DashData, **query: Any) -> html.Div:
                     debounce=True,
                 ),
             ),
+            html.Div(
+                dcc.Checklist(
+                    id="cv-show",
+                    options=[{"label": "show rows without mapped workloads", "value": SHOW_ALL}],
+                    value=[SHOW_ALL] if f.show_empty else [],
+                ),
+                className="control",
+            ),
         ],
         className="controls",
+    )
+    rules = html.Dl(
+        [x for r in RULES for x in (html.Dt(r), html.Dd(RULE_DEFINITIONS[r]))],
+        className="definitions",
+        **{"data-testid": "cv-rule-definitions"},
     )
     return html.Div(
         [
@@ -187,6 +261,8 @@ def layout(data: DashData, **query: Any) -> html.Div:
             *head,
             controls,
             html.Div(id="cv-notes"),
+            html.H3("Match rules"),
+            rules,
             html.H3("Summary (the guide's table)"),
             html.P(
                 "Per model and hardware. Match = Match / (Match + Mismatch), then the split "
@@ -197,6 +273,10 @@ def layout(data: DashData, **query: Any) -> html.Div:
             ),
             ui.download_button("cv-summary-csv-btn", "Download summary CSV"),
             ui.loading(html.Div(id="cv-summary"), "cv-summary-loading"),
+            html.H3("Every rule side by side (Match, per model and hardware)"),
+            ui.loading(html.Div(id="cv-rules"), "cv-rules-loading"),
+            html.H3("The guide's table beside ours"),
+            ui.loading(html.Div(id="cv-guide"), "cv-guide-loading"),
             ui.loading(html.Div(id="cv-figure", style={"marginTop": "14px"}), "cv-figure-loading"),
             html.H3("Ledger: one row per serving workload"),
             html.P(
@@ -207,40 +287,64 @@ def layout(data: DashData, **query: Any) -> html.Div:
             ),
             ui.download_button("cv-ledger-csv-btn", "Download ledger CSV"),
             ui.loading(html.Div(id="cv-ledger"), "cv-ledger-loading"),
+            html.H3("Sweeps to run next"),
+            html.P(
+                "The fewest bench_moe commands that measure every no-data workload of this "
+                "model, hardware and phase: rows sharing hardware, model, quant, world size, "
+                "attention family and CUDA graph are one command, their num_tokens merged.",
+                className="muted",
+            ),
+            ui.download_button("cv-sweeps-sh-btn", "Download sweeps script (.sh)"),
+            ui.loading(html.Div(id="cv-sweeps"), "cv-sweeps-loading"),
             dcc.Download(id="cv-summary-download"),
             dcc.Download(id="cv-ledger-download"),
+            dcc.Download(id="cv-sweeps-download"),
         ]
     )
 
 
-def register(app: dash.Dash, data: DashData) -> None:
-    ids = ("cv-model", "cv-hardware", "cv-phase", "cv-status", "cv-tol", "cv-band")
+IDS: tuple[tuple[str, str], ...] = (
+    ("cv-model", "value"),
+    ("cv-hardware", "value"),
+    ("cv-phase", "value"),
+    ("cv-status", "value"),
+    ("cv-tol", "value"),
+    ("cv-band", "value"),
+    ("cv-rule", "value"),
+    ("cv-noise", "value"),
+    ("cv-show", "value"),
+)
 
+
+def register(app: dash.Dash, data: DashData) -> None:
     @app.callback(
         Output("cv-notes", "children"),
         Output("cv-summary", "children"),
+        Output("cv-rules", "children"),
+        Output("cv-guide", "children"),
         Output("cv-figure", "children"),
         Output("cv-ledger", "children"),
+        Output("cv-sweeps", "children"),
         Output("cv-url", "search"),
-        *[Input(i, "value") for i in ids],
+        *[Input(i, p) for i, p in IDS],
     )
-    def _update(*values: Any) -> tuple[Any, Any, Any, Any, str]:
+    def _update(*values: Any) -> tuple[Any, ...]:
         return update(data, *values)
 
-    @app.callback(
-        Output("cv-summary-download", "data"),
-        Input("cv-summary-csv-btn", "n_clicks"),
-        *[State(i, "value") for i in ids],
-        prevent_initial_call=True,
-    )
-    def _summary_csv(n: int | None, *values: Any) -> Any:
-        return summary_csv(data, make_filters(*values)[0]) if n else dash.no_update
+    for button, target, build in (
+        ("cv-summary-csv-btn", "cv-summary-download", summary_csv),
+        ("cv-ledger-csv-btn", "cv-ledger-download", ledger_csv),
+        ("cv-sweeps-sh-btn", "cv-sweeps-download", sweeps_sh),
+    ):
+        _download(app, data, button, target, build)
 
+
+def _download(app: dash.Dash, data: DashData, button: str, target: str, build: Any) -> None:
     @app.callback(
-        Output("cv-ledger-download", "data"),
-        Input("cv-ledger-csv-btn", "n_clicks"),
-        *[State(i, "value") for i in ids],
+        Output(target, "data"),
+        Input(button, "n_clicks"),
+        *[State(i, p) for i, p in IDS],
         prevent_initial_call=True,
     )
-    def _ledger_csv(n: int | None, *values: Any) -> Any:
-        return ledger_csv(data, make_filters(*values)[0]) if n else dash.no_update
+    def _send(n: int | None, *values: Any) -> Any:
+        return build(data, make_filters(*values)[0]) if n else dash.no_update

@@ -45,8 +45,9 @@ class Filters:
             "status": self.status,
             "tol": _txt(self.tol),
             "band": _txt(self.band),
-            "rule": self.rule,
-            "noise": _txt(self.noise),
+            # defaults left out: permalinks made before the rules existed stay the same
+            "rule": None if self.rule == DEFAULT_RULE else self.rule,
+            "noise": None if self.noise == DEFAULT_NOISE_PCT else _txt(self.noise),
             "show": SHOW_ALL if self.show_empty else None,
         }
 

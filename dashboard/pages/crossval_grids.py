@@ -66,7 +66,14 @@ LEDGER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "End to end (stored outcome)",
-        (cc.OUTCOME, cc.CHANGE_PCT, cc.TPS_DEPLOYED, cc.TPS_CANDIDATE, cc.TPS_CANDIDATE_PR),
+        (
+            cc.OUTCOME,
+            cc.CHANGE_PCT,
+            cc.TPS_DEPLOYED,
+            cc.TPS_CANDIDATE,
+            cc.TPS_DEPLOYED_PR,
+            cc.TPS_CANDIDATE_PR,
+        ),
     ),
     ("Details", (cc.SWEEP_COMMAND, C.QUANT, C.CUDA_GRAPH, C.ATTENTION_DP, cc.WORKLOAD_ID)),
 )
@@ -87,6 +94,7 @@ LEDGER_HEADERS: dict[str, str] = {
     cc.OUTCOME: "outcome", cc.CHANGE_PCT: "tps/user change (%)",
     cc.TPS_DEPLOYED: "deployed (tokens/s/user)", cc.TPS_CANDIDATE: "candidate (tokens/s/user)",
     cc.TPS_CANDIDATE_PR: "candidate, perfect routing (tokens/s/user)",
+    cc.TPS_DEPLOYED_PR: "deployed, perfect routing (tokens/s/user)",
     cc.REASON: "reason", cc.CAUSE: "cause (vs exact Match)",
     cc.SWEEP_COMMAND: "bench_moe command (no data)", C.PARALLEL_MODE: "parallel mode",
     C.QUANT: "quant", C.CUDA_GRAPH: "CUDA graph",
@@ -194,6 +202,7 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
         cc.TPS_DEPLOYED,
         cc.TPS_CANDIDATE,
         cc.TPS_CANDIDATE_PR,
+        cc.TPS_DEPLOYED_PR,
     ):  # long words in the header
         over[col] = {**over.get(col, {}), "minWidth": 135}
     groups: list[dict[str, Any]] = []

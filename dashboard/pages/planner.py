@@ -1,14 +1,14 @@
 """Deployment planner: MegaScale-Infer-style disaggregated expert parallelism.
 
 URL: ``/planner?model=&seq=&slo=&gpu=<name>&gpu=…&mode=homogeneous|heterogeneous&nm=
-&xpn=&fq=`` plus edited figures (see ``planner_form``). Opening a URL plans it; the Plan
+&xpn=&fq=&cap=&near=&ff=`` plus edited figures (see ``planner_form``). Opening a URL plans it; the Plan
 button re-plans.
 
 The plan is ``service.planner.plan_for`` (``run_plan``, the same as ``POST
 /api/v1/planner/plan``, cached per request and store version), run in the WSGI worker
 thread of the callback with a loading state. The request is validated by the API's own
-model, so the heterogeneous search is bounded the same way (at most
-``HETERO_MAX_GPUS`` GPUs unless experts per node is pinned).
+model, so every search is bounded the same way (an estimate over the cap is refused
+naming the field to reduce; a running search stops at its budget and says so).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from dashboard.pages.planner_form import (
 from dashboard.pages.planner_render import render
 from service.frames import DashData
 from service.planner import export_filename, plan_for, stored_quants
-from service.planner_request import HETERO_MAX_GPUS, PlanInputError
+from service.planner_request import PlanInputError
 
 PATH = "/planner"
 
@@ -66,10 +66,10 @@ def update(data: DashData, form: Form) -> tuple[Any, str, Any]:
     if isinstance(payload, str):
         hints = (
             [
-                f"the heterogeneous search is limited to {HETERO_MAX_GPUS} GPUs unless "
-                "experts per node is fixed"
+                "the search is over its work limit: list fewer GPUs, fix experts per "
+                "node or lower Nm"
             ]
-            if "heterogeneous" in payload
+            if "plan evaluations" in payload
             else []
         )
         return (
@@ -158,10 +158,33 @@ def layout(data: DashData, **query: Any) -> html.Div:
                         dcc.Input(
                             id="plan-nm",
                             type="number",
-                            min=2,
+                            min=3,
                             max=8,
                             step=1,
                             value=form.nm,
+                            debounce=True,
+                        ),
+                    ),
+                    _ctl(
+                        "GPU cap per plan (GPUs; empty = none)",
+                        dcc.Input(
+                            id="plan-cap",
+                            type="number",
+                            min=2,
+                            step=1,
+                            value=form.cap,
+                            placeholder="no cap",
+                            debounce=True,
+                        ),
+                    ),
+                    _ctl(
+                        "nearly as good: within (% of best tokens/s per cost)",
+                        dcc.Input(
+                            id="plan-near",
+                            type="number",
+                            min=0,
+                            max=100,
+                            value=form.near,
                             debounce=True,
                         ),
                     ),
@@ -186,8 +209,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                                     "value": "homogeneous",
                                 },
                                 {
-                                    "label": "heterogeneous (attention/expert pairs, "
-                                    f"≤ {HETERO_MAX_GPUS} GPUs)",
+                                    "label": "heterogeneous (every attention/expert pair)",
                                     "value": "heterogeneous",
                                 },
                             ],
@@ -213,6 +235,14 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             ),
                             value=form.fq,
                             placeholder="any quant",
+                        ),
+                    ),
+                    _ctl(
+                        "Te fit below the R² bar",
+                        dcc.Checklist(
+                            id="plan-ff",
+                            options=[{"label": "use it anyway (force)", "value": "1"}],
+                            value=["1"] if form.ff else [],
                         ),
                     ),
                 ],
@@ -273,6 +303,9 @@ _FORM_STATES = (
     "plan-nm",
     "plan-xpn",
     "plan-fq",
+    "plan-cap",
+    "plan-near",
+    "plan-ff",
 )
 
 

@@ -1,7 +1,8 @@
 """The /planner form: its URL (the permalink), its controls and the plan request it
 stands for.
 
-URL keys: ``model seq slo gpu(repeated) mode nm xpn fq``, model figures ``E K h hff L g
+URL keys: ``model seq slo gpu(repeated) mode nm xpn fq cap near ff`` (cap: GPU cap per
+plan, near: % band of "nearly as good" plans, ff=1: use the Te fit even below the R² bar), model figures ``E K h hff L g
 dense pa pe`` (pa/pe in GB) and GPU figures ``<GPU>.<field>`` (e.g. ``H20.price=1.9``);
 only values that differ from the catalogue are kept. Controls are read back through the
 URL parser, so the page and its URL always agree. The request is validated by
@@ -59,13 +60,16 @@ class Form:
     catalogue."""
 
     model: str = DEFAULT_MODEL
-    seq: float = 2048.0
+    seq: float = 650.0  # the paper's workload (571 in + 159/2 out)
     slo: float = 150.0
     gpus: tuple[str, ...] = DEFAULT_GPUS
     mode: str = "homogeneous"
     nm: int = 4
     xpn: int | None = None
     fq: str | None = None
+    cap: int | None = None  # max GPUs per plan
+    near: float = 2.0  # % of the best tokens/s per cost
+    ff: bool = False  # force the Te fit
     model_over: dict[str, float] = field(default_factory=dict)  # URL key -> value
     gpu_over: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -79,6 +83,9 @@ class Form:
             "nm": self.nm,
             "xpn": self.xpn,
             "fq": self.fq,
+            "cap": self.cap,
+            "near": None if self.near == 2.0 else _txt(self.near),
+            "ff": "1" if self.ff else None,
         }
         q.update({k: _txt(v) for k, v in self.model_over.items()})
         for gpu, fields in self.gpu_over.items():
@@ -128,6 +135,8 @@ def parse_form(query: dict[str, Any]) -> Form:
     seq = _num(ui.first(query, "seq"))
     slo = _num(ui.first(query, "slo"))
     nm = ui.as_int(ui.first(query, "nm"), d.nm) or d.nm
+    cap = ui.as_int(ui.first(query, "cap"))
+    near = _num(ui.first(query, "near"))
     model_over = {}
     for key in MODEL_KEYS:
         value = _num(ui.first(query, key))
@@ -147,9 +156,12 @@ def parse_form(query: dict[str, Any]) -> Form:
         slo=slo if slo is not None and slo > 0 else d.slo,
         gpus=gpus or d.gpus,
         mode=mode if mode in ("homogeneous", "heterogeneous") else d.mode,
-        nm=min(8, max(2, nm)),
+        nm=min(8, max(3, nm)),
         xpn=ui.as_int(ui.first(query, "xpn")),
         fq=ui.first(query, "fq") or None,
+        cap=cap if cap is not None and cap >= 2 else None,
+        near=near if near is not None and 0 <= near <= 100 else d.near,
+        ff=str(ui.first(query, "ff") or "") in ("1", "true", "True"),
         model_over=model_over,
         gpu_over=gpu_over,
     )
@@ -176,8 +188,10 @@ def plan_request(form: Form) -> PlanRequest:
         "options": {
             "max_micro_batches": form.nm,
             "experts_per_node": [form.xpn] if form.xpn else None,
+            "max_gpus": form.cap,
+            "near_best_pct": form.near,
         },
-        "fit": {"quant": form.fq},
+        "fit": {"quant": form.fq, "force": form.ff},
         "top": TOP_ALTERNATIVES,
     }
     if over:
@@ -248,6 +262,9 @@ def form_from_controls(
     nm: Any,
     xpn: Any,
     fq: Any,
+    cap: Any,
+    near: Any,
+    ff: Any,
     model_values: list[Any],
     grid_rows: list[dict[str, Any]] | None,
 ) -> Form:
@@ -261,6 +278,9 @@ def form_from_controls(
         "nm": nm,
         "xpn": xpn or None,
         "fq": fq,
+        "cap": cap,
+        "near": near,
+        "ff": "1" if ff else None,
     }
     query.update(dict(zip(MODEL_KEYS, model_values, strict=True)))
     for gpu, fields in gpu_edits(grid_rows).items():

@@ -112,8 +112,20 @@ def render(payload: dict[str, Any]) -> html.Div:
         className="verdict-agrees" if best and pays else "verdict-disagrees",
         **{"data-testid": "planner-verdict"},
     )
+    warnings = (
+        html.Div(
+            [html.Strong("Warnings"), html.Ul([html.Li(w) for w in payload["warnings"]])],
+            className="verdict-disagrees",
+            **{"data-testid": "planner-warnings"},
+        )
+        if payload.get("warnings")
+        else None
+    )
     status = html.P(
-        f"{payload['n_alternatives']} feasible plans searched in "
+        f"{payload['evaluations']} plan evaluations (estimate "
+        f"{payload['estimated_evaluations']}, limit "
+        f"{payload['limits']['max_evaluations']}){' — TRUNCATED' if payload['truncated'] else ''}"
+        f" · {payload['n_alternatives']} feasible plans searched in "
         f"{payload['elapsed_ms'] / 1e3:.2f} s · model {payload['model']['name']} "
         f"· {payload['mode']} over {', '.join(g['name'] for g in payload['gpus'])}",
         className="status",
@@ -123,12 +135,21 @@ def render(payload: dict[str, Any]) -> html.Div:
         [
             html.H3("Expert time Te (per expert, one GPU)"),
             _table(PF.fit_rows(payload["expert_fits"]), "planner-fits", _fit_class),
+            *[
+                dcc.Graph(
+                    figure=PF.fit_points_figure(f),
+                    config={"displaylogo": False},
+                    id=f"plan-fit-{f['gpu']}",
+                )
+                for f in payload["expert_fits"]
+                if f.get("points")
+            ],
         ]
     )
     colo_rows = PF.comparison_rows(best, colo)
     colo_block = html.Div(
         [
-            html.H3("Co-located alternative (same GPU type and count)"),
+            html.H3("Co-located baseline (fewest whole nodes of one GPU type, paper's)"),
             _table(colo_rows, "planner-colocated")
             if colo
             else ui.empty_state(
@@ -149,6 +170,7 @@ def render(payload: dict[str, Any]) -> html.Div:
         return html.Div(
             [
                 verdict,
+                warnings,
                 status,
                 ui.empty_state(
                     "No disaggregated plan fits memory and the TBT SLO.",
@@ -169,7 +191,9 @@ def render(payload: dict[str, Any]) -> html.Div:
     return html.Div(
         [
             verdict,
+            warnings,
             status,
+            near_block(payload["near_best"]),
             html.Div(
                 [
                     html.Div(
@@ -235,7 +259,8 @@ def render(payload: dict[str, Any]) -> html.Div:
                 className="row",
             ),
             html.H3(
-                f"Top {len(alts)} of {payload['n_alternatives']} plans (by tokens/s per cost unit)"
+                f"Top {len(alts)} of {payload['n_alternatives']} plans (those meeting every "
+                "pipeline constraint first, then by tokens/s per cost unit)"
             ),
             ui.grid(
                 "plan-alts",
@@ -248,3 +273,21 @@ def render(payload: dict[str, Any]) -> html.Div:
             html.Ul([html.Li(n) for n in payload["notes"]], className="notes"),
         ]
     )
+
+
+def near_block(near: dict[str, Any]) -> html.Div:
+    """How many plans are within ``near['pct']`` % of the best, their GPU spread and the
+    smallest such deployment (service.planner_near.near_best)."""
+    small = near.get("smallest")
+    if not near.get("count") or small is None:
+        return html.Div()
+    text = (
+        f"{near['count']} plan(s) within {near['pct']:g} % of the best tokens/s per cost "
+        f"({fmt(near['tput_per_cost_min'])}–{fmt(near['tput_per_cost_max'])} tokens/s per "
+        f"cost unit) span {near['gpus_min']}–{near['gpus_max']} GPUs. Smallest: "
+        f"{small['gpus']} GPUs — {small['na']}× {small['attention_gpu']} TP{small['tpa']} "
+        f"attention, {small['expert_gpu']} TP{small['tpe']} experts "
+        f"({small['experts_per_node']} per node), m = {small['m']}, batch {small['batch']}, "
+        f"TBT {fmt(small['tbt_ms'])} ms."
+    )
+    return html.Div(html.P(text), **{"data-testid": "planner-near-best"})

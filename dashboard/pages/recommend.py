@@ -1,13 +1,18 @@
 """Recommendations: the guide's decision tree for one deployment, next to the data.
 
 URL: ``/recommend?hardware=&model=&quant=&ws=&attn=DP|TP&phase=decode|prefill
-&tokens=&th=published|derived&check=<threshold name>``.
+&tokens=&th=published|derived|validated&size=tokens|load&conc=&mtp=&mbs=&mnt=&isl=
+&dispatch=&repeats=median|latest&check=<threshold name>``.
 
-Every number comes from ``service``: the tree, the measured best at the nearest stored
-num_tokens and its runners-up (``service.recommend.recommendation``, the function behind
-``/api/v1/recommendation``), the YAML / env line (``service.export.export_config``,
-behind ``/api/v1/export``) and the published-vs-derived threshold table with an
-evidence chart (``service.thresholds.guide_check``). The blocks are laid out by
+Every number comes from ``service``: the workload size (num_tokens, or computed from
+the serving load by ``analysis.concurrency``), the tree, the measured best at the
+nearest stored num_tokens and its runners-up, and whether the data agree with the tree
+on backend and comm (``service.recommend.recommendation``, the function behind
+``/api/v1/recommendation``; its agreement row is ``/api/v1/agreement?detail=true``'s),
+the tree's and the measured best's YAML / env line with their capability check
+(``service.export.export_config``, behind ``/api/v1/export``) and the
+published-vs-derived threshold table with an evidence chart
+(``service.thresholds.guide_check``). The blocks are laid out by
 :mod:`dashboard.pages.recommend_view`.
 """
 
@@ -28,24 +33,29 @@ from dashboard.pages.recommend_form import (
     Form,
     controls,
     form_from_controls,
+    load_values,
     parse_form,
 )
 from dashboard.pages.recommend_view import (
     evidence_for,
+    export_block,
     measured_block,
     path_list,
     summary,
     threshold_table,
+    workload_block,
 )
-from service.errors import ServiceError
+from service.errors import NoData, ServiceError
 from service.export import ExportAnswer, export_config
 from service.frames import DashData
 from service.recommend import (
     DeploymentRequest,
     RecommendationAnswer,
     deployment_request,
+    dispatch_choices,
     known_models,
     recommendation,
+    token_count,
 )
 from service.thresholds import guide_check
 
@@ -61,9 +71,11 @@ def request_for(form: Form) -> DeploymentRequest:
         world_size=form.ws,
         attention=form.attn.lower(),
         phase=form.phase,
-        num_tokens=form.tokens,
         model=form.model,
         thresholds=form.th,
+        dispatch=form.dispatch,
+        repeats=form.repeats,
+        **load_values(form),
     )
 
 
@@ -71,9 +83,35 @@ def answer(data: DashData, form: Form) -> tuple[RecommendationAnswer, ExportAnsw
     """(the recommendation, the tree's exportable config), or why there is none."""
     try:
         req = request_for(form)
-        return recommendation(data, req), export_config(data, req, "tree")
+        return recommendation(data, req), export_config(data, req, "tree", strict=False)
     except ServiceError as err:
         return err.msg
+
+
+def measured_export(data: DashData, form: Form) -> ExportAnswer | str | None:
+    """The measured best's config (checked, possibly not deployable), the reason there
+    is none, or None when nothing comparable is measured."""
+    try:
+        return export_config(data, request_for(form), "measured", strict=False)
+    except NoData:
+        return None
+    except ServiceError as err:
+        return err.msg
+
+
+def size_note(form: Form) -> Any:
+    """The num_tokens the serving load gives and the formula (the form's own note)."""
+    if form.size != "load":
+        return f"num_tokens = {form.tokens} (as given)"
+    try:
+        count = token_count(request_for(form))
+    except ServiceError as err:
+        return ui.empty_state(err.msg, test_id="rec-size-error")
+    if count is None:
+        return f"num_tokens = {form.tokens} (as given)"
+    return [html.Strong(f"num_tokens = {count.num_tokens}"), f" — {count.formula}"] + [
+        f" {n}" for n in count.notes
+    ]
 
 
 def update(data: DashData, form: Form) -> tuple[Any, str]:
@@ -94,6 +132,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
     steps = [dataclasses.asdict(s) for s in rec.path]
     body = html.Div(
         [
+            workload_block(ans.tokens, ans.deployment.num_tokens),
             html.Div(
                 [
                     html.Div([html.H3("Recommendation"), summary(rec)], className="half"),
@@ -107,7 +146,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
                     data.is_synthetic(None), "Measured best at the nearest workload"
                 )
             ),
-            measured_block(ans, form.tokens),
+            measured_block(ans, ans.deployment.num_tokens),
             html.H3("Published vs data-derived thresholds"),
             threshold_table(check),
             html.Div(
@@ -123,21 +162,24 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
                 id="rec-evidence", figure=evidence_for(check, chosen), config={"displaylogo": False}
             ),
             html.H3("Config"),
-            html.Pre(export.yaml, className="code", id="rec-yaml"),
-            html.Pre(
-                export.env or "comm: leave AUTO (no environment variable needed)",
-                className="code",
-                id="rec-env",
+            export_block(export, "rec", "the tree's recommendation"),
+            export_block(
+                measured_export(data, form) if ans.measured is not None else None,
+                "rec-m",
+                "the measured best (reproduces the fastest measured configuration)",
             ),
-            html.Div(
-                [
-                    ui.download_button("rec-yaml-btn", "Download YAML"),
-                    ui.download_button("rec-env-btn", "Download env line"),
-                ]
-            ),
+            dcc.Download(id="rec-m-download"),
         ]
     )
     return body, dataclasses.replace(form, check=chosen or None).search()
+
+
+def patterns_for(data: DashData, form: Form) -> list[str]:
+    """The routing patterns stored for the form's slice (the dispatch control's options)."""
+    try:
+        return dispatch_choices(data, request_for(dataclasses.replace(form, dispatch=None)))[0]
+    except ServiceError:
+        return []
 
 
 def layout(data: DashData, **query: Any) -> html.Div:
@@ -145,6 +187,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     models = sorted(set(known_models(data)) | {form.model})
     hardware = sorted(set(cap.HARDWARE) | {form.hardware})
     quants = sorted(set(QUANTS) | {form.quant})
+    patterns = sorted(set(patterns_for(data, form)) | ({form.dispatch} if form.dispatch else set()))
 
     return html.Div(
         [
@@ -155,7 +198,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 "against the sweeps in this database.",
                 className="lead",
             ),
-            controls(form, models, hardware, quants),
+            controls(form, models, hardware, quants, patterns),
             dcc.Store(id="rec-check-init", data=form.check),
             ui.loading(html.Div(id="rec-body"), "rec-loading"),
             dcc.Download(id="rec-download"),
@@ -163,13 +206,23 @@ def layout(data: DashData, **query: Any) -> html.Div:
     )
 
 
-def download(data: DashData, which: str, form: Form) -> dict[str, Any] | None:
-    """The ``dcc.Download`` payload of the YAML or the env line (None without an answer)."""
-    got = answer(data, form)
-    if isinstance(got, str):
-        return None
-    export = got[1]
-    stem = f"moedash_{form.model}_{form.hardware}_{form.quant}_ws{form.ws}_{form.phase}"
+def download(data: DashData, which: str, form: Form, source: str = "tree") -> dict[str, Any] | None:
+    """The ``dcc.Download`` payload of the YAML or the env line of the tree's or the
+    measured best's config (None without a deployable answer), named for the workload
+    and the source."""
+    if source == "measured":
+        export = measured_export(data, form)
+        if not isinstance(export, ExportAnswer) or not export.deployable:
+            return None
+    else:
+        got = answer(data, form)
+        if isinstance(got, str):
+            return None
+        export = got[1]
+    tokens = export.recommendation.deployment.num_tokens
+    stem = f"moedash_{form.model}_{form.hardware}_{form.quant}_ws{form.ws}_{form.phase}" + (
+        "" if source == "tree" else f"_{tokens}tok_measured"
+    )
     if which == "yaml":
         return {"content": export.yaml, "filename": stem + ".yaml", "type": "text/yaml"}
     text = (export.env or "# comm: leave AUTO (TRTLLM_FORCE_COMM_METHOD unset)") + "\n"
@@ -196,7 +249,7 @@ def register(app: dash.Dash, data: DashData) -> None:
         prevent_initial_call=True,
     )
     def _evidence(name: str, *values: Any) -> tuple[Any, str]:
-        form = form_from_controls(*values, name)
+        form = dataclasses.replace(form_from_controls(*values), check=name)
         return evidence_for(guide_check(data), name), form.search()
 
     @app.callback(
@@ -210,4 +263,47 @@ def register(app: dash.Dash, data: DashData) -> None:
         which = "env" if dash.ctx.triggered_id == "rec-env-btn" else "yaml"
         if not (n_yaml or n_env):
             return dash.no_update
-        return download(data, which, form_from_controls(*values, None))
+        return download(data, which, form_from_controls(*values))
+
+    @app.callback(
+        Output("rec-m-download", "data"),
+        Input("rec-m-yaml-btn", "n_clicks"),
+        Input("rec-m-env-btn", "n_clicks"),
+        *[State(f"rec-{f}", "value") for f in FIELDS[:-1]],
+        prevent_initial_call=True,
+    )
+    def _measured_download(n_yaml: int | None, n_env: int | None, *values: Any) -> Any:
+        which = "env" if dash.ctx.triggered_id == "rec-m-env-btn" else "yaml"
+        if not (n_yaml or n_env):
+            return dash.no_update
+        return download(data, which, form_from_controls(*values), "measured") or dash.no_update
+
+    @app.callback(
+        Output("rec-size-note", "children"),
+        Output("rec-tokens-box", "style"),
+        Output("rec-load-box", "style"),
+        *inputs,
+    )
+    def _size(*values: Any) -> tuple[Any, dict[str, str], dict[str, str]]:
+        form = form_from_controls(*values)
+        hide, show = {"display": "none"}, {}
+        return (
+            size_note(form),
+            hide if form.size == "load" else show,
+            (show if form.size == "load" else hide),
+        )
+
+    @app.callback(
+        Output("rec-dispatch", "options"),
+        *[
+            Input(f"rec-{f}", "value")
+            for f in ("hardware", "model", "quant", "ws", "attn", "phase")
+        ],
+        State("rec-dispatch", "value"),
+        prevent_initial_call=True,
+    )
+    def _patterns(*values: Any) -> list[dict[str, Any]]:
+        *slice_values, current = values
+        form = form_from_controls(*slice_values)
+        found = sorted(set(patterns_for(data, form)) | ({current} if current else set()))
+        return [{"label": "default (balanced where measured)", "value": ""}] + ui.options(found)

@@ -1,4 +1,12 @@
-"""The Recommend page's form: its state (:class:`Form`, in the URL) and its controls."""
+"""The Recommend page's form: its state (:class:`Form`, in the URL) and its controls.
+
+The workload is either ``num_tokens`` (``size=tokens``) or the serving load it comes
+from (``size=load``): concurrency, MTP draft tokens and max_batch_size for decode,
+max_num_tokens (and optionally the ISL) for prefill -- converted by
+``analysis.concurrency`` (via ``service.recommend.token_count``), the same function the
+serving-config mapping and the API's ``concurrency=`` use. :func:`size_note` shows the
+computed num_tokens and the formula next to the inputs.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +16,7 @@ from typing import Any
 
 from dash import dcc, html
 
+from analysis.identity import REPEATS
 from dashboard import components as ui
 
 QUANTS = (
@@ -21,7 +30,28 @@ QUANTS = (
     "W4A16_NVFP4",
     "MXFP8",
 )
-FIELDS = ("hardware", "model", "quant", "ws", "attn", "phase", "tokens", "th", "check")
+# control order (every one but ``check`` is an Input of the page's callbacks)
+FIELDS = (
+    "hardware",
+    "model",
+    "quant",
+    "ws",
+    "attn",
+    "phase",
+    "tokens",
+    "th",
+    "size",
+    "conc",
+    "mtp",
+    "mbs",
+    "mnt",
+    "isl",
+    "dispatch",
+    "repeats",
+    "check",
+)
+SIZES = ("tokens", "load")
+THRESHOLDS = ("published", "derived", "validated")
 
 
 @dataclass(frozen=True)
@@ -34,10 +64,31 @@ class Form:
     phase: str = "decode"
     tokens: int = 1024
     th: str = "published"
+    size: str = "tokens"  # "tokens": num_tokens as given; "load": from the serving load
+    conc: int = 256  # decode: requests in flight on the instance
+    mtp: int = 0  # decode: MTP draft tokens
+    mbs: int | None = None  # max_batch_size (requests per attention rank)
+    mnt: int = 8192  # prefill: max_num_tokens (TensorRT-LLM's default)
+    isl: int | None = None  # prefill: input sequence length
+    dispatch: str | None = None  # routing pattern; None = the default
+    repeats: str = "median"
     check: str | None = None
 
     def search(self) -> str:
-        return ui.search_string(dataclasses.asdict(self))
+        values: dict[str, Any] = dataclasses.asdict(self)
+        defaults = dataclasses.asdict(Form())
+        for key in _OPTIONAL:  # the newer fields appear only when they are not the default
+            if values[key] == defaults[key]:
+                values[key] = None
+        return ui.search_string(values)
+
+
+_OPTIONAL = ("size", "conc", "mtp", "mbs", "mnt", "isl", "dispatch", "repeats")
+
+
+def _pos(query: dict[str, Any], key: str, default: int | None) -> int | None:
+    value = ui.as_int(ui.first(query, key), default)
+    return value if value is None or value >= 1 else default
 
 
 def parse_form(query: dict[str, Any]) -> Form:
@@ -46,6 +97,9 @@ def parse_form(query: dict[str, Any]) -> Form:
     attn = ui.first(query, "attn") or d.attn
     phase = ui.first(query, "phase") or d.phase
     th = ui.first(query, "th") or d.th
+    size = ui.first(query, "size") or d.size
+    repeats = ui.first(query, "repeats") or d.repeats
+    mtp = ui.as_int(ui.first(query, "mtp"), d.mtp)
     return Form(
         hardware=hw,
         model=ui.first(query, "model") or d.model,
@@ -54,22 +108,104 @@ def parse_form(query: dict[str, Any]) -> Form:
         attn=attn if attn in ("DP", "TP") else d.attn,
         phase=phase if phase in ("decode", "prefill") else d.phase,
         tokens=max(1, ui.as_int(ui.first(query, "tokens"), d.tokens) or d.tokens),
-        th=th if th in ("published", "derived") else d.th,
+        th=th if th in THRESHOLDS else d.th,
+        size=size if size in SIZES else d.size,
+        conc=_pos(query, "conc", d.conc) or d.conc,
+        mtp=mtp if mtp is not None and 0 <= mtp <= 64 else d.mtp,
+        mbs=_pos(query, "mbs", None),
+        mnt=_pos(query, "mnt", d.mnt) or d.mnt,
+        isl=_pos(query, "isl", None),
+        dispatch=ui.first(query, "dispatch") or None,
+        repeats=repeats if repeats in REPEATS else d.repeats,
         check=ui.first(query, "check"),
     )
 
 
 def form_from_controls(*values: Any) -> Form:
-    query = dict(zip(FIELDS, [None if v is None else str(v) for v in values], strict=True))
-    return parse_form({k: v for k, v in query.items() if v is not None})
+    """The controls' values in :data:`FIELDS` order (trailing ones may be left out:
+    they take their defaults) -> Form."""
+    query = dict(zip(FIELDS, [None if v is None else str(v) for v in values], strict=False))
+    return parse_form({k: v for k, v in query.items() if v is not None and v != ""})
+
+
+def load_values(form: Form) -> dict[str, Any]:
+    """The form's workload as ``DeploymentRequest`` fields: num_tokens, or the serving
+    load of its phase."""
+    if form.size != "load":
+        return {"num_tokens": form.tokens}
+    if form.phase == "decode":
+        return {"concurrency": form.conc, "mtp": form.mtp, "max_batch_size": form.mbs}
+    return {"max_num_tokens": form.mnt, "isl": form.isl, "max_batch_size": form.mbs}
 
 
 def _ctl(text: str, comp: Any, wide: bool = False) -> html.Div:
     return html.Div([html.Label(text), comp], className="control wide" if wide else "control")
 
 
-def controls(form: Form, models: list[str], hardware: list[str], quants: list[str]) -> html.Div:
-    """The deployment controls, set to ``form`` (``form_from_controls`` reads them back)."""
+def _number(cid: str, value: int | None, minimum: int = 1) -> dcc.Input:
+    return dcc.Input(id=cid, type="number", min=minimum, step=1, value=value, debounce=True)
+
+
+def size_controls(form: Form) -> html.Div:
+    """How the workload is given: num_tokens, or the serving load (shown by phase)."""
+    return html.Div(
+        [
+            _ctl(
+                "workload from",
+                dcc.RadioItems(
+                    id="rec-size",
+                    options=[
+                        {"label": "num_tokens", "value": "tokens"},
+                        {"label": "serving load (concurrency / max_num_tokens)", "value": "load"},
+                    ],
+                    value=form.size,
+                    inline=True,
+                ),
+                wide=True,
+            ),
+            html.Div(
+                _ctl(
+                    "num_tokens (tokens; global under DP, per rank under TP)",
+                    _number("rec-tokens", form.tokens),
+                    wide=True,
+                ),
+                id="rec-tokens-box",
+            ),
+            html.Div(
+                [
+                    _ctl(
+                        "concurrency (requests in flight, decode)", _number("rec-conc", form.conc)
+                    ),
+                    _ctl("MTP draft tokens (decode)", _number("rec-mtp", form.mtp, minimum=0)),
+                    _ctl(
+                        "max_batch_size (requests per rank; optional)", _number("rec-mbs", form.mbs)
+                    ),
+                    _ctl(
+                        "max_num_tokens (tokens per forward, prefill)", _number("rec-mnt", form.mnt)
+                    ),
+                    _ctl("ISL (tokens, prefill; optional)", _number("rec-isl", form.isl)),
+                ],
+                id="rec-load-box",
+                className="controls",
+            ),
+            html.Div(id="rec-size-note", className="status", **{"data-testid": "rec-size-note"}),
+        ],
+        className="controls",
+    )
+
+
+def controls(
+    form: Form,
+    models: list[str],
+    hardware: list[str],
+    quants: list[str],
+    patterns: list[str] | None = None,
+) -> html.Div:
+    """The deployment controls, set to ``form`` (``form_from_controls`` reads them back).
+    ``patterns``: the routing patterns the measured rows can be read under."""
+    pattern_opts = [{"label": "default (balanced where measured)", "value": ""}] + ui.options(
+        patterns or []
+    )
     return html.Div(
         [
             _ctl(
@@ -84,25 +220,16 @@ def controls(form: Form, models: list[str], hardware: list[str], quants: list[st
             _ctl(
                 "model",
                 dcc.Dropdown(
-                    id="rec-model",
-                    options=ui.options(models),
-                    value=form.model,
-                    clearable=False,
+                    id="rec-model", options=ui.options(models), value=form.model, clearable=False
                 ),
             ),
             _ctl(
                 "quantization",
                 dcc.Dropdown(
-                    id="rec-quant",
-                    options=ui.options(quants),
-                    value=form.quant,
-                    clearable=False,
+                    id="rec-quant", options=ui.options(quants), value=form.quant, clearable=False
                 ),
             ),
-            _ctl(
-                "world size (GPUs)",
-                dcc.Input(id="rec-ws", type="number", min=1, step=1, value=form.ws, debounce=True),
-            ),
+            _ctl("world size (GPUs)", _number("rec-ws", form.ws)),
             _ctl(
                 "attention",
                 dcc.RadioItems(id="rec-attn", options=["DP", "TP"], value=form.attn, inline=True),
@@ -120,18 +247,7 @@ def controls(form: Form, models: list[str], hardware: list[str], quants: list[st
                 ),
                 wide=True,
             ),
-            _ctl(
-                "num_tokens (tokens; global under DP, per rank under TP)",
-                dcc.Input(
-                    id="rec-tokens",
-                    type="number",
-                    min=1,
-                    step=1,
-                    value=form.tokens,
-                    debounce=True,
-                ),
-                wide=True,
-            ),
+            size_controls(form),
             _ctl(
                 "thresholds",
                 dcc.RadioItems(
@@ -139,8 +255,31 @@ def controls(form: Form, models: list[str], hardware: list[str], quants: list[st
                     options=[
                         {"label": "published", "value": "published"},
                         {"label": "derived from this data", "value": "derived"},
+                        {"label": "validated (derived where it generalises)", "value": "validated"},
                     ],
                     value=form.th,
+                    inline=True,
+                ),
+                wide=True,
+            ),
+            _ctl(
+                "routing pattern of the measurements (dispatch)",
+                dcc.Dropdown(
+                    id="rec-dispatch",
+                    options=pattern_opts,
+                    value=form.dispatch or "",
+                    clearable=False,
+                ),
+            ),
+            _ctl(
+                "repeat runs",
+                dcc.RadioItems(
+                    id="rec-repeats",
+                    options=[
+                        {"label": "median over repeats", "value": "median"},
+                        {"label": "latest run only", "value": "latest"},
+                    ],
+                    value=form.repeats,
                     inline=True,
                 ),
                 wide=True,

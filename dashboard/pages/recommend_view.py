@@ -8,11 +8,14 @@ import pandas as pd
 from dash import html
 
 from analysis import columns as C
+from analysis.concurrency import TokenCount
+from analysis.identity import N_REPEATS, SCORE_SPREAD
 from analysis.measured import RANK
 from analysis.thresholds import GuideCheck
 from analysis.tree import Recommendation
 from dashboard import components as ui
 from dashboard.figures import evidence_figure
+from service.export import ExportAnswer
 from service.recommend import RecommendationAnswer
 
 _MEASURED_COLUMNS = (
@@ -21,10 +24,17 @@ _MEASURED_COLUMNS = (
     C.COMM,
     C.PARALLEL_MODE,
     C.SCORE_MS,
+    N_REPEATS,
+    SCORE_SPREAD,
     C.TOKENS_PER_S_PER_GPU,
     C.RUN_ID,
     C.CANDIDATE_INDEX,
 )
+_MEASURED_HEADERS = {
+    C.SCORE_MS: "score (ms; median over repeats)",
+    N_REPEATS: "runs",
+    SCORE_SPREAD: "spread (%)",
+}
 _THRESHOLD_COLUMNS = (
     "name",
     "published",
@@ -98,32 +108,129 @@ def measured_block(ans: RecommendationAnswer, asked_tokens: int) -> Any:
             ],
             test_id="rec-no-data",
         )
-    backend = pick.recommendation.backend
-    verdict = (
-        "The data agrees with the tree's backend."
-        if ans.agrees
-        else f"The data's fastest backend is {backend}, not {ans.tree.backend}."
-    )
     rows = [
-        html.Tr([html.Td(ui.fmt(r[c])) for c in _MEASURED_COLUMNS])
+        html.Tr([html.Td(_cell(r, c)) for c in _MEASURED_COLUMNS])
         for r in ans.top.to_dict("records")
     ]
+    routing = ans.routing.label if ans.routing is not None else "not recorded"
+    pooled = "median over repeat runs" if ans.repeats == "median" else "latest run only"
     return html.Div(
         [
             html.P(
                 [
                     f"Nearest measured workload: num_tokens = {pick.measured_num_tokens} "
-                    f"(asked {asked_tokens}). ",
-                    html.Strong(verdict),
+                    f"(asked {asked_tokens}). Routing: {routing}. Repeats: {pooled}. ",
+                    html.Strong(verdict_text(ans), **{"data-testid": "rec-verdict"}),
                 ]
             ),
             html.Table(
                 [
-                    html.Thead(html.Tr([html.Th(ui.label(c)) for c in _MEASURED_COLUMNS])),
+                    html.Thead(
+                        html.Tr(
+                            [
+                                html.Th(_MEASURED_HEADERS.get(c) or ui.label(c))
+                                for c in _MEASURED_COLUMNS
+                            ]
+                        )
+                    ),
                     html.Tbody(rows),
                 ],
                 className="small",
                 **{"data-testid": "rec-measured"},
+            ),
+        ]
+    )
+
+
+def _cell(row: dict[str, Any], col: str) -> str:
+    value = row.get(col)
+    if col == SCORE_SPREAD and value is not None and pd.notna(value):
+        return ui.fmt(100.0 * float(value))
+    return ui.fmt(value)
+
+
+def verdict_text(ans: RecommendationAnswer) -> str:
+    """Whether the data agree with the tree at the measured workload, backend and comm
+    (the agreement API's row for that workload), with the regret of following the tree."""
+    row = ans.agreement
+    if row is None:
+        return "No agreement row for this workload."
+    tree = f"{row['tree_backend']} / {row['tree_expected_comm']}"
+    best = f"{row['best_backend']} / {row['best_comm']}"
+    if row["agrees"]:
+        return f"The data agree with the tree (backend and comm): {best}."
+    parts = []
+    if not row["backend_agrees"]:
+        parts.append("backend")
+    if not row["comm_agrees"]:
+        parts.append("comm")
+    regret = row.get("regret_pct")
+    cost = (
+        f" Following the tree costs {ui.fmt(float(regret))} % (regret)."
+        if regret is not None and pd.notna(regret)
+        else " The tree's pick was not measured here (regret unknown)."
+    )
+    return (
+        f"The data disagree on the {' and '.join(parts)}: the tree at num_tokens = "
+        f"{row[C.NUM_TOKENS]} runs {tree}, the fastest measured is {best}.{cost}"
+    )
+
+
+def workload_block(tokens: TokenCount | None, num_tokens: int) -> html.P:
+    """The num_tokens the answer uses and, when it was computed from the serving load,
+    the formula."""
+    if tokens is None:
+        return html.P(f"num_tokens = {num_tokens} (as given).", **{"data-testid": "rec-workload"})
+    notes = " ".join(tokens.notes)
+    return html.P(
+        [html.Strong(f"num_tokens = {tokens.num_tokens}"), f" — {tokens.formula}. {notes}"],
+        **{"data-testid": "rec-workload"},
+    )
+
+
+def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> Any:
+    """A config block: the YAML, the env line, its warnings and the download buttons
+    (ids ``<prefix>-yaml``, ``<prefix>-env``, ``<prefix>-yaml-btn``, ``<prefix>-env-btn``);
+    or the reason there is no deployable config (``<prefix>-invalid``)."""
+    if export is None:
+        return None
+    if isinstance(export, str):
+        return html.Div([html.H4(title), ui.empty_state(export, test_id=f"{prefix}-none")])
+    if not export.deployable:
+        return html.Div(
+            [
+                html.H4(title),
+                ui.empty_state(
+                    "Not deployable with TensorRT-LLM: " + "; ".join(export.errors),
+                    ["pick another configuration", "or export the tree's recommendation"],
+                    test_id=f"{prefix}-invalid",
+                ),
+            ]
+        )
+    warnings = (
+        html.Ul(
+            [html.Li(f"warning: {w}") for w in export.warnings],
+            className="notes",
+            **{"data-testid": f"{prefix}-warnings"},
+        )
+        if export.warnings
+        else None
+    )
+    return html.Div(
+        [
+            html.H4(title),
+            warnings,
+            html.Pre(export.yaml, className="code", id=f"{prefix}-yaml"),
+            html.Pre(
+                export.env or "comm: leave AUTO (no environment variable needed)",
+                className="code",
+                id=f"{prefix}-env",
+            ),
+            html.Div(
+                [
+                    ui.download_button(f"{prefix}-yaml-btn", "Download YAML"),
+                    ui.download_button(f"{prefix}-env-btn", "Download env line"),
+                ]
             ),
         ]
     )

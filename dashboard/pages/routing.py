@@ -102,9 +102,7 @@ def parse_state(data: DashData, query: dict[str, Any]) -> RoutingState:
     if cell is None:
         return RoutingState(None)
     keys = [workload_key(r) for r in skew_workloads(data, cell).to_dict("records")]
-    asked = "|".join(
-        str(ui.first(query, k) or "") for k in ("ws", "phase", "attn", "tokens")
-    )
+    asked = "|".join(str(ui.first(query, k) or "") for k in ("ws", "phase", "attn", "tokens"))
     repeats = ui.first(query, "repeats") or "median"
     return RoutingState(
         cell=cell,
@@ -168,9 +166,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     cells = data.cells()
     state = parse_state(data, query)
     if state.cell is None:
-        return html.Div(
-            [html.H2("Routing skew"), ui.empty_state("No runs in the database yet.")]
-        )
+        return html.Div([html.H2("Routing skew"), ui.empty_state("No runs in the database yet.")])
     workloads = skew_workloads(data, state.cell)
     patterns = pattern_options(data, state)
     body, _ = update(data, state)
@@ -238,9 +234,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             inline=True,
                         ),
                     ),
-                    _control(
-                        "\u00a0", ui.download_button("routing-csv-btn", "Download CSV")
-                    ),
+                    _control("\u00a0", ui.download_button("routing-csv-btn", "Download CSV")),
                 ],
                 className="controls",
             ),

@@ -128,14 +128,18 @@ def _advice_card(a: Advice) -> html.Div:
         )
         for c in a.checks
     ]
-    title = "--use_low_precision_moe_combine" if a.technique == "low_precision_combine" else a.technique
+    title = (
+        "--use_low_precision_moe_combine" if a.technique == "low_precision_combine" else a.technique
+    )
     return html.Div(
         [
             html.H4([title, " ", ui.badge(a.verdict, kind)]),
             html.P(a.summary),
             html.Table(
                 [
-                    html.Thead(html.Tr([html.Th("guide's condition"), html.Th("data"), html.Th("holds")])),
+                    html.Thead(
+                        html.Tr([html.Th("guide's condition"), html.Th("data"), html.Th("holds")])
+                    ),
                     html.Tbody(checks),
                 ],
                 className="small",
@@ -168,7 +172,10 @@ def render(ans: RoutingSkew) -> Any:
         )
     table = ans.comparison.table
     overrides: dict[str, dict[str, Any]] = {c: {"headerName": h} for c, h in headers(ans).items()}
-    overrides[BEYOND_NOISE] = {**overrides[BEYOND_NOISE], "cellClassRules": {"tie-cell": "params.value === false"}}
+    overrides[BEYOND_NOISE] = {
+        **overrides[BEYOND_NOISE],
+        "cellClassRules": {"tie-cell": "params.value === false"},
+    }
     grid = ui.grid(
         "routing-grid",
         table,

@@ -298,7 +298,7 @@ def register(app: dash.Dash, data: DashData) -> None:
         prevent_initial_call=True,
     )
     def _download(n_txt: int | None, n_json: int | None, n_csv: int | None, *values: Any) -> Any:
-        which = {"th-json-btn": "json", "th-csv-btn": "csv"}.get(str(dash.ctx.triggered_id), "text")
         if not (n_txt or n_json or n_csv):
             return dash.no_update
+        which = {"th-json-btn": "json", "th-csv-btn": "csv"}.get(str(dash.ctx.triggered_id), "text")
         return download(data, which, *values)

@@ -92,6 +92,7 @@ def _cells(r: dict[str, Any]) -> dict[str, Any]:
         "unit": UNITS.get(str(r.get("axis")), str(r.get("axis"))),
         "question": r.get("description"),
         "bracket": bracket,
+        "interval": r.get("interval") or None,
         "accuracy": _pct(r.get("accuracy")),
         "accuracy_published": _pct(r.get("accuracy_published")),
         "loo": _loo(r),

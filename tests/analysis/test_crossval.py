@@ -184,7 +184,24 @@ def test_ledger_does_not_mutate_inputs() -> None:
     ],
 )
 def test_classify_outcome_boundaries(candidate: float, perfect: float | None, label: str) -> None:
-    assert classify_outcome(100.0, candidate, perfect) == label
+    # Paired: the deployed config re-run under perfect routing serves 100 too.
+    assert classify_outcome(100.0, candidate, perfect, deployed_perfect_routing=100.0) == label
+
+
+def test_regression_after_perfect_routing_compares_like_for_like() -> None:
+    # Candidate 96 under real routing (-4 %), 96.5 under perfect routing. Against the
+    # deployed config's own perfect-routing run the verdict depends on that run:
+    assert classify_outcome(100.0, 96.0, 96.5, deployed_perfect_routing=100.0) == (
+        "Regression after perfect routing"
+    )  # -3.5 %: still a regression
+    assert classify_outcome(100.0, 96.0, 96.5, deployed_perfect_routing=98.0) == "Regression"
+    # -1.5 %: routing skew explains it. Without the deployed run: no like-for-like pair.
+    assert classify_outcome(100.0, 96.0, 96.5) == "Regression"
+    with pytest.raises(ValueError, match="tps_per_user_deployed_perfect_routing"):
+        validate_outcome(
+            {"workload_id": "w", "tps_per_user_deployed": 1, "tps_per_user_candidate": 1,
+             "tps_per_user_deployed_perfect_routing": float("inf")}
+        )  # fmt: skip
 
 
 def test_classify_band_parameter_and_float_noise() -> None:
@@ -261,6 +278,7 @@ def test_summary_in_the_guide_format() -> None:
             "tps_per_user_deployed": 100,
             "tps_per_user_candidate": 90,
             "tps_per_user_candidate_perfect_routing": 95,
+            "tps_per_user_deployed_perfect_routing": 100,
         },
         {"workload_id": "d1:decode", "tps_per_user_deployed": 100, "tps_per_user_candidate": 50},
     ]  # fmt: skip  (d1 is a Match: its outcome is ignored; d4 is not evaluated)

@@ -115,9 +115,7 @@ def test_repeats_are_one_configuration_and_the_runner_up_is_another() -> None:
     configuration at the median 0.45 ms, n = 2; the runner-up is MEGAMOE_CUTEDSL, not
     TRTLLM's other run. ``latest`` answers the later run's own 0.4 ms."""
     repeat = add_derived(
-        make_candidates(
-            [{C.RUN_ID: 2, C.CANDIDATE_INDEX: 0, C.NUM_TOKENS: 64, C.SCORE_MS: 0.4}]
-        )
+        make_candidates([{C.RUN_ID: 2, C.CANDIDATE_INDEX: 0, C.NUM_TOKENS: 64, C.SCORE_MS: 0.4}])
     )
     both = pd.concat([_tie_frame(), repeat], ignore_index=True)
     top = measured_top(both, _dep(64), n=3)

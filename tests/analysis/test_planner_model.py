@@ -196,5 +196,3 @@ def test_tensor_parallelism_is_not_free() -> None:
     a1 = attention_time_roofline(model, gpu, 1, 650)
     a8 = attention_time_roofline(model, gpu, 8, 650)
     assert a8.slope_ms > a1.slope_ms / 8 and a8.intercept_ms > a1.intercept_ms / 8
-
-

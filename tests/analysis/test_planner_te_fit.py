@@ -144,12 +144,14 @@ def test_non_positive_intercept_is_refused() -> None:
     df = sweep_frame()
     be = df[C.NUM_TOKENS].astype(float) * 6 / 384
     # per expert-equivalent time K3*be - 0.05: a negative intercept
-    df[C.SCORE_MS] = 384 / df[C.MOE_EP_SIZE].astype(float) * (K3 * be - 0.01) + df[
-        C.SCORE_MS
-    ] * 0 + [
-        dispatch_combine_ms(n, ep, SHAPE, GPU.intra_node_gb_s, 0.5)
-        for n, ep in zip(df[C.NUM_TOKENS], df[C.MOE_EP_SIZE], strict=True)
-    ]
+    df[C.SCORE_MS] = (
+        384 / df[C.MOE_EP_SIZE].astype(float) * (K3 * be - 0.01)
+        + df[C.SCORE_MS] * 0
+        + [
+            dispatch_combine_ms(n, ep, SHAPE, GPU.intra_node_gb_s, 0.5)
+            for n, ep in zip(df[C.NUM_TOKENS], df[C.MOE_EP_SIZE], strict=True)
+        ]
+    )
     te = fit_te(df[df[C.NUM_TOKENS] >= 2048], SHAPE, GPU, force=True)
     assert not te.used and "intercept" in te.warning and te.fit.intercept_ms > 0
 

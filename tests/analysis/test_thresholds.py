@@ -1,3 +1,6 @@
+"""The pairwise crossover fit (``analysis.threshold_pairwise``, re-exported by
+``analysis.thresholds``): two named options, points where both were measured."""
+
 from __future__ import annotations
 
 import math
@@ -9,12 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis import columns as C
-from analysis.thresholds import (
-    derive_guide_thresholds,
-    find_crossovers,
-    fit_split,
-    thresholds_from_check,
-)
+from analysis.thresholds import find_crossovers, fit_split
 from tests.factories import make_candidates
 
 GRID = [2**i for i in range(4, 16)]  # 16 .. 32768
@@ -124,45 +122,3 @@ def test_order_independent_and_not_mutating(cross: int, seed: int) -> None:
     pd.testing.assert_frame_equal(again.crossovers, res.crossovers)
     pd.testing.assert_frame_equal(again.evidence, res.evidence)
     assert res.crossovers["bracket_hi"].iat[0] == cross
-
-
-def guide_frame(decode_cross_tokens: int) -> pd.DataFrame:
-    """GB300 ws 8 deepseek-like sweep, decode: TRTLLM wins while num_tokens*6/8 is below
-    ``decode_cross_tokens`` activated tokens per rank."""
-    rows = []
-    for model in ("deepseek_v4_pro", "kimi_k2"):
-        for n in [2**i for i in range(6, 14)]:
-            atpr = n * 6 / 8
-            a_wins = atpr <= decode_cross_tokens
-            rows += [
-                {
-                    C.MODEL: model,
-                    C.NUM_TOKENS: n,
-                    C.BACKEND: "TRTLLM",
-                    C.SCORE_MS: 1.0 if a_wins else 1.2,
-                },
-                {
-                    C.MODEL: model,
-                    C.NUM_TOKENS: n,
-                    C.BACKEND: "MEGAMOE_CUTEDSL",
-                    C.COMM: "NONE",
-                    C.SCORE_MS: 1.2 if a_wins else 1.0,
-                },
-            ]
-    return make_candidates(rows, top_k=6, world_size=8, hardware="GB300")
-
-
-def test_derive_guide_thresholds_verdicts() -> None:
-    check = derive_guide_thresholds(guide_frame(500))
-    t = check.table.set_index("name")
-    assert len(t) == 5
-    dec = t.loc["decode_megamoe_tokens_per_rank"]
-    assert (dec["bracket_lo"], dec["bracket_hi"]) == (384, 768)
-    assert dec["verdict"] == "agrees" and dec["published"] == 512
-    assert t.loc["prefill_megamoe_tokens_per_rank", "verdict"] == "insufficient data"
-    assert set(check.evidence["name"]) == {"decode_megamoe_tokens_per_rank"}
-    far = derive_guide_thresholds(guide_frame(5000)).table.set_index("name")
-    assert far.loc["decode_megamoe_tokens_per_rank", "verdict"] == "disagrees"
-    th = thresholds_from_check(check)
-    assert th.decode_megamoe_tokens_per_rank == pytest.approx(math.sqrt(384 * 768))
-    assert th.prefill_megamoe_tokens_per_rank == 16384

@@ -367,7 +367,13 @@ def test_outcome_validation_names_the_record_field(
 
 
 def test_outcome_for_a_match_workload_is_refused(
-    client: TestClient, token: str, store: Store, imported: dict[str, Any]
+    client: TestClient,
+    token: str,
+    store: Store,
+    imported: dict[str, Any],
+    db_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     ingest_h200_candidates(store)
     match_id, mismatch_id = decode_id(client, 8), decode_id(client, 64)
@@ -379,6 +385,13 @@ def test_outcome_for_a_match_workload_is_refused(
     assert detail["loc"] == ["body", 1, "workload_id"] and "Match" in detail["msg"]
     assert store.crossval.crossval_counts()["crossval_outcomes"] == 0  # all or none
     assert client.post("/api/v1/crossval/outcomes", json=[rec], headers=auth(token)).status_code == 201
+    # The CLI refuses the Match workload alike.
+    from moedash.cli import main
+
+    path = tmp_path / "match.json"
+    path.write_text(json.dumps([{**rec, "workload_id": match_id}]))
+    assert main(["outcomes", str(path), "--db", db_url]) == 1
+    assert "is a Match" in capsys.readouterr().err
 
 
 def test_rules_guide_and_sweeps(client: TestClient, store: Store, imported: dict[str, Any]) -> None:
@@ -459,6 +472,17 @@ def test_cli_import_serving_and_outcomes(
     assert "1 replaced" in capsys.readouterr().out
     path.write_text('{"not": "a list"}')
     assert main(["outcomes", str(path), "--db", db_url]) == 1
+    # The API's rules: empty list, NaN / Infinity refused, naming the field.
+    path.write_text("[]")
+    assert main(["outcomes", str(path), "--db", db_url]) == 1
+    assert "at least one outcome" in capsys.readouterr().err
+    for literal in ("NaN", "Infinity"):
+        path.write_text(
+            f'[{{"workload_id": "{wid}", "tps_per_user_deployed": {literal}, '
+            '"tps_per_user_candidate": 1}]'
+        )
+        assert main(["outcomes", str(path), "--db", db_url]) == 1
+        assert f"{literal} is not allowed" in capsys.readouterr().err
     store = open_store(db_url)
     try:
         assert store.crossval.outcomes()[cc.TPS_CANDIDATE].tolist() == [13.0]

@@ -8,7 +8,11 @@ law per expert (``t = K3*be + K4``) is ingested, and the endpoint must report so
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
+
+import httpx
 
 import numpy as np
 import pandas as pd
@@ -16,16 +20,20 @@ import pytest
 from fastapi.testclient import TestClient
 
 from analysis import columns as C
-from analysis.planner import GPUS, MODELS
+from analysis.planner import GPUS, MODELS, user_fit
+from analysis.planner.perf_model import expert_node_time_ms
+from analysis.planner.te_fit import dispatch_combine_ms
 from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
 from db.store import Store
 from ingest.records import Sweep, UploadMeta
 from moedash.app import create_app
 from moedash.settings import Settings
+from tests.factories.servers import running_server
 from tests.factories.sweeps import make_run
 
 K3, K4 = 0.004, 0.3  # ms per token per expert, ms per expert (one GPU, whole expert)
 URL = "/api/v1/planner"
+MIX = "mixtral_8x22b"
 
 
 def linear_sweep(
@@ -44,11 +52,14 @@ def linear_sweep(
     """
     spec = MODELS[model]
     e, k = spec.num_experts, spec.top_k
+    link = GPUS[hardware].intra_node_gb_s if hardware in GPUS else 450.0
     rows: list[dict[str, object]] = []
     for ep, tp in ((8, 1), (4, 2)):
         for tokens in (64, 128, 256, 512, 1024, 2048, 4096):
             be = tokens * k / e
-            score = (k3 * be + k4) * e / (ep * tp)
+            # the rank's GEMM time plus the dispatch/combine the fit takes back out
+            comm = dispatch_combine_ms(tokens, ep, spec, link, 2.0)
+            score = (k3 * be + k4) * e / (ep * tp) + comm
             rows.append(
                 {
                     C.NUM_TOKENS: tokens,
@@ -153,7 +164,7 @@ def test_catalog_lists_models_gpus_and_stored_sweeps(client: TestClient, store: 
     mixtral = next(m for m in body["models"] if m["name"] == "mixtral_8x22b")
     assert mixtral["stored_sweeps"] == [{"hardware": "H20", "quant": "BF16", "runs": 1}]
     assert next(m for m in body["models"] if m["name"] == "dbrx")["stored_sweeps"] == []
-    assert body["limits"]["heterogeneous_max_gpus"] == 4
+    assert body["limits"]["max_estimated_evaluations"] == 40_000
     assert body["defaults"]["model"] == "mixtral_8x22b"
 
 
@@ -197,16 +208,23 @@ def test_fit_from_stored_sweep_recovers_the_linear_law(client: TestClient, store
     body = client.post(f"{URL}/plan", json={"gpus": ["H20"]}).json()
     fit = body["expert_fits"][0]
     assert fit["source"] == "fit"
-    assert fit["n_points"] == 14  # 2 layouts x 7 token counts; distractors dropped
+    # one EP size (of EP 8 / EP 4) x 7 token counts; distractors dropped
+    assert fit["n_points"] == 7 and fit["group"]["ep_size"] in (4, 8)
+    assert fit["group"]["backend"] == "CUTLASS" and fit["used"] and fit["warning"] == ""
+    assert len(fit["points"]) == 7 and all(abs(p["residual_ms"]) < 1e-9 for p in fit["points"])
     assert fit["slope_ms"] == pytest.approx(K3, rel=1e-6)
     assert fit["intercept_ms"] == pytest.approx(K4, rel=1e-6)
     assert fit["r2"] == pytest.approx(1.0)
     assert fit["roofline_slope_ms"] != pytest.approx(K3)
     assert body["best"]["expert_fit"] == "fit"
-    # Te of the chosen plan follows the fitted law: (x/tpe) * (k3*be + k4)
+    # Te of the chosen plan follows the fitted law, (x/tpe) * (k3*be + k4), plus TP costs
     best = body["best"]
-    expect = best["experts_per_node"] / best["tpe"] * (K3 * best["be"] + K4)
+    law = user_fit(K3, K4)
+    expect = expert_node_time_ms(
+        law, best["be"], best["experts_per_node"], best["tpe"], model=MODELS[MIX], gpu=GPUS["H20"]
+    )
     assert best["te_ms"] == pytest.approx(expect)
+    assert best["te_ms"] >= best["experts_per_node"] / best["tpe"] * (K3 * best["be"] + K4)
 
 
 def test_fit_respects_hardware_label_quant_and_opt_out(client: TestClient, store: Store) -> None:
@@ -301,7 +319,8 @@ def test_colocated_shown_when_disaggregation_does_not_pay(client: TestClient) ->
     body = client.post(f"{URL}/plan", json={"options": {"max_gpus": 16}}).json()
     colo, best = body["colocated"], body["best"]
     assert colo is not None and best is not None and best["gpus"] <= 16
-    assert colo["gpus"] == best["gpus"] and colo["gpu"] == "H20"
+    # the paper's baseline: one 8-GPU H20 node holds Mixtral
+    assert colo["gpus"] == 8 and colo["gpu"] == "H20"
     assert body["disaggregation_gain"] < 1
     assert body["verdict"].startswith("disaggregation does not pay")
 
@@ -342,7 +361,24 @@ def test_get_form_and_download(client: TestClient) -> None:
     [
         ({"workload": {"seq_len": 0}}, ["body", "workload", "seq_len"]),
         ({"workload": {"slo_tbt_ms": -1}}, ["body", "workload", "slo_tbt_ms"]),
-        ({"options": {"max_micro_batches": 1}}, ["body", "options", "max_micro_batches"]),
+        ({"options": {"max_micro_batches": 9}}, ["body", "options", "max_micro_batches"]),
+        ({"options": {"max_micro_batches": 2}}, ["body", "options", "min_micro_batches"]),
+        ({"options": {"max_gpus": 1}}, ["body", "options", "max_gpus"]),
+        ({"options": {"near_best_pct": -1}}, ["body", "options", "near_best_pct"]),
+        (
+            {"expert_fits": {"H20": {"slope_ms": 0, "intercept_ms": 0.1}}},
+            ["body", "expert_fits", "H20", "slope_ms"],
+        ),
+        (
+            {"expert_fits": {"H20": {"slope_ms": 0.01, "intercept_ms": -2}}},
+            ["body", "expert_fits", "H20", "intercept_ms"],
+        ),
+        (
+            {"attention_fits": [{"gpu": "H20", "tpa": 1, "slope_ms": 0.1, "intercept_ms": 0}]},
+            ["body", "attention_fits", 0, "intercept_ms"],
+        ),
+        ({"gpu_overrides": {"H20": {"price": -1}}}, ["body", "gpu_overrides", "H20", "price"]),
+        ({"fit": {"be_min": 10, "be_max": 5}}, ["body", "fit", "be_min"]),
         ({"gpus": []}, ["body", "gpus"]),
         ({"gpus": ["H20", "h20"]}, ["body", "gpus"]),
         ({"mode": "mixed"}, ["body", "mode"]),
@@ -354,8 +390,20 @@ def test_get_form_and_download(client: TestClient) -> None:
         ({"model_overrides": {"wat": 1}}, ["body", "model_overrides", "wat"]),
         ({"options": {"experts_per_node": [3]}}, ["body", "options", "experts_per_node"]),
         (
-            {"gpus": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous"},
+            {
+                "gpus": ["GB300", "B200", "B300", "H200"],
+                "mode": "heterogeneous",
+                "options": {"max_micro_batches": 8},
+            },
             ["body", "gpus"],
+        ),
+        (
+            {
+                "gpus": ["H20", "L40S", "A800", "H800"],
+                "mode": "heterogeneous",
+                "options": {"tp_choices": [1, 2, 3, 4, 5, 6, 7, 8], "max_micro_batches": 8},
+            },
+            ["body", "options", "tp_choices"],
         ),
         ({"top": 0}, ["body", "top"]),
     ],
@@ -368,6 +416,49 @@ def test_bad_input_is_422_naming_the_field(
     detail = _detail(resp)
     assert detail["loc"] == loc
     assert detail["msg"] and detail["type"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "loc"),
+    [
+        (b'{"gpu_overrides": {"H20": {"price": NaN}}}', ["body", "gpu_overrides", "H20", "price"]),
+        (b'{"workload": {"seq_len": Infinity}}', ["body", "workload", "seq_len"]),
+        (
+            b'{"expert_fits": {"H20": {"slope_ms": NaN, "intercept_ms": 0.1}}}',
+            ["body", "expert_fits", "H20", "slope_ms"],
+        ),
+        (b'{"model_overrides": {"gqa_groups": -Infinity}}', ["body", "model_overrides", "gqa_groups"]),
+        (b'{"options": {"balance_tolerance": NaN}}', ["body", "options", "balance_tolerance"]),
+    ],
+)
+def test_non_finite_numbers_are_422_naming_the_field(
+    client: TestClient, raw: bytes, loc: list[object]
+) -> None:
+    resp = client.post(
+        f"{URL}/plan", content=raw, headers={"Content-Type": "application/json"}
+    )
+    assert resp.status_code == 422, resp.text
+    # the error body is strict JSON: the bad input is echoed as a string, not a NaN literal
+    def strict(const: str) -> None:
+        raise ValueError(const)
+
+    assert json.loads(resp.text, parse_constant=strict)
+    assert _detail(resp)["loc"] == loc
+
+
+def test_get_form_rejects_non_finite_query(client: TestClient) -> None:
+    resp = client.get(f"{URL}/plan", params={"seq_len": "nan"})
+    assert resp.status_code == 422 and _detail(resp)["loc"] == ["query", "seq_len"]
+    resp = client.get(f"{URL}/plan", params={"max_gpus": "1"})
+    assert resp.status_code == 422 and _detail(resp)["loc"] == ["query", "max_gpus"]
+
+
+def test_gpu_cap_and_near_best_on_the_get_form(client: TestClient) -> None:
+    body = client.get(f"{URL}/plan", params={"max_gpus": 20, "near_best_pct": 5}).json()
+    assert body["best"]["gpus"] <= 20
+    near = body["near_best"]
+    assert near["pct"] == 5 and near["gpus_max"] <= 20
+    assert near["smallest"]["gpus"] == near["gpus_min"]
 
 
 def test_heterogeneous_over_many_gpus_allowed_with_pinned_experts_per_node(
@@ -412,3 +503,60 @@ def test_export_is_valid_json_without_nan(client: TestClient) -> None:
     assert "NaN" not in text and "Infinity" not in text
     body = json.loads(text)
     assert np.isfinite(body["best"]["throughput"])
+
+
+# ------------------------------------------------------------------ bounded work, served
+LARGEST = {"model": "kimi_k3", "gpus": ["GB300", "B200", "B300", "H200"], "mode": "heterogeneous"}
+
+
+def test_health_answers_while_a_plan_at_the_cap_runs(db_url: str) -> None:
+    """A real `moedash serve`: the largest allowed plan runs in the thread pool while
+    /api/v1/health keeps answering; the plan itself answers within its budget."""
+    if not db_url.startswith("duckdb"):
+        pytest.skip("one served backend is enough")
+    result: dict[str, object] = {}
+    with running_server(db_url) as base:
+
+        def plan() -> None:
+            resp = httpx.post(f"{base}{URL}/plan", json={**LARGEST, "top": 3}, timeout=120)
+            result["status"] = resp.status_code
+            result["body"] = resp.json()
+
+        worker = threading.Thread(target=plan)
+        worker.start()
+        time.sleep(0.5)  # the plan is under way
+        answered_while_running = 0
+        for _ in range(5):
+            health = httpx.get(f"{base}/api/v1/health", timeout=5)
+            assert health.status_code == 200
+            answered_while_running += worker.is_alive()
+            time.sleep(0.2)
+        worker.join(timeout=120)
+    assert answered_while_running >= 3, "the plan finished before health was checked"
+    assert result["status"] == 200
+    body = result["body"]
+    assert isinstance(body, dict) and body["best"] is not None
+    assert body["evaluations"] <= body["limits"]["max_evaluations"] + 1
+
+
+def test_truncated_search_answers_with_the_best_so_far(client: TestClient) -> None:
+    body = client.post(f"{URL}/plan", json={**LARGEST, "top": 3}).json()
+    assert body["evaluations"] <= body["limits"]["max_evaluations"] + 1
+    if body["truncated"]:
+        assert body["best"] is not None and body["truncated_reason"]
+        assert any("work budget" in w for w in body["warnings"])
+
+
+def test_budget_stops_a_search_and_flags_it() -> None:
+    from analysis.planner import Budget, SearchOptions, Workload, search_heterogeneous
+
+    gpus = [GPUS[g] for g in LARGEST["gpus"]]  # type: ignore[union-attr]
+    budget = Budget(max_evaluations=500)
+    r = search_heterogeneous(
+        MODELS["kimi_k3"], Workload(), gpus, options=SearchOptions(), budget=budget
+    )
+    assert r.truncated and r.evaluations == 501 and budget.reason.startswith("plan evaluations")
+    assert any("stopped early" in n for n in r.notes)
+    cancelled = Budget(cancelled=lambda: True)
+    r2 = search_heterogeneous(MODELS["kimi_k3"], Workload(), gpus, budget=cancelled)
+    assert r2.truncated and cancelled.reason == "cancelled" and r2.evaluations == 1

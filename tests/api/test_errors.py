@@ -170,3 +170,17 @@ def test_unexpected_errors_are_json_500_logged_not_shown(
     logged = [r for r in caplog.records if r.exc_info]
     assert len(logged) == 1 and "/api/v1/test-bug" in logged[0].getMessage()
     assert "0xdeadbeef" in str(logged[0].exc_info[1])  # type: ignore[index]
+
+
+def test_a_held_duckdb_file_answers_503_with_the_one_line(settings: Settings, store: Store) -> None:
+    from db.errors import DatabaseLocked
+
+    app = create_app(settings, store=store)
+
+    @app.get("/api/v1/test-locked")
+    def locked() -> None:
+        raise DatabaseLocked("/var/x.duckdb", "/usr/bin/python3", 4242)
+
+    with TestClient(app) as client:
+        item = assert_envelope(client.get("/api/v1/test-locked"), 503, "store_error")
+    assert "PID 4242" in item["msg"] and "PostgreSQL" in item["msg"]

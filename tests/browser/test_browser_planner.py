@@ -126,12 +126,18 @@ def test_planner_permalink_and_bound(server: str, browser: object) -> None:
     page.wait_for_selector("[data-testid=planner-best]", timeout=30_000)
     assert page.locator("#plan-status").inner_text().count("dbrx") == 1
     assert "H20.price=1.2" in page.url
-    # five GPUs heterogeneous without pinning experts per node: refused, with the reason
+    # a GPU cap and a near-best band from the URL: the plan respects the cap
+    page.goto(f"{server}/planner?gpu=H20&cap=20&near=5", wait_until="networkidle")
+    page.wait_for_selector("[data-testid=planner-near-best]", timeout=30_000)
+    assert page.locator("#plan-cap").input_value() == "20"
+    near = page.locator("[data-testid=planner-near-best]").inner_text()
+    assert "within 5 %" in near
+    # a search over its work estimate: refused, naming what to reduce
     page.goto(
-        f"{server}/planner?gpu=H20&gpu=L40S&gpu=A800&gpu=H800&gpu=L20&mode=heterogeneous",
+        f"{server}/planner?gpu=GB300&gpu=B200&gpu=B300&gpu=H200&mode=heterogeneous&nm=8",
         wait_until="networkidle",
     )
     err = page.wait_for_selector("[data-testid=planner-error]", timeout=30_000)
-    assert "at most 4 GPUs" in err.inner_text()
+    assert "plan evaluations" in err.inner_text() and "gpus" in err.inner_text()
     assert not errors, errors
     page.close()

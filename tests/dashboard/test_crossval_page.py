@@ -177,9 +177,12 @@ def test_page_is_registered(data: DashData) -> None:
         assert out in outputs
     # the registered callback is the page's update
     cb = next(v for k, v in app.callback_map.items() if "cv-ledger.children" in k)
-    out = cb["callback"].__wrapped__(None, "H200", "decode", "all", 2, 3)
+    out = cb["callback"].__wrapped__(None, "H200", "decode", "all", 2, 3, "exact", 3, [])
     assert out[-1] == "?hardware=H200&phase=decode&tol=2&band=3"
-    assert by_testid(out[3], "cv-ledger-count") is not None
+    assert by_testid(out[5], "cv-ledger-count") is not None
+    for out_id in ("cv-rules.children", "cv-guide.children", "cv-sweeps.children",
+                   "cv-sweeps-download.data"):  # fmt: skip
+        assert out_id in outputs
 
 
 def test_layout_reads_the_permalink(data: DashData) -> None:
@@ -220,8 +223,8 @@ def test_no_imports_empty_state(empty: DashData) -> None:
 
 
 def test_no_candidates_empty_state(imported_only: DashData) -> None:
-    notes, summary, figure, ledger, search = P.update(
-        imported_only, None, None, None, None, "2", "3"
+    notes, summary, _rules, _guide, figure, ledger, _sweeps, search = P.update(
+        imported_only, None, None, None, None, "2", "3", None, None, [CF.SHOW_ALL]
     )
     box = by_testid(summary, "cv-no-candidates")
     assert box is not None and "No bench_moe candidates" in text(box)
@@ -253,7 +256,9 @@ def test_ledger_and_summary_known_answers(data: DashData) -> None:
         ["1/2", 1, 2]
     ]
 
-    notes, summary, figure, ledger, search = P.update(data, None, "H200", None, None, 2, 3)
+    notes, summary, _rules, _guide, figure, ledger, _sweeps, search = P.update(
+        data, None, "H200", None, None, 2, 3, None, None, [CF.SHOW_ALL]
+    )
     grid = by_id(summary, "cv-summary-grid")
     assert grid.rowData[0][cc.S_MODEL] == "DeepSeek-R1"
     assert grid.rowData[0][cc.S_MATCH] == "1/2 (50%, prefill 0/0, decode 1/2)"
@@ -265,12 +270,12 @@ def test_ledger_and_summary_known_answers(data: DashData) -> None:
 
 def test_filters_narrow_the_ledger(data: DashData) -> None:
     _, mismatch_id = h200_decode(data)
-    _, _, _, ledger, search = P.update(data, "deepseek_r1", "H200", "decode", "Mismatch", 2, 3)
+    _, _, _, _, _, ledger, _, search = P.update(data, "deepseek_r1", "H200", "decode", "Mismatch", 2, 3)
     rows = by_id(ledger, "cv-ledger-grid").rowData
     assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
     assert search == "?model=deepseek_r1&hardware=H200&phase=decode&status=Mismatch&tol=2&band=3"
     # nothing left: its own empty state
-    _, _, _, none, _ = P.update(data, "kimi_k2", "H200", None, None, 2, 3)
+    _, _, _, _, _, none, _, _ = P.update(data, "kimi_k2", "H200", None, None, 2, 3)
     assert by_testid(none, "cv-ledger-empty") is not None
 
 
@@ -315,7 +320,7 @@ def test_token_tolerance_changes_the_ledger(imported_only: DashData) -> None:
     at8 = conc64(8)
     assert at8[cc.STATUS] == cc.MATCH  # CUTLASS, as deployed, is best at 8 tokens
     assert bool(at8[cc.NEAREST_TOKENS_USED]) and at8[cc.MEASURED_NUM_TOKENS] == 8
-    _, _, _, ledger, search = P.update(data, None, "H200", "decode", None, "8", 3)
+    _, _, _, _, _, ledger, _, search = P.update(data, None, "H200", "decode", None, "8", 3)
     assert search.endswith("tol=8&band=3")
     assert "1 use the nearest measured num_tokens" in text(by_testid(ledger, "cv-ledger-count"))
 
@@ -339,7 +344,7 @@ def test_outcomes_join_the_ledger_and_follow_the_band(data: DashData) -> None:
     at15 = P.compute(data, CF.make_filters(hardware="H200", band=15)[0])
     assert at15.view.set_index(cc.WORKLOAD_ID).loc[mismatch_id, cc.OUTCOME] == cc.FLAT
     assert at15.summary[cc.S_FLAT].tolist() == ["1/1"]
-    _, _, _, ledger, _ = P.update(data, None, "H200", None, None, 2, 15)
+    _, _, _, _, _, ledger, _, _ = P.update(data, None, "H200", None, None, 2, 15)
     assert "1 with a stored end-to-end outcome" in text(by_testid(ledger, "cv-ledger-count"))
 
 
@@ -348,15 +353,20 @@ def test_csv_downloads(data: DashData) -> None:
     _, mismatch_id = h200_decode(data)
     f = CF.make_filters(status="Mismatch")[0]
     led = P.ledger_csv(data, f)
-    assert led["filename"] == "crossval-ledger.csv" and led["type"] == "text/csv"
+    assert led["filename"] == "crossval-ledger-exact.csv" and led["type"] == "text/csv"
     rows = list(csv.DictReader(io.StringIO(led["content"])))
     assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
     assert tuple(rows[0]) == LEDGER_VIEW_COLUMNS
     assert rows[0][cc.DEPLOYED_GAP_PCT] == "100.0"
-    summ = P.summary_csv(data, CF.make_filters()[0])
+    summ = P.summary_csv(data, CF.make_filters(show=CF.SHOW_ALL)[0])
     table = pd.read_csv(io.StringIO(summ["content"]))
     assert tuple(table.columns) == cc.SUMMARY_COLUMNS
     assert set(table[cc.S_HARDWARE]) == {"H200", "GB200", "GB300", "B300"}
+    assert table[cc.S_HARDWARE].iloc[0] == "H200"  # the one with compared workloads first
+    # without the toggle: only rows with compared workloads, as on the page
+    shown = pd.read_csv(io.StringIO(P.summary_csv(data, CF.make_filters()[0])["content"]))
+    assert shown[cc.S_HARDWARE].tolist() == ["H200"]
+    assert P.summary_csv(data, CF.make_filters()[0])["filename"] == "crossval-summary-exact.csv"
 
 
 # ------------------------------------------------------------------ grid details
@@ -365,8 +375,8 @@ def test_grid_caps_rows_with_compared_first(data: DashData) -> None:
     shown = G.grid_rows(view, limit=3)
     assert shown[cc.STATUS].tolist() == [cc.MATCH, cc.MISMATCH, cc.NO_DATA]
     assert G.grid_rows(view, limit=100) is view
-    big = pd.concat([view] * 70, ignore_index=True)  # 2,240 rows > MAX_GRID_ROWS
-    out = R.render_ledger(CrossvalView(big, big, pd.DataFrame()))
+    big = pd.concat([view] * 112, ignore_index=True)  # 2,240 rows > MAX_GRID_ROWS
+    out = R.render_ledger(CrossvalView(big, big, pd.DataFrame(), pd.DataFrame(), pd.DataFrame()))
     assert len(by_id(out, "cv-ledger-grid").rowData) == G.MAX_GRID_ROWS
     assert "2,000 of 2,240" in text(by_testid(out, "cv-ledger-capped"))
 
@@ -415,3 +425,68 @@ def test_status_figure_empty_and_unmappable_only() -> None:
     fig = XF.status_figure(only)
     assert not fig.data and "No mappable" in fig.layout.annotations[0].text
     assert XF.model_display(None) == "—" and XF.model_display("glm_5") == "GLM-5"
+
+
+# ------------------------------------------------------------------ rules, guide, sweeps
+def test_rule_noise_and_toggle_round_trip_through_the_url() -> None:
+    f, notes = CF.parse_query({"rule": "same_layout", "noise": "5", "show": "all"})
+    assert notes == [] and (f.rule, f.noise, f.show_empty) == ("same_layout", 5.0, True)
+    assert f.search() == "?tol=2&band=3&rule=same_layout&noise=5&show=all"
+    bad, notes = CF.make_filters(rule="loose", noise="500")
+    assert (bad.rule, bad.noise) == ("exact", 3.0) and len(notes) == 2
+    assert "exact, backend, within_noise, same_layout" in notes[1]
+
+
+def test_layout_defines_every_rule_and_labels_the_controls(data: DashData) -> None:
+    page = render_page(data, "/crossval", "?rule=within_noise&noise=7&show=all")
+    assert by_id(page, "cv-rule").value == "within_noise"
+    assert by_id(page, "cv-noise").value == 7.0 and by_id(page, "cv-show").value == ["all"]
+    defs = text(by_testid(page, "cv-rule-definitions"))
+    for rule in ("exact", "backend", "within_noise", "same_layout"):
+        assert rule in defs
+    labels = [c for c in walk(page) if type(c).__name__ == "Label"]
+    assert {"cv-rule", "cv-noise"} <= {getattr(x, "htmlFor", None) for x in labels}
+    for cid in ("cv-rules-loading", "cv-guide-loading", "cv-sweeps-loading"):
+        assert isinstance(by_id(page, cid), dcc.Loading)
+
+
+def test_rule_changes_the_status_and_the_side_by_side_table(data: DashData) -> None:
+    _, mismatch_id = h200_decode(data)
+    # deployed CUTLASS is 100 % slower than TRTLLM: a Mismatch until the band reaches 100 %
+    for rule, noise, want in (("exact", 3, cc.MISMATCH), ("within_noise", 3, cc.MISMATCH),
+                              ("within_noise", 100, cc.MATCH)):  # fmt: skip
+        out = P.update(data, None, "H200", "decode", None, 2, 3, rule, noise, [])
+        rows = {r[cc.WORKLOAD_ID]: r for r in by_id(out[5], "cv-ledger-grid").rowData}
+        assert rows[mismatch_id][cc.STATUS] == want
+        assert rows[mismatch_id][cc.REASON].startswith(f"{want} ({rule})")
+    rules = by_id(out[2], "cv-rules-grid").rowData
+    assert [r["exact"] for r in rules] == ["1/2 (50%, prefill 0/0, decode 1/2)"]
+    assert rules[0]["within_noise"] == "2/2 (100%, prefill 0/0, decode 2/2)"
+
+
+def test_guide_beside_ours_and_sweeps_section(data: DashData) -> None:
+    out = P.update(data, None, "H200", None, None, 2, 3)
+    guide = by_id(out[3], "cv-guide-grid").rowData
+    assert len(guide) == 12 and guide[0]["guide_match"] == 54
+    assert len(by_id(out[3], "cv-published-grid").rowData) == 6
+    sweeps = out[6]
+    plan = by_id(sweeps, "cv-sweeps-grid").rowData
+    assert len(plan) == 1 and plan[0]["n_rows"] == 2  # the two H200 prefill workloads
+    assert "--no_cuda_graph" in plan[0]["command"]
+    assert "1 bench_moe command(s) cover 2 no-data workload(s)" in text(
+        by_testid(sweeps, "cv-sweeps-count")
+    )
+    cov = by_id(sweeps, "cv-coverage-grid").rowData
+    assert sum(r["n_workloads"] for r in cov) == 4 and sum(r["n_covered"] for r in cov) == 2
+    sh = P.sweeps_sh(data, CF.make_filters(hardware="H200")[0])
+    assert sh["filename"] == "crossval-sweeps-all-h200-all.sh"
+    assert sh["content"].count("python3 -m bench_moe") == 1
+
+
+def test_long_cells_wrap_instead_of_clipping(data: DashData) -> None:
+    out = P.update(data, None, "H200", None, None, 2, 3)
+    summary_defs = {d["field"]: d for d in by_id(out[1], "cv-summary-grid").columnDefs}
+    assert summary_defs[cc.S_MATCH]["wrapText"] and summary_defs[cc.S_MATCH]["autoHeight"]
+    flat = [d for g in by_id(out[5], "cv-ledger-grid").columnDefs for d in g.get("children", [g])]
+    reason = next(d for d in flat if d["field"] == cc.REASON)
+    assert reason["wrapText"] and reason["autoHeight"]

@@ -228,8 +228,25 @@ def test_controls_and_grid_rows_make_the_form() -> None:
     values = [F.catalog_model_value("mixtral_8x22b", k) for k in F.MODEL_KEYS]
     values[list(F.MODEL_KEYS).index("L")] = 28
     form = F.form_from_controls(
-        "mixtral_8x22b", 1024, 80, ["H20", "L40S"], "heterogeneous", 3, 0, None, values, rows
+        "mixtral_8x22b",
+        1024,
+        80,
+        ["H20", "L40S"],
+        "heterogeneous",
+        3,
+        0,
+        None,
+        24,
+        5,
+        ["1"],
+        values,
+        rows,
     )
+    assert (form.cap, form.near, form.ff) == (24, 5.0, True)
+    assert "cap=24" in form.search() and "near=5" in form.search() and "ff=1" in form.search()
+    req = F.plan_request(form)
+    assert req.options.max_gpus == 24 and req.options.near_best_pct == 5 and req.fit.force
+    assert F.parse_form({}).seq == 650.0 and F.parse_form({"nm": "2"}).nm == 3
     assert form.gpu_over == {"L40S": {"price": 0.9}}
     assert form.model_over == {"L": 28.0}
     assert form.xpn is None and form.nm == 3
@@ -262,7 +279,7 @@ def test_update_renders_every_section_with_the_fit(store: Store) -> None:
         assert _find(body, test_id) is not None, test_id
     assert {"plan-sweep", "plan-timeline", "plan-alts"} <= _ids(body)
     fits = _text(_find(body, "planner-fits"))
-    assert "fit" in fits and "14" in fits
+    assert "fit" in fits and "7" in fits and "ep_size=" in fits
     assert payload["expert_fits"][0]["slope_ms"] == pytest.approx(K3)
     assert payload["expert_fits"][0]["intercept_ms"] == pytest.approx(K4)
     constraints = _text(_find(body, "planner-constraints"))
@@ -280,10 +297,11 @@ def test_update_renders_every_section_with_the_fit(store: Store) -> None:
 def test_update_explains_refusals_and_empty_results(store: Store) -> None:
     data = DashData(store)
     body, _, payload = P.update(
-        data, F.parse_form({"gpu": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous"})
+        data,
+        F.parse_form({"gpu": ["GB300", "B200", "B300", "H200"], "mode": "heterogeneous", "nm": "8"}),
     )
     assert payload is None
-    assert "at most 4 GPUs" in _text(_find(body, "planner-error"))
+    assert "plan evaluations" in _text(_find(body, "planner-error"))
     body, _, payload = P.update(data, F.parse_form({"slo": "0.01"}))
     assert payload is not None and payload["best"] is None
     assert _find(body, "planner-no-plan") is not None
@@ -308,3 +326,34 @@ def test_page_is_routed_and_registered(store: Store) -> None:
         "plan-download-btn",
         "plan-m-L",
     } <= ids
+
+
+def test_fit_points_figure_has_units_points_line_and_residuals() -> None:
+    fit = {
+        "gpu": "H20",
+        "used": False,
+        "group": {"ep_size": 8},
+        "candidate_slope_ms": 0.01,
+        "candidate_intercept_ms": 0.2,
+        "candidate_r2": 0.5,
+        "points": [
+            {"be": 1.0, "t_ms": 0.3, "residual_ms": 0.09},
+            {"be": 10.0, "t_ms": 0.2, "residual_ms": -0.1},
+        ],
+    }
+    fig = PF.fit_points_figure(fit)
+    names = [t.name for t in fig.data]
+    assert names[0] == "sweep points" and "refused" in names[1] and names[2] == "residual"
+    assert fig.data[1].line.dash == "dash"
+    assert "(ms)" in fig.layout.yaxis.title.text and "(tokens)" in fig.layout.xaxis2.title.text
+    assert PF.fit_points_figure({"gpu": "H20", "points": []}).layout.annotations
+
+
+def test_render_shows_warnings_and_the_near_best_band(store: Store) -> None:
+    data = DashData(store)
+    body, _, payload = P.update(data, F.parse_form({"cap": "24", "near": "5"}))
+    assert payload is not None and payload["best"]["gpus"] <= 24
+    near = _text(_find(body, "planner-near-best"))
+    assert "within 5 %" in near and f"Smallest: {payload['near_best']['smallest']['gpus']}" in near
+    # no stored sweeps: the roofline warning is shown
+    assert "roofline used" in _text(_find(body, "planner-warnings"))

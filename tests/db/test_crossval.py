@@ -76,6 +76,7 @@ def test_import_twice_stores_once_and_round_trips(
             "serving_imports": 1,
             "serving_workloads": 32,
             "crossval_outcomes": 0,
+            "crossval_ledgers": 0,  # the repository stores workloads only
         }
     )
     # Same columns, dtypes, values and order as map_workloads.

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from analysis import columns as C
 from db import Conflict, NotFound, StoreError
+from db.errors import DatabaseLocked, UniqueViolation
 from db.store import Store, open_store
 from ingest.records import UploadMeta
 from tests.factories.sweeps import make_sweep
@@ -214,3 +220,57 @@ def test_candidate_frame_categorical_has_the_same_values(store: Store) -> None:
                 pd.testing.assert_series_equal(cats[col], plain[col].astype("category"))
             else:
                 pd.testing.assert_series_equal(cats[col], plain[col])
+
+
+@pytest.fixture
+def locked_duckdb(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A DuckDB file held open by another process: (URL, that process's PID)."""
+    path = tmp_path / "held.duckdb"
+    open_store(f"duckdb:///{path}").close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb,sys,time; c=duckdb.connect({str(path)!r}); "
+         "print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        yield f"duckdb:///{path}", holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+
+
+def test_duckdb_held_by_another_process_is_one_line_naming_it(
+    locked_duckdb: tuple[str, int],
+) -> None:
+    url, pid = locked_duckdb
+    with pytest.raises(DatabaseLocked) as caught:
+        open_store(url)
+    message = str(caught.value)
+    assert caught.value.pid == pid and f"PID {pid}" in message
+    assert "PostgreSQL" in message and "\n" not in message
+    assert not isinstance(caught.value, UniqueViolation)  # not mistaken for a key clash
+
+
+@pytest.mark.parametrize("command", [["serve", "--no-demo"], ["ingest", "nothing.json"]])
+def test_cli_on_a_held_duckdb_prints_one_line(
+    locked_duckdb: tuple[str, int], command: list[str], tmp_path: Path
+) -> None:
+    url, pid = locked_duckdb
+    (tmp_path / "nothing.json").write_text("{}")
+    done = subprocess.run(
+        [sys.executable, "-m", "moedash.cli", command[0], "--db", url, *command[1:]],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    out = (done.stdout + done.stderr).strip()
+    assert done.returncode == 1, out
+    assert "Traceback" not in out
+    line = next(x for x in out.splitlines() if f"PID {pid}" in x)
+    assert "PostgreSQL" in line

@@ -175,3 +175,12 @@ def store_frame(store: Store, frame: pd.DataFrame, tag: str = "t") -> list[int]:
         )
         ids.append(res.runs[0].run_id)
     return ids
+
+
+def seed_threshold_store(store: Store) -> list[int]:
+    """The regression shape (model_a, model_b, model_c on GB300) plus model_d on B300
+    switching at 700 tokens per rank, one run per model; returns the run ids."""
+    frame = pd.concat(
+        [regression_frame(), decode_frame({"model_d": 700}, hardware="B300")], ignore_index=True
+    )
+    return store_frame(store, frame, "thresholds")

@@ -17,7 +17,7 @@ from analysis.agreement import agreement_report
 from analysis.crossval import ledger, summary
 from analysis.derived import add_derived
 from analysis.serving_map import map_workloads
-from analysis.thresholds import derive_guide_thresholds, thresholds_from_check
+from analysis.thresholds import VERDICTS, derive_guide_thresholds, thresholds_from_check
 from analysis.tree import Thresholds
 from ingest.detect import parse_path
 from ingest.records import UploadMeta
@@ -45,7 +45,7 @@ def test_guide_thresholds_rederived(nvidia_frame: pd.DataFrame) -> None:
     check = derive_guide_thresholds(nvidia_frame)
     table = check.table
     assert len(table) == 5
-    assert set(table["verdict"]) <= {"agrees", "disagrees", "insufficient data"}
+    assert set(table["verdict"]) <= set(VERDICTS)
     for row in table.to_dict("records"):
         if row["status"] == "crossover":
             assert row["bracket_lo"] <= row["derived"] <= row["bracket_hi"]

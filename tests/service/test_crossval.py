@@ -124,7 +124,7 @@ def test_workloads_page_counts_and_pages(seeded: Store) -> None:
 def test_ledger_summary_and_outcomes_known_answers(seeded: Store) -> None:
     match_id, mismatch_id = h200_decode_ids(seeded)
     led = S.compute_ledger(seeded, S.workload_filters("deepseek_r1", "H200", None))
-    assert tuple(led.columns) == cc.LEDGER_COLUMNS and len(led) == 8
+    assert tuple(led.columns) == (*cc.LEDGER_COLUMNS, *cc.RULED_COLUMNS) and len(led) == 8
     by_id = led.set_index(cc.WORKLOAD_ID)
     assert by_id.loc[match_id, cc.STATUS] == cc.MATCH
     assert by_id.loc[mismatch_id, cc.DIFFERS] == "backend: CUTLASS->TRTLLM"
@@ -155,7 +155,7 @@ def test_ledger_summary_and_outcomes_known_answers(seeded: Store) -> None:
 def test_no_mappable_workload_reads_no_candidates(seeded: Store) -> None:
     # kimi_k2 on H200 has no workloads: an empty ledger, not an error
     led = S.compute_ledger(seeded, S.workload_filters("kimi_k2", "H200", None))
-    assert led.empty and tuple(led.columns) == cc.LEDGER_COLUMNS
+    assert led.empty and tuple(led.columns) == (*cc.LEDGER_COLUMNS, *cc.RULED_COLUMNS)
 
 
 def test_ledger_view_joins_outcomes_in_ledger_order(seeded: Store) -> None:

@@ -62,20 +62,38 @@ def _by_testid(component: Any, test_id: str) -> Any:
     return found[0]
 
 
-# (page controls: model, hardware, phase, status, tol, band) and the same as API params
+# (page controls: model, hardware, phase, status, tol, band, rule, noise, show) and the
+# same as API params ("show" has no API parameter: the API always lists every row)
+ALL_ROWS = [CF.SHOW_ALL]
 CASES: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
-    ((None, None, None, None, 2, 3), {}),
-    ((None, "H200", "decode", None, 2, 3), {"hardware": "H200", "phase": "decode"}),
+    ((None, None, None, None, 2, 3, None, None, ALL_ROWS), {}),
+    ((None, None, None, None, 2, 3, None, None, []), {}),
     (
-        ("deepseek_r1", "h200", None, "Mismatch", "2", "15"),
-        {"model": "deepseek_r1", "hardware": "h200", "status": "Mismatch", "band_pct": 15},
+        (None, "H200", "decode", None, 2, 3, "within_noise", 100, ALL_ROWS),
+        {"hardware": "H200", "phase": "decode", "rule": "within_noise", "noise_pct": 100},
     ),
     (
-        (None, "H200", "decode", None, 8, 3),
-        {"hardware": "H200", "phase": "decode", "token_tolerance": 8},
+        ("deepseek_r1", "h200", None, "Mismatch", "2", "15", "backend", None, ALL_ROWS),
+        {"model": "deepseek_r1", "hardware": "h200", "status": "Mismatch", "band_pct": 15,
+         "rule": "backend"},
+    ),  # fmt: skip
+    (
+        (None, "H200", "decode", None, 8, 3, "same_layout", "3", []),
+        {"hardware": "H200", "phase": "decode", "token_tolerance": 8, "rule": "same_layout"},
     ),
-    (("all", "all", "all", "all", "1024", "0"), {"token_tolerance": 1024, "band_pct": 0}),
+    (
+        ("all", "all", "all", "all", "1024", "0", "exact", "0", ALL_ROWS),
+        {"token_tolerance": 1024, "band_pct": 0, "noise_pct": 0},
+    ),
 ]
+
+
+def _page_order(rows: list[dict[str, Any]], show: bool) -> list[dict[str, Any]]:
+    """API rows as the page lists them: mappable first (stable), not mappable only
+    with the toggle on."""
+    rank = {s: i for i, s in enumerate(STATUSES)}
+    kept = [r for r in rows if show or r[cc.STATUS] != cc.NOT_MAPPABLE]
+    return sorted(kept, key=lambda r: rank[r[cc.STATUS]])
 
 
 @pytest.mark.parametrize(("controls", "params"), CASES, ids=lambda v: str(v))
@@ -83,20 +101,22 @@ def test_page_callback_and_api_agree(
     seeded: Store, client: TestClient, controls: tuple[Any, ...], params: dict[str, Any]
 ) -> None:
     data = DashData(seeded, version_ttl=0.0)
-    notes, summary, _figure, ledger, _search = P.update(data, *controls)
+    notes, summary, _rules, _guide, _figure, ledger, _sweeps, _search = P.update(data, *controls)
     assert notes is None  # every control value above is valid
+    show = bool(controls[-1])
 
     ledger_params = {k: v for k, v in params.items() if k != "band_pct"}
     api_ledger = client.get("/api/v1/crossval/ledger", params=ledger_params)
     assert api_ledger.status_code == 200, api_ledger.text
-    api_rows = api_ledger.json()["items"]
+    api_rows = _page_order(api_ledger.json()["items"], show)
     page_rows = _by_id(ledger, "cv-ledger-grid").rowData
     # Match / Mismatch / no data / not mappable per workload, in the same order
     assert [(r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in page_rows] == [
         (r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in api_rows
     ]
     for page_row, api_row in zip(page_rows, api_rows, strict=True):
-        for col in (cc.BEST_BACKEND, cc.DIFFERS, cc.DEPLOYED_RANK, cc.DEPLOYED_GAP_PCT):
+        for col in (cc.BEST_BACKEND, cc.DIFFERS, cc.DEPLOYED_RANK, cc.DEPLOYED_GAP_PCT,
+                    cc.REASON, cc.CAUSE, cc.SWEEP_COMMAND):  # fmt: skip
             assert page_row.get(col) == api_row[col], (col, api_row[cc.WORKLOAD_ID])
     # the count line says what the API's rows hold
     count_line = " ".join(
@@ -110,7 +130,11 @@ def test_page_callback_and_api_agree(
     summary_params = {k: v for k, v in params.items() if k not in ("phase", "status")}
     api_summary = client.get("/api/v1/crossval/summary", params=summary_params)
     assert api_summary.status_code == 200, api_summary.text
-    api_table = [{c: r[c] for c in SUMMARY_GRID_COLUMNS} for r in api_summary.json()["items"]]
+    items = api_summary.json()["items"]
+    items = sorted(items, key=lambda r: r[cc.N_COMPARED] == 0) if show else [
+        r for r in items if r[cc.N_COMPARED] > 0
+    ]
+    api_table = [{c: r[c] for c in SUMMARY_GRID_COLUMNS} for r in items]
     grid = _by_id(summary, "cv-summary-grid")
     assert [{c: r.get(c) for c in SUMMARY_GRID_COLUMNS} for r in grid.rowData] == api_table
 
@@ -118,9 +142,12 @@ def test_page_callback_and_api_agree(
 def test_known_answers_on_both_sides(seeded: Store, client: TestClient) -> None:
     """The parity above is not two empty answers: the H200 decode pair is there."""
     data = DashData(seeded, version_ttl=0.0)
-    _, summary, _, ledger, _ = P.update(data, None, "H200", "decode", None, 2, 3)
-    statuses = sorted(r[cc.STATUS] for r in _by_id(ledger, "cv-ledger-grid").rowData)
+    out = P.update(data, None, "H200", "decode", None, 2, 3, None, None, ALL_ROWS)
+    summary, ledger = out[1], out[5]
+    statuses = [r[cc.STATUS] for r in _by_id(ledger, "cv-ledger-grid").rowData]
     assert statuses == [cc.MATCH, cc.MISMATCH, cc.NOT_MAPPABLE, cc.NOT_MAPPABLE]
+    hidden = P.update(data, None, "H200", "decode", None, 2, 3)[5]
+    assert [r[cc.STATUS] for r in _by_id(hidden, "cv-ledger-grid").rowData] == statuses[:2]
     row = _by_id(summary, "cv-summary-grid").rowData[0]
     api = client.get("/api/v1/crossval/summary", params={"hardware": "H200"}).json()["items"]
     assert row[cc.S_MATCH] == api[0][cc.S_MATCH] == "1/2 (50%, prefill 0/0, decode 1/2)"
@@ -136,10 +163,10 @@ def test_token_tolerance_parity(store: Store, client: TestClient) -> None:
     data = DashData(store, version_ttl=0.0)
     seen = []
     for tol in (2, 8):
-        _, _, _, ledger, _ = P.update(data, None, "H200", "decode", None, tol, 3)
+        ledger = P.update(data, None, "H200", "decode", None, tol, 3, None, None, ALL_ROWS)[5]
         page = [(r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in _by_id(ledger, "cv-ledger-grid").rowData]
         params = {"hardware": "H200", "phase": "decode", "token_tolerance": tol}
-        items = client.get("/api/v1/crossval/ledger", params=params).json()["items"]
+        items = _page_order(client.get("/api/v1/crossval/ledger", params=params).json()["items"], True)
         assert page == [(r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in items]
         seen.append(sorted(status for _, status in page))
     assert seen[0] != seen[1]  # the tolerance changed the answer
@@ -161,6 +188,7 @@ def test_page_downloads_equal_the_api(store: Store, client: TestClient) -> None:
                 "tps_per_user_deployed": 100.0,
                 "tps_per_user_candidate": 90.0,
                 "tps_per_user_candidate_perfect_routing": 99.0,
+                "tps_per_user_deployed_perfect_routing": 100.0,
             }
         ]
     )
@@ -177,16 +205,32 @@ def test_page_downloads_equal_the_api(store: Store, client: TestClient) -> None:
             None,
             params.get("token_tolerance", 2),
             params.get("band_pct", 3),
+            show=CF.SHOW_ALL,
         )
         page = P.compute(data, f).summary
+        api = sorted(api, key=lambda r: r[cc.N_COMPARED] == 0)  # the page: compared first
         assert (
             pd.DataFrame(api)[list(cc.SUMMARY_COLUMNS)].astype(str).values.tolist()
             == page[list(cc.SUMMARY_COLUMNS)].astype(str).values.tolist()
         )
     api_csv = client.get("/api/v1/crossval/ledger", params={"phase": "decode", "format": "csv"})
     api_led = pd.read_csv(io.StringIO(api_csv.text))
-    page_csv = P.ledger_csv(data, CF.make_filters(phase="decode")[0])["content"]
+    page_csv = P.ledger_csv(data, CF.make_filters(phase="decode", show=CF.SHOW_ALL)[0])["content"]
     page_led = pd.read_csv(io.StringIO(page_csv))
-    assert page_led[list(cc.LEDGER_COLUMNS)].equals(api_led)
+    api_led = api_led.set_index(cc.WORKLOAD_ID).loc[page_led[cc.WORKLOAD_ID]].reset_index()
+    cols = [*cc.LEDGER_COLUMNS, *cc.RULED_COLUMNS]
+    assert page_led[cols].equals(api_led[cols])
     row = page_led.set_index(cc.WORKLOAD_ID).loc[mismatch_id]
     assert row[cc.OUTCOME] == cc.REGRESSION  # -10 %, perfect routing -1 % (within band)
+
+
+def test_sweeps_script_download_equals_the_api(seeded: Store, client: TestClient) -> None:
+    data = DashData(seeded, version_ttl=0.0)
+    for params in ({}, {"hardware": "H200"}, {"hardware": "GB200", "phase": "prefill"}):
+        f, _ = CF.make_filters(None, params.get("hardware"), params.get("phase"))
+        page = P.sweeps_sh(data, f)
+        api = client.get("/api/v1/crossval/sweeps", params={**params, "format": "sh"})
+        assert page["content"] == api.text and page["content"].startswith("#!/bin/sh")
+        assert f'filename="{page["filename"]}"' in api.headers["content-disposition"]
+        plan = client.get("/api/v1/crossval/sweeps", params=params).json()
+        assert plan["n_commands"] == page["content"].count("python3 -m bench_moe")

@@ -56,7 +56,15 @@ def test_request_defaults_and_normalisation() -> None:
         ),
         ({"model_overrides": {"top_k": 9}}, ["model_overrides", "top_k"]),
         ({"options": {"experts_per_node": [3]}}, ["options", "experts_per_node"]),
-        ({"gpus": ["H20", "L40S", "A800", "H800", "L20"], "mode": "heterogeneous"}, ["gpus"]),
+        (
+            {
+                "gpus": ["GB300", "B200", "B300", "H200"],
+                "mode": "heterogeneous",
+                "options": {"max_micro_batches": 8},
+            },
+            ["gpus"],
+        ),
+        ({"options": {"max_micro_batches": 2}}, ["options", "min_micro_batches"]),
     ],
 )
 def test_resolve_names_the_field(body: dict[str, object], loc: list[object]) -> None:
@@ -128,7 +136,7 @@ def test_fit_from_the_store_recovers_the_law(store: Store) -> None:
     ingest_linear(store)
     body = S.run_plan(PlanRequest(), S.store_loader(store))
     fit = body["expert_fits"][0]
-    assert (fit["source"], fit["n_points"]) == ("fit", 14)
+    assert (fit["source"], fit["n_points"]) == ("fit", 7)  # one EP size of the two
     assert fit["slope_ms"] == pytest.approx(K3) and fit["intercept_ms"] == pytest.approx(K4)
     assert body["best"]["expert_fit"] == "fit"
     # the request's own coefficients win over the store
@@ -166,7 +174,8 @@ def test_catalog_with_and_without_a_store(store: Store) -> None:
     bare = S.catalog(None)
     assert {m["name"] for m in bare["models"]} == set(MODELS)
     assert all(m["stored_sweeps"] == [] for m in bare["models"])
-    assert bare["limits"] == {"max_gpus": 10, "heterogeneous_max_gpus": HETERO_MAX_GPUS}
+    assert bare["limits"] == S.limits()
+    assert bare["limits"]["max_estimated_evaluations"] == S.MAX_ESTIMATED_EVALUATIONS
     assert bare["defaults"] == PlanRequest().model_dump(mode="json")
     ingest_linear(store)
     mixtral = next(m for m in S.catalog(store)["models"] if m["name"] == "mixtral_8x22b")

@@ -40,6 +40,11 @@ SECTIONS = (
     "na_sweep",
     "timeline",
     "notes",
+    "warnings",
+    "near_best",
+    "truncated",
+    "estimated_evaluations",
+    "evaluations",
 )
 
 
@@ -47,12 +52,15 @@ def controls(
     gpus: tuple[str, ...] = ("H20",),
     *,
     model: str = MIXTRAL,
-    seq: float = 2048,
+    seq: float = 650,
     slo: float = 150,
     mode: str = "homogeneous",
     nm: int = 4,
     xpn: int = 0,
     fq: str | None = None,
+    cap: int | None = None,
+    near: float = 2.0,
+    ff: bool = False,
     model_edits: dict[str, float] | None = None,
     grid_edits: dict[str, dict[str, float]] | None = None,
 ) -> tuple[Any, ...]:
@@ -63,7 +71,8 @@ def controls(
     rows = F.gpu_rows(gpus, {})
     for row in rows:
         row.update((grid_edits or {}).get(row["gpu"], {}))
-    return (model, seq, slo, list(gpus), mode, nm, xpn, fq, values, rows)
+    ff_value = ["1"] if ff else []
+    return (model, seq, slo, list(gpus), mode, nm, xpn, fq, cap, near, ff_value, values, rows)
 
 
 def page_plan(data: DashData, state: tuple[Any, ...]) -> tuple[Any, dict[str, Any] | None]:
@@ -114,6 +123,11 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("another model", controls(model="dbrx"), {"model": "dbrx"}),
     ("fit quant", controls(fq="BF16"), {"fit": {"quant": "BF16"}}),
     ("nothing fits", controls(slo=0.01), {"workload": {"slo_tbt_ms": 0.01}}),
+    (
+        "GPU cap, near band, forced fit",
+        controls(cap=24, near=5, ff=True),
+        {"options": {"max_gpus": 24, "near_best_pct": 5}, "fit": {"force": True}},
+    ),
 ]
 
 
@@ -153,11 +167,14 @@ def test_the_fit_is_really_from_the_store(store: Store, client: TestClient) -> N
 
 def test_refusals_agree(store: Store, client: TestClient) -> None:
     """A request both sides refuse: the same field and message."""
-    five = ("H20", "L40S", "A800", "H800", "L20")
-    body, page = page_plan(DashData(store), controls(five, mode="heterogeneous"))
+    four = ("GB300", "B200", "B300", "H200")
+    body, page = page_plan(DashData(store), controls(four, mode="heterogeneous", nm=8))
     assert page is None
-    resp = client.post("/api/v1/planner/plan", json={"gpus": list(five), "mode": "heterogeneous"})
+    resp = client.post(
+        "/api/v1/planner/plan",
+        json={"gpus": list(four), "mode": "heterogeneous", "options": {"max_micro_batches": 8}},
+    )
     assert resp.status_code == 422
     detail = resp.json()["detail"][0]
-    assert detail["loc"] == ["body", "gpus"]
+    assert detail["loc"] == ["body", "gpus"] and "plan evaluations" in detail["msg"]
     assert f"gpus: {detail['msg']}" in _text(_by_testid(body, "planner-error"))

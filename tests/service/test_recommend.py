@@ -104,7 +104,8 @@ def test_recommendation_has_tree_measured_and_runners_up(data: DashData) -> None
 def test_export_tree_and_measured(data: DashData) -> None:
     tree = export_config(data, _req(), "tree")
     assert "# produced by: moedash decision tree (published thresholds)" in tree.yaml
-    assert "# run ids: none" in tree.yaml and "# date: unknown" in tree.yaml
+    # nothing missing is written as a value (no "nan" / "unknown"): a comment says so
+    assert "# run ids: none" in tree.yaml and "# date: not recorded" in tree.yaml
     assert yaml.safe_load(tree.yaml)["moe_config"] == {"backend": "TRTLLM"}
     measured = export_config(data, _req(), "measured")
     assert "# run ids: 1" in measured.yaml and measured.env is None

@@ -1,0 +1,183 @@
+"""Upload throughput under concurrency: ``--uploaders`` clients (default 32) each send
+``--files`` distinct reports (default 20) one after another to one `moedash serve` on the
+embedded DuckDB (or ``--db`` PostgreSQL), all clients at once.
+
+Latency is per file, from the first byte sent to the answer, retries included (a 429 is
+retried after its ``Retry-After``; the count is reported). Afterwards the database is
+read back: *lost* = files answered 201 whose run is not stored, or never answered 2xx;
+*duplicated* = stored runs beyond the number of distinct files, or two files answered
+with the same run id. Reports are synthetic (ingest.demo, one per seed, so every file is
+distinct bytes and distinct measurements). Prints a table and writes
+bench/results/upload_concurrency.json.
+
+    .venv/bin/python bench/upload_concurrency.py [--uploaders 32] [--files 20]
+        [--num-tokens 64] [--db URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.upload_memory import served  # noqa: E402
+
+_GENERATE = """
+import sys
+from pathlib import Path
+from ingest.demo.report import generate_report
+from ingest.demo.jsontext import dump_report
+out, n, tokens = Path(sys.argv[1]), int(sys.argv[2]), [int(x) for x in sys.argv[3].split(",")]
+for i in range(n):
+    report = generate_report("kimi_k2", "GB300", "NVFP4", 8, tokens, seed=1000 + i)
+    (out / f"r{i:04d}.json").write_bytes(dump_report(report))
+"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by linear interpolation between order statistics."""
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def uploader(
+    base: str, token: str, files: list[Path], out: list[dict[str, Any]], start: threading.Event
+) -> None:
+    """Send ``files`` one by one (each read from disk first), recording each answer."""
+    with httpx.Client(base_url=base, timeout=120) as client:
+        start.wait()
+        for path in files:
+            body = path.read_bytes()
+            t0 = time.perf_counter()
+            retries = 0
+            while True:
+                resp = client.post(
+                    "/api/v1/runs",
+                    content=body,
+                    params={"trtllm_version": "v1.3.0rc26"},
+                    headers={
+                        "Authorization": f"Bearer {token}",
+                        "Content-Type": "application/json",
+                    },
+                )
+                if resp.status_code != 429:
+                    break
+                retries += 1
+                time.sleep(float(resp.headers.get("retry-after", "1")))
+            run_ids = [r["run_id"] for r in resp.json().get("runs", [])] if resp.is_success else []
+            out.append(
+                {
+                    "file": path.name,
+                    "status": resp.status_code,
+                    "seconds": time.perf_counter() - t0,
+                    "retries": retries,
+                    "run_ids": run_ids,
+                }
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--uploaders", type=int, default=32)
+    ap.add_argument("--files", type=int, default=20)
+    ap.add_argument("--num-tokens", default="64", help="comma-separated token counts per report")
+    ap.add_argument("--db", help="database URL (default: a fresh DuckDB file)")
+    ap.add_argument(
+        "--server-repo",
+        type=Path,
+        default=REPO,
+        help="serve from this source tree (e.g. an export of the previous commit)",
+    )
+    args = ap.parse_args()
+    from db.store import open_store
+
+    n = args.uploaders * args.files
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        subprocess.run(
+            [sys.executable, "-c", _GENERATE, str(tmp), str(n), args.num_tokens],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            check=True,
+        )
+        paths = sorted(tmp.glob("r*.json"))
+        mean_kb = statistics.mean(p.stat().st_size for p in paths) / 1e3
+        db = args.db or f"duckdb:///{tmp / 'conc.duckdb'}"
+        store = open_store(db)
+        token = store.tokens.create_token(f"bench-{time.time_ns()}", ["upload"])[1]
+        before = store.table_counts()["runs"]
+        store.close()
+        results: list[dict[str, Any]] = []
+        with served(db, {"MOEDASH_WARM_CACHE": "false"}, args.server_repo) as (base, _pid):
+            start = threading.Event()
+            threads = [
+                threading.Thread(
+                    target=uploader,
+                    args=(base, token, paths[i :: args.uploaders], results, start),
+                )
+                for i in range(args.uploaders)
+            ]
+            for t in threads:
+                t.start()
+            t0 = time.perf_counter()
+            start.set()
+            for t in threads:
+                t.join()
+            wall = time.perf_counter() - t0
+        store = open_store(db)
+        stored = store.table_counts()["runs"] - before
+        store.close()
+    ok = [r for r in results if r["status"] in (200, 201)]
+    ids = [i for r in ok for i in r["run_ids"]]
+    secs = [r["seconds"] for r in results]
+    row = {
+        "database": "postgresql" if db.startswith("postgres") else "duckdb",
+        "uploaders": args.uploaders,
+        "files": n,
+        "report_kb": round(mean_kb),
+        "wall_s": round(wall, 2),
+        "uploads_per_s": round(n / wall, 1),
+        "p50_s": round(percentile(secs, 50), 3),
+        "p95_s": round(percentile(secs, 95), 3),
+        "p99_s": round(percentile(secs, 99), 3),
+        "max_s": round(max(secs), 3),
+        "retries_429": sum(r["retries"] for r in results),
+        "non_2xx": sum(1 for r in results if r["status"] not in (200, 201)),
+        # not answered 2xx, or answered but not stored
+        "lost": max(n - len(ok), n - stored, 0),
+        "duplicated": max(0, stored - n) + (len(ids) - len(set(ids))),
+        "stored_runs": stored,
+    }
+    print(
+        f"{'db':10} {'clients':>7} {'files':>5} {'KB':>5} {'wall s':>7} {'up/s':>6} "
+        f"{'p50 s':>6} {'p95 s':>6} {'p99 s':>6} {'max s':>6} {'429s':>5} {'lost':>4} {'dup':>4}"
+    )
+    print(
+        f"{row['database']:10} {row['uploaders']:>7} {row['files']:>5} {row['report_kb']:>5} "
+        f"{row['wall_s']:>7} {row['uploads_per_s']:>6} {row['p50_s']:>6} {row['p95_s']:>6} "
+        f"{row['p99_s']:>6} {row['max_s']:>6} {row['retries_429']:>5} {row['lost']:>4} "
+        f"{row['duplicated']:>4}"
+    )
+    out = REPO / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    row["server_repo"] = str(args.server_repo)
+    (out / "upload_concurrency.json").write_text(json.dumps({"rows": [row]}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,366 @@
+"""Where the guide's tree is wrong, and by how much: every stored workload where the
+tree's pick differs from the measured best, with the regret of following the tree.
+
+URL: ``/agreement?model=&hardware=&quant=&phase=&dispatch=&thresholds=published|derived
+&show=disagree|all``. Rows: ``service.agreement_view.disagreements`` (the rows of
+``GET /api/v1/agreement?detail=true`` for the same filters). Each row links to its
+evidence: the Pareto view of its cell and workload, and the run of the measured best.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from urllib.parse import urlencode
+
+import dash
+import pandas as pd
+from dash import Input, Output, State, dcc, html
+
+from analysis import columns as C
+from analysis.identity import known_dispatch
+from analysis.tables import to_csv_text
+from dashboard import components as ui
+from service.agreement_view import (
+    REGRET_DEFINITION,
+    REGRET_PCT,
+    AgreementView,
+    disagreements,
+    slice_filename,
+)
+from service.errors import ServiceError
+from service.frames import DashData
+from service.scope import Scope
+
+PATH = "/agreement"
+EVIDENCE = "evidence"
+COLUMNS: tuple[str, ...] = (
+    C.MODEL,
+    C.HARDWARE,
+    C.QUANT,
+    C.WORLD_SIZE,
+    C.NUM_TOKENS,
+    C.DISPATCH,
+    C.ATTENTION_DP,
+    C.PHASE,
+    "tree_backend",
+    "tree_expected_comm",
+    "best_backend",
+    "best_comm",
+    "best_parallel_mode",
+    "best_score_ms",
+    "pick_score_ms",
+    REGRET_PCT,
+    "backend_agrees",
+    "comm_agrees",
+    "layout_agrees",
+    "in_guide_coverage",
+    "best_n_repeats",
+    "best_run_id",
+    EVIDENCE,
+)
+HEADERS = {
+    C.ATTENTION_DP: "attention DP",
+    "tree_backend": "tree backend",
+    "tree_expected_comm": "tree comm (forced or AUTO's pick)",
+    "best_backend": "measured best backend",
+    "best_comm": "measured best comm",
+    "best_parallel_mode": "measured best mode",
+    "best_score_ms": "measured best score (ms)",
+    "pick_score_ms": "tree's pick score (ms)",
+    REGRET_PCT: "regret (%)",
+    "backend_agrees": "backend agrees",
+    "comm_agrees": "comm agrees",
+    "layout_agrees": "best is pure EP",
+    "in_guide_coverage": "in the guide's coverage",
+    "best_n_repeats": "runs pooled (best)",
+    "best_run_id": "run (best)",
+    EVIDENCE: "evidence",
+}
+_FILTERS = ("model", "hardware", "quant", "phase", "dispatch", "thresholds", "show")
+DEFAULT_DISPATCH = "default"  # the dispatch control's "balanced where stored"
+
+
+def _text(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return None if pd.isna(value) else str(value)
+
+
+def evidence_links(row: dict[str, Any]) -> str:
+    """Markdown links (our own paths, every value URL-encoded) to the Pareto view of the
+    row's cell and workload and to the run of its measured best."""
+    attn = row.get(C.ATTENTION_DP)
+    params = {
+        "model": _text(row.get(C.MODEL)),
+        "hardware": _text(row.get(C.HARDWARE)),
+        "quant": _text(row.get(C.QUANT)),
+        "ws": _text(row.get(C.WORLD_SIZE)),
+        "phase": _text(row.get(C.PHASE)),
+        "attn": None if attn is None or pd.isna(attn) else ("D" if bool(attn) else "T"),
+        "dispatch": _text(row.get(C.DISPATCH)),
+    }
+    pareto = "/pareto?" + urlencode({k: v for k, v in params.items() if v is not None})
+    links = [f"[Pareto]({pareto})"]
+    run = row.get("best_run_id")
+    if run is not None and not pd.isna(run):
+        links.append(f"[run {int(run)}](/run?id={int(run)})")
+    return " · ".join(links)
+
+
+def scope_from(values: dict[str, Any]) -> Scope:
+    """Filter values ("all" or empty = unset) -> the Scope the API reads too."""
+
+    def get(key: str) -> str | None:
+        v = values.get(key)
+        return None if v in (None, "", "all") else str(v)
+
+    fields: dict[str, Any] = {k: get(k) for k in ("model", "hardware", "quant", "phase")}
+    dispatch = values.get("dispatch")
+    fields["dispatch"] = None if dispatch in (None, "", DEFAULT_DISPATCH) else str(dispatch)
+    return Scope(**fields)
+
+
+def _show(values: dict[str, Any]) -> Any:
+    return "all" if values.get("show") == "all" else "disagree"
+
+
+def _thresholds(values: dict[str, Any]) -> Any:
+    return "derived" if values.get("thresholds") == "derived" else "published"
+
+
+def view(data: DashData, values: dict[str, Any]) -> AgreementView:
+    return disagreements(data, scope_from(values), _thresholds(values), _show(values))
+
+
+def table_frame(ans: AgreementView) -> pd.DataFrame:
+    """The rows with the evidence column, in :data:`COLUMNS` (those present)."""
+    rows = ans.rows.copy()
+    rows[EVIDENCE] = [evidence_links(r) for r in rows.to_dict("records")]
+    return rows[[c for c in COLUMNS if c in rows]]
+
+
+def update(data: DashData, values: dict[str, Any]) -> tuple[Any, str]:
+    """Filters -> (grid or empty state, URL search)."""
+    search = ui.search_string(
+        {k: (None if values.get(k) in (None, "", "all") else values.get(k)) for k in _FILTERS}
+        | {
+            "dispatch": None
+            if values.get("dispatch") in (None, "", DEFAULT_DISPATCH)
+            else values.get("dispatch")
+        }
+        | {"show": None if _show(values) == "disagree" else "all"}
+        | {"thresholds": None if _thresholds(values) == "published" else "derived"}
+    )
+    try:
+        ans = view(data, values)
+    except ServiceError as err:
+        return ui.empty_state(f"{err.field}: {err.msg}", test_id="agreement-error"), search
+    if ans.n_workloads == 0:
+        return ui.empty_state(
+            "No stored workload matches these filters.",
+            ["set the filters to “all”", "upload a bench_moe sweep"],
+            test_id="agreement-empty",
+        ), search
+    median = ans.median_regret_pct
+    counts = (
+        f"The tree's pick differs from the measured best in {ans.n_disagree:,} of "
+        f"{ans.n_workloads:,} workloads ({100.0 * ans.n_disagree / ans.n_workloads:.1f} %); "
+        f"median regret {'—' if math.isnan(median) else f'{median:.1f} %'} over the "
+        f"{ans.n_pick_measured:,} whose pick was measured."
+    )
+    summary = html.P(
+        ui.with_synthetic_note(bool(ans.provenance.get("synthetic")), counts),
+        className="status",
+        **{"data-testid": "agreement-count"},
+    )
+    if ans.rows.empty:
+        return html.Div(
+            [summary, ui.empty_state("The tree agrees with every measured best here.")]
+        ), search
+    frame = table_frame(ans)
+    overrides: dict[str, dict[str, Any]] = {c: {"headerName": h} for c, h in HEADERS.items()}
+    overrides[EVIDENCE] = {
+        "headerName": HEADERS[EVIDENCE],
+        "cellRenderer": "markdown",
+        "sortable": False,
+        "filter": False,
+        "minWidth": 160,
+    }
+    overrides[REGRET_PCT] = {"headerName": HEADERS[REGRET_PCT], "headerTooltip": REGRET_DEFINITION}
+    grid = ui.grid(
+        "agreement-grid", frame, list(frame.columns), height="620px", col_overrides=overrides
+    )
+    return html.Div([summary, grid]), search
+
+
+def csv_download(data: DashData, values: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        ans = view(data, values)
+    except ServiceError:
+        return None
+    cols = [c for c in COLUMNS if c in ans.rows and c != EVIDENCE]
+    return {
+        "content": to_csv_text(ans.rows, cols),
+        "filename": slice_filename(scope_from(values), _thresholds(values), _show(values)),
+        "type": "text/csv",
+    }
+
+
+def dispatch_options(data: DashData) -> list[dict[str, Any]]:
+    """The routing control: the default (balanced where stored), every pattern, or one
+    stored label."""
+    frame = data.all_frame()
+    labels = known_dispatch(frame[C.DISPATCH]) if len(frame) else []
+    return [
+        {"label": "balanced where stored (default)", "value": DEFAULT_DISPATCH},
+        {"label": "all patterns (each workload on its own)", "value": "all"},
+        *ui.options(labels),
+    ]
+
+
+def _options(values: list[str]) -> list[dict[str, Any]]:
+    return [{"label": "all", "value": "all"}, *ui.options(values)]
+
+
+def _control(text: str, component: Any) -> html.Div:
+    return html.Div([html.Label(text), component], className="control")
+
+
+def layout(data: DashData, **query: Any) -> html.Div:
+    cov = data.coverage()
+    values = {k: ui.first(query, k) for k in _FILTERS}
+
+    def stored(col: str) -> list[str]:
+        return sorted({str(v) for v in cov[col].dropna().unique()}) if len(cov) else []
+
+    def pick(key: str, allowed: list[str]) -> str:
+        v = values.get(key)
+        return v if v in allowed else "all"
+
+    allowed = {
+        "model": stored(C.MODEL),
+        "hardware": stored(C.HARDWARE),
+        "quant": stored(C.QUANT),
+        "phase": ["decode", "prefill"],
+    }
+    # the body shows what the controls show: an unknown value falls back to "all"
+    values |= {key: pick(key, opts) for key, opts in allowed.items()}
+    body, _ = update(data, values)
+    radio = dict(inline=True)
+    return html.Div(
+        [
+            dcc.Location(id="agreement-url", refresh=False),
+            html.H2("Where the guide's tree disagrees with the measurements"),
+            html.P(
+                [
+                    "Every stored workload where the decision tree's pick (backend and comm) "
+                    "differs from the measured best. ",
+                    html.Strong("Regret"),
+                    f": {REGRET_DEFINITION}. Sort and filter in the column headers; each row "
+                    "links to its evidence.",
+                ],
+                className="lead",
+                **{"data-testid": "regret-definition"},
+            ),
+            html.Div(
+                [
+                    _control(
+                        "model",
+                        dcc.Dropdown(
+                            id="agreement-model",
+                            options=_options(allowed["model"]),
+                            value=values["model"],
+                            clearable=False,
+                        ),
+                    ),
+                    _control(
+                        "hardware",
+                        dcc.Dropdown(
+                            id="agreement-hardware",
+                            options=_options(allowed["hardware"]),
+                            value=values["hardware"],
+                            clearable=False,
+                        ),
+                    ),
+                    _control(
+                        "precision",
+                        dcc.Dropdown(
+                            id="agreement-quant",
+                            options=_options(allowed["quant"]),
+                            value=values["quant"],
+                            clearable=False,
+                        ),
+                    ),
+                    _control(
+                        "phase",
+                        dcc.RadioItems(
+                            id="agreement-phase",
+                            options=_options(allowed["phase"]),
+                            value=values["phase"],
+                            **radio,
+                        ),
+                    ),
+                    _control(
+                        "routing (dispatch pattern)",
+                        dcc.Dropdown(
+                            id="agreement-dispatch",
+                            options=dispatch_options(data),
+                            value=values.get("dispatch") or DEFAULT_DISPATCH,
+                            clearable=False,
+                        ),
+                    ),
+                    _control(
+                        "thresholds",
+                        dcc.RadioItems(
+                            id="agreement-thresholds",
+                            options=[
+                                {"label": "published", "value": "published"},
+                                {"label": "derived from the data", "value": "derived"},
+                            ],
+                            value=_thresholds(values),
+                            **radio,
+                        ),
+                    ),
+                    _control(
+                        "show",
+                        dcc.RadioItems(
+                            id="agreement-show",
+                            options=[
+                                {"label": "disagreements", "value": "disagree"},
+                                {"label": "all workloads", "value": "all"},
+                            ],
+                            value=_show(values),
+                            **radio,
+                        ),
+                    ),
+                    _control("\u00a0", ui.download_button("agreement-csv-btn", "Download CSV")),
+                ],
+                className="controls",
+            ),
+            ui.loading(html.Div(body, id="agreement-body"), "agreement-loading"),
+            dcc.Download(id="agreement-download"),
+        ]
+    )
+
+
+def register(app: dash.Dash, data: DashData) -> None:
+    ids = [f"agreement-{k}" for k in _FILTERS]
+
+    @app.callback(
+        Output("agreement-body", "children"),
+        Output("agreement-url", "search"),
+        *[Input(i, "value") for i in ids],
+        prevent_initial_call=True,
+    )  # layout() rendered the first table
+    def _update(*vals: Any) -> tuple[Any, str]:
+        return update(data, dict(zip(_FILTERS, vals, strict=True)))
+
+    @app.callback(
+        Output("agreement-download", "data"),
+        Input("agreement-csv-btn", "n_clicks"),
+        *[State(i, "value") for i in ids],
+        prevent_initial_call=True,
+    )
+    def _csv(n: int | None, *vals: Any) -> Any:
+        return csv_download(data, dict(zip(_FILTERS, vals, strict=True))) if n else dash.no_update
