@@ -10,6 +10,8 @@ axis values with each configuration's position among them. A question then costs
 and a few array passes (``analysis.crossovers.rank_one_on_index``) instead of
 re-grouping text columns. Read-only after construction (the lazy parts are
 deterministic, so two threads building one at the same time store equal values).
+The small encoders an answer uses live here too: readable series labels, text columns
+as categoricals from codes, dense ids of int keys.
 """
 
 from __future__ import annotations
@@ -147,3 +149,49 @@ def build_index(configs: pd.DataFrame, series_cols: Sequence[str]) -> ConfigInde
         source_codes=np.asarray(codes, dtype=np.int64),
         source_names=np.asarray(names, dtype=object),
     )
+
+
+def series_labels(frame: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
+    """Readable series names: the values of ``cols`` joined by " · " (world size as
+    "ws N", CUDA graph as decode/prefill, attention as "attention DP/TP")."""
+    parts: list[np.ndarray] = []
+    for col in cols:
+        s = frame[col]
+        if col == C.WORLD_SIZE:
+            parts.append("ws " + text_values(s))
+        elif col == C.CUDA_GRAPH:
+            on = s.astype("boolean")
+            word = np.where(on.fillna(False).to_numpy(dtype=bool), "decode", "prefill")
+            parts.append(np.where(on.isna().to_numpy(), "phase ?", word).astype(object))
+        elif col == C.ATTN:
+            family = pd.Series(text_values(s)).map({"D": "DP", "T": "TP"}).fillna("?")
+            parts.append("attention " + family.to_numpy(dtype=object))
+        else:
+            parts.append(text_values(s))
+    if not parts:
+        return np.full(len(frame), "all", dtype=object)
+    out = parts[0]
+    for part in parts[1:]:
+        out = out + " · " + part
+    return np.asarray(out, dtype=object)
+
+
+def labelled(codes: np.ndarray, labels: np.ndarray) -> pd.Categorical | np.ndarray:
+    """Text per row as a categorical over ``labels`` (no Python string per row); an
+    object array when two codes share a label (a categorical needs unique ones)."""
+    if len(set(labels.tolist())) == len(labels):
+        return pd.Categorical.from_codes(codes, categories=pd.Index(labels, dtype=object))
+    return labels[codes]
+
+
+def dense_ids(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(dense ids, sorted distinct keys) of non-negative int64 keys; a presence table
+    when the key range is small (no sort), else a sort."""
+    top = int(key.max()) + 1 if len(key) else 0
+    if top <= 4 * len(key) + 1024:
+        present = np.zeros(top, dtype=bool)
+        present[key] = True
+        uniq = np.flatnonzero(present)
+        return (np.cumsum(present) - 1)[key], uniq
+    uniq, inv = np.unique(key, return_inverse=True)
+    return inv.astype(np.int64), uniq

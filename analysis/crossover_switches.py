@@ -1,5 +1,5 @@
-"""Switch rows and per-series summaries of the crossover explorer (``analysis.crossovers``
-has the rules: margins, noise bands, verdicts)."""
+"""Segments, switch rows and per-series summaries of the crossover explorer
+(``analysis.crossovers`` has the rules: segments, margins, noise bands, verdicts)."""
 
 from __future__ import annotations
 
@@ -218,3 +218,62 @@ def _sequences(segments: pd.DataFrame, n_s: int) -> np.ndarray:
     for start, stop in zip(cuts, np.r_[cuts[1:], len(sid)], strict=True):
         out[sid[start]] = " → ".join(names[start:stop])
     return out
+
+
+def segments_and_pairs(
+    p_s: np.ndarray,
+    p_a: np.ndarray,
+    p_o: np.ndarray,
+    winners: np.ndarray,
+    keys: np.ndarray,
+    n_a: int,
+    n_o: int,
+    labels: np.ndarray,
+) -> tuple[pd.DataFrame, Pairs]:
+    """Run-length segments of the rank-1 option per series (axis positions in
+    ``_a_lo``/``_a_hi``) and the switches between neighbouring segments, with the
+    positions (in key order) of both options at both bracket ends (-1: not measured)."""
+    ws, wa, wo = p_s[winners], p_a[winners], p_o[winners]
+    change = np.r_[True, (ws[1:] != ws[:-1]) | (wo[1:] != wo[:-1])]
+    seg_start = np.flatnonzero(change)
+    seg_end = np.r_[seg_start[1:], len(winners)] - 1
+    seg_series = ws[seg_start]
+    first_of_series = np.r_[True, seg_series[1:] != seg_series[:-1]]
+    idx = np.arange(len(seg_start))
+    seg_no = idx - np.maximum.accumulate(np.where(first_of_series, idx, 0))
+    segments = pd.DataFrame(
+        {
+            "series": seg_series,
+            "segment": seg_no,
+            "option": labels[wo[seg_start]],
+            "_a_lo": wa[seg_start],
+            "_a_hi": wa[seg_end],
+            "n_points": seg_end - seg_start + 1,
+        }
+    )
+    j = np.flatnonzero(~first_of_series[1:]) if len(seg_start) > 1 else np.zeros(0, np.int64)
+    before, after = wo[seg_start[j]], wo[seg_start[j + 1]]
+    a_lo, a_hi = wa[seg_end[j]], wa[seg_start[j + 1]]
+    s = seg_series[j]
+
+    def find(a: np.ndarray, o: np.ndarray) -> np.ndarray:
+        want = (s * n_a + a) * n_o + o
+        at = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+        found: np.ndarray = np.where(keys[at] == want, at, -1)
+        return found
+
+    pairs = Pairs(
+        series=s,
+        switch=seg_no[j + 1],
+        before=labels[before],
+        after=labels[after],
+        lo=a_lo,
+        hi=a_hi,
+        n_before=seg_end[j] - seg_start[j] + 1,
+        n_after=seg_end[j + 1] - seg_start[j + 1] + 1,
+        before_lo=winners[seg_end[j]],
+        after_lo=find(a_lo, after),
+        before_hi=find(a_hi, before),
+        after_hi=winners[seg_start[j + 1]],
+    )
+    return segments, pairs

@@ -52,8 +52,13 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis.best import DEFAULT_NOISE_PCT
-from analysis.crossover_index import ConfigIndex, build_index, text_values
-from analysis.crossover_switches import Pairs, empty_switches, series_table, switches_table
+from analysis.crossover_index import ConfigIndex, build_index, dense_ids, labelled, series_labels
+from analysis.crossover_switches import (
+    empty_switches,
+    segments_and_pairs,
+    series_table,
+    switches_table,
+)
 from analysis.derived import ensure_derived
 from analysis.identity import N_REPEATS, SCORE_SPREAD, SPREAD_SOURCE, configuration_frame
 
@@ -134,31 +139,6 @@ def option_columns(option: str) -> tuple[str, ...]:
     return OPTION_DIMS[option]
 
 
-def series_labels(frame: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
-    """Readable series names: the values of ``cols`` joined by " · " (world size as
-    "ws N", CUDA graph as decode/prefill, attention as "attention DP/TP")."""
-    parts: list[np.ndarray] = []
-    for col in cols:
-        s = frame[col]
-        if col == C.WORLD_SIZE:
-            parts.append("ws " + text_values(s))
-        elif col == C.CUDA_GRAPH:
-            on = s.astype("boolean")
-            word = np.where(on.fillna(False).to_numpy(dtype=bool), "decode", "prefill")
-            parts.append(np.where(on.isna().to_numpy(), "phase ?", word).astype(object))
-        elif col == C.ATTN:
-            family = pd.Series(text_values(s)).map({"D": "DP", "T": "TP"}).fillna("?")
-            parts.append("attention " + family.to_numpy(dtype=object))
-        else:
-            parts.append(text_values(s))
-    if not parts:
-        return np.full(len(frame), "all", dtype=object)
-    out = parts[0]
-    for part in parts[1:]:
-        out = out + " · " + part
-    return np.asarray(out, dtype=object)
-
-
 def _empty(option: str, axis: str, scols: Sequence[str]) -> CrossoverMap:
     return CrossoverMap(
         option,
@@ -168,19 +148,6 @@ def _empty(option: str, axis: str, scols: Sequence[str]) -> CrossoverMap:
         pd.DataFrame(columns=list(SEGMENT_COLUMNS)),
         empty_switches(scols),
     )
-
-
-def _dense(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(dense ids, sorted distinct keys) of non-negative int64 keys; a presence table
-    when the key range is small (no sort), else a sort."""
-    top = int(key.max()) + 1 if len(key) else 0
-    if top <= 4 * len(key) + 1024:
-        present = np.zeros(top, dtype=bool)
-        present[key] = True
-        uniq = np.flatnonzero(present)
-        return (np.cumsum(present) - 1)[key], uniq
-    uniq, inv = np.unique(key, return_inverse=True)
-    return inv.astype(np.int64), uniq
 
 
 def rank_one_on_index(
@@ -217,7 +184,7 @@ def rank_one_on_index(
 
     # best configuration per (series, axis value, option): min score, then the smaller
     # spread (unknown last), then more repeats
-    inv, keys = _dense((sid * n_a + aid) * n_o + oid)
+    inv, keys = dense_ids((sid * n_a + aid) * n_o + oid)
     k = len(keys)
     best = np.full(k, np.inf)
     np.minimum.at(best, inv, score)
@@ -239,12 +206,12 @@ def rank_one_on_index(
     src = index.source[pos][chosen]
     cols = {
         SERIES: p_s[order],
-        SERIES_LABEL: _labels(p_s[order], s_label),
+        SERIES_LABEL: labelled(p_s[order], s_label),
         AXIS_VALUE: ax.values[p_a[order]],
-        OPTION: _labels(p_o[order], opts.labels),
+        OPTION: labelled(p_o[order], opts.labels),
         C.SCORE_MS: best[order],
         SCORE_SPREAD: spread[chosen][order],
-        SPREAD_SOURCE: _labels(index.source_codes[pos][chosen][order], index.source_names),
+        SPREAD_SOURCE: labelled(index.source_codes[pos][chosen][order], index.source_names),
         N_REPEATS: reps[chosen][order],
         N_CONFIGS: np.bincount(inv, minlength=k)[order],
         RANK: rank[order],
@@ -253,7 +220,7 @@ def rank_one_on_index(
     points = pd.DataFrame(cols)
     # rank-1 points in (series, axis) order, as positions in key order
     winners = order[start]
-    segments, pairs = _segments(p_s, p_a, p_o, winners, keys, n_a, n_o, opts.labels)
+    segments, pairs = segments_and_pairs(p_s, p_a, p_o, winners, keys, n_a, n_o, opts.labels)
     segments.insert(1, SERIES_LABEL, s_label[segments[SERIES].to_numpy()])
     segments.insert(5, "axis_lo", ax.values[segments.pop("_a_lo").to_numpy()])
     segments.insert(6, "axis_hi", ax.values[segments.pop("_a_hi").to_numpy()])
@@ -284,73 +251,6 @@ def _best_rows(
         first = np.r_[True, inv[tied][1:] != inv[tied][:-1]]
         chosen[inv[tied[first]]] = tied[first]
     return chosen
-
-
-def _labels(codes: np.ndarray, labels: np.ndarray) -> pd.Categorical | np.ndarray:
-    """Text per row as a categorical over ``labels`` (no Python string per row); an
-    object array when two codes share a label (a categorical needs unique ones)."""
-    if len(set(labels.tolist())) == len(labels):
-        return pd.Categorical.from_codes(codes, categories=pd.Index(labels, dtype=object))
-    return labels[codes]
-
-
-def _segments(
-    p_s: np.ndarray,
-    p_a: np.ndarray,
-    p_o: np.ndarray,
-    winners: np.ndarray,
-    keys: np.ndarray,
-    n_a: int,
-    n_o: int,
-    labels: np.ndarray,
-) -> tuple[pd.DataFrame, Pairs]:
-    """Run-length segments of the rank-1 option per series (axis positions in
-    ``_a_lo``/``_a_hi``) and the switches between neighbouring segments, with the
-    positions (in key order) of both options at both bracket ends (-1: not measured)."""
-    ws, wa, wo = p_s[winners], p_a[winners], p_o[winners]
-    change = np.r_[True, (ws[1:] != ws[:-1]) | (wo[1:] != wo[:-1])]
-    seg_start = np.flatnonzero(change)
-    seg_end = np.r_[seg_start[1:], len(winners)] - 1
-    seg_series = ws[seg_start]
-    first_of_series = np.r_[True, seg_series[1:] != seg_series[:-1]]
-    idx = np.arange(len(seg_start))
-    seg_no = idx - np.maximum.accumulate(np.where(first_of_series, idx, 0))
-    segments = pd.DataFrame(
-        {
-            SERIES: seg_series,
-            "segment": seg_no,
-            OPTION: labels[wo[seg_start]],
-            "_a_lo": wa[seg_start],
-            "_a_hi": wa[seg_end],
-            "n_points": seg_end - seg_start + 1,
-        }
-    )
-    j = np.flatnonzero(~first_of_series[1:]) if len(seg_start) > 1 else np.zeros(0, np.int64)
-    before, after = wo[seg_start[j]], wo[seg_start[j + 1]]
-    a_lo, a_hi = wa[seg_end[j]], wa[seg_start[j + 1]]
-    s = seg_series[j]
-
-    def find(a: np.ndarray, o: np.ndarray) -> np.ndarray:
-        want = (s * n_a + a) * n_o + o
-        at = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
-        found: np.ndarray = np.where(keys[at] == want, at, -1)
-        return found
-
-    pairs = Pairs(
-        series=s,
-        switch=seg_no[j + 1],
-        before=labels[before],
-        after=labels[after],
-        lo=a_lo,
-        hi=a_hi,
-        n_before=seg_end[j] - seg_start[j] + 1,
-        n_after=seg_end[j + 1] - seg_start[j + 1] + 1,
-        before_lo=winners[seg_end[j]],
-        after_lo=find(a_lo, after),
-        before_hi=find(a_hi, before),
-        after_hi=winners[seg_start[j + 1]],
-    )
-    return segments, pairs
 
 
 def rank_one_segments(

@@ -155,7 +155,10 @@ class _Shapes:
         for depth, col in enumerate(_SHAPE_KEY):
             keys = [k for k in keys if k[depth] == key[depth]]
             if not keys:
-                return f"no successful candidates with {col}={key[depth]} (after matching earlier keys)"
+                return (
+                    f"no successful candidates with {col}={key[depth]} "
+                    "(after matching earlier keys)"
+                )
         return "no successful candidates"
 
 

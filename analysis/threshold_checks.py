@@ -4,9 +4,10 @@ X is always the tree's pick *above* the threshold (the option it switches to), s
 check reads "rank 1 is X above t, not X up to t".
 
 A *workload* is one (model, hardware, quant, world_size, num_tokens, dispatch,
-attention_dp, cuda_graph) over rankable rows (``derived.rankable_mask``); repeat runs of
-one workload are pooled. Its *rank 1* is its fastest row (lowest score_ms; equal scores
-resolve like ``best.top_by_workload``). A workload votes "X" when its rank 1 is X
+attention_dp, cuda_graph) over rankable rows (``derived.rankable_mask``); repeat runs are
+pooled per configuration before (``analysis.thresholds`` passes a configuration
+frame). Its *rank 1* is its fastest row (lowest score_ms; equal scores resolve like
+``best.top_by_workload``). A workload votes "X" when its rank 1 is X
 (e.g. a fused MEGAMOE backend), "not X" otherwise, and does not vote (``tie``) when the
 fastest X row and the fastest other row have exactly the same score. Only the rank-1
 row is needed, so top-3-only data (NVIDIA's published sweeps) vote on every workload,

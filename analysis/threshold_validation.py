@@ -62,6 +62,7 @@ from analysis.threshold_fit import (
     fit_counts,
     predict_x,
 )
+from analysis.tree_text import number
 
 AGREES = "agrees"
 CONSERVATIVE = "published is conservative"
@@ -70,18 +71,21 @@ CONTRADICTS = "contradicts"
 NOT_ENOUGH = "not enough data"
 VERDICTS: tuple[str, ...] = (AGREES, CONSERVATIVE, AGGRESSIVE, CONTRADICTS, NOT_ENOUGH)
 VERDICT_RULE = (
-    "Each workload votes with its rank-1 (fastest) candidate: X or not X. One threshold is "
-    "fitted along the axis (fewest misclassified votes); its 95 % interval is a bootstrap "
-    "percentile interval over workloads ({resamples} resamples, fixed seed) of the "
-    "bracket the threshold lies in. Verdict for the published value p: not enough data "
-    "(fewer than {min_points} votes, one axis value, or no switch located); contradicts "
-    "(rank 1 switches the other way round); published is aggressive (p below the "
-    "interval: the tree switches earlier than the data allow); published is conservative "
-    "(p at or above the interval's upper end: it switches later); p inside the interval "
-    "but outside the measured range: not enough data; agrees only when p lies inside the "
-    "interval and, where the slice holds several models, a strict majority of the models' "
-    "own verdicts agree (otherwise the verdict most models share, or not enough data "
-    "when they split)."
+    "Each workload votes with its rank-1 (fastest) candidate: X (the tree's pick above the "
+    "threshold) or not X. One threshold is fitted along the axis (fewest misclassified "
+    "votes); its 95 % interval is a bootstrap percentile interval over workloads "
+    "({resamples} resamples, fixed seed) of the bracket the threshold lies in. Leave one "
+    "model out: fit on the other models, score the held-out model's votes. Verdict for the "
+    "published value p: not enough data (fewer than {min_points} votes, one axis value, or "
+    "no switch located); contradicts (rank 1 switches the other way round); published is "
+    "aggressive (p below the interval: the tree switches earlier than the data allow); "
+    "published is conservative (p at or above the interval's upper end: it switches "
+    "later); p inside the interval but outside the measured range: not enough data; p "
+    "inside the interval but the value fitted without each held-out model predicts every "
+    "held-out model at least as well and more votes in total: aggressive or conservative "
+    "by its side; agrees only when p lies inside the interval and, where the slice holds "
+    "several models, a strict majority of the models' own verdicts agree (otherwise the "
+    "verdict most models share, or not enough data when they split)."
 )
 
 
@@ -89,8 +93,8 @@ def interval_text(lo: float, hi: float) -> str:
     """``[lo, hi)`` with open ends as ``(-∞`` / ``∞)``; "" when either end is NaN."""
     if np.isnan(lo) or np.isnan(hi):
         return ""
-    left = f"[{lo:.4g}" if np.isfinite(lo) else "(-∞"
-    right = f"{hi:.4g})" if np.isfinite(hi) else "∞)"
+    left = f"[{number(lo)}" if np.isfinite(lo) else "(-∞"
+    right = f"{number(hi)})" if np.isfinite(hi) else "∞)"
     return f"{left}, {right}"
 
 
@@ -127,16 +131,16 @@ def verdict(
         return NOT_ENOUGH, "the data do not locate a switch"
     span = f"interval {interval_text(lo, hi)}"
     if published < lo:
-        return AGGRESSIVE, f"published {published:.4g} is below the {span}"
+        return AGGRESSIVE, f"published {number(published)} is below the {span}"
     if published >= hi:
-        return CONSERVATIVE, f"published {published:.4g} is at or above the {span}"
+        return CONSERVATIVE, f"published {number(published)} is at or above the {span}"
     if not axis_range[0] <= published <= axis_range[1]:
         return NOT_ENOUGH, "the sweeps do not reach the published value"
     if loo_better is not None and np.isfinite(loo_better):
         why = (
             f"inside the {span}, but fitted without each held-out unit the threshold "
-            f"({loo_better:.4g}) predicts every held-out unit at least as well as "
-            f"{published:.4g}, and more votes in total"
+            f"({number(loo_better)}) predicts every held-out unit at least as well as "
+            f"{number(published)}, and more votes in total"
         )
         return (AGGRESSIVE if loo_better > published else CONSERVATIVE), why
     judged = [v for v in model_verdicts if v != NOT_ENOUGH]
@@ -145,7 +149,7 @@ def verdict(
         n_agree = judged.count(AGREES)
         why = f"inside the pooled {span}, but only {n_agree} of {len(judged)} models agree"
         return (common, why) if 2 * count > len(judged) else (NOT_ENOUGH, why)
-    return AGREES, f"published {published:.4g} is inside the {span}"
+    return AGREES, f"published {number(published)} is inside the {span}"
 
 
 def assess(

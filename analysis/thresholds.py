@@ -23,6 +23,7 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis.derived import ensure_derived
+from analysis.identity import Repeats, configuration_frame
 from analysis.threshold_checks import (
     GUIDE_THRESHOLDS,
     TIE,
@@ -132,6 +133,7 @@ def derive_guide_thresholds(
     alpha: float = DEFAULT_ALPHA,
     by: Sequence[str] = (),
     specs: Sequence[GuideThreshold] = GUIDE_THRESHOLDS,
+    repeats: Repeats = "median",
 ) -> GuideCheck:
     """Re-derive each threshold of ``specs`` from ``df`` (any candidate frame; derived
     columns are added when missing, non-rankable rows ignored).
@@ -147,7 +149,10 @@ def derive_guide_thresholds(
     model_verdicts, loo_unit, loo_n, loo_accuracy_derived, loo_accuracy_published,
     loo_n_worse, loo_helps, verdict, verdict_reason. ``decode_threshold`` bounds the
     ``small_world_size`` check's workloads (activated_tokens_per_rank <= it). ``by``:
-    breakdown columns out of :data:`BREAKDOWNS` for ``groups``. Deterministic."""
+    breakdown columns out of :data:`BREAKDOWNS` for ``groups``. Repeat runs of one
+    configuration are first pooled by ``analysis.identity.configuration_frame``
+    (``repeats``: median score, or the latest run), as the tree-agreement check does, so
+    rank 1 is the fastest configuration, not the luckiest repeat. Deterministic."""
     unknown = [b for b in by if b not in BREAKDOWNS]
     if unknown:
         raise ValueError(f"unknown breakdown {unknown}; use {list(BREAKDOWNS)}")
@@ -158,7 +163,7 @@ def derive_guide_thresholds(
         "seed": seed,
         "alpha": alpha,
     }
-    d = ensure_derived(df)
+    d = configuration_frame(ensure_derived(df), repeats)
     workloads, rows, gid = workload_table(d)
     table, groups, evidence, loo = [], [], [], []
     for spec in specs:

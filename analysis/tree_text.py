@@ -40,14 +40,14 @@ class Node:
 
 
 def number(value: float | None) -> str:
-    """A threshold as the tree shows it: integers plainly, else 4 significant digits;
-    open ends as ∞."""
+    """A threshold as the tree shows it: integers plainly, values of 1000 and more
+    rounded to an integer, else 4 significant digits; open ends as ∞, missing as —."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     if math.isinf(value):
         return "∞" if value > 0 else "-∞"
-    if float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
+    if (float(value).is_integer() or abs(value) >= 1000) and abs(value) < 1e15:
+        return str(round(value))
     return f"{value:.4g}"
 
 

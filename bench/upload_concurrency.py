@@ -103,9 +103,16 @@ def main() -> None:
         default=REPO,
         help="serve from this source tree (e.g. an export of the previous commit)",
     )
+    ap.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        help="extra server setting NAME=VALUE (e.g. MOEDASH_PARSE_BUDGET_BYTES=1048576)",
+    )
     args = ap.parse_args()
     from db.store import open_store
 
+    server_env = {"MOEDASH_WARM_CACHE": "false", **dict(e.split("=", 1) for e in args.env)}
     n = args.uploaders * args.files
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -123,7 +130,7 @@ def main() -> None:
         before = store.table_counts()["runs"]
         store.close()
         results: list[dict[str, Any]] = []
-        with served(db, {"MOEDASH_WARM_CACHE": "false"}, args.server_repo) as (base, _pid):
+        with served(db, server_env, args.server_repo) as (base, _pid):
             start = threading.Event()
             threads = [
                 threading.Thread(
@@ -176,6 +183,7 @@ def main() -> None:
     out = REPO / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     row["server_repo"] = str(args.server_repo)
+    row["server_env"] = server_env
     (out / "upload_concurrency.json").write_text(json.dumps({"rows": [row]}, indent=2))
 
 

@@ -294,9 +294,7 @@ def fit_points_figure(fit: Mapping[str, Any] | None) -> go.Figure:
         return message_figure("No stored sweep points for this GPU: Te is the roofline.")
     used = bool(fit.get("used"))
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3])
-    fig.add_trace(
-        go.Scatter(x=pts["be"], y=pts["t_ms"], mode="markers", name="sweep points"), 1, 1
-    )
+    fig.add_trace(go.Scatter(x=pts["be"], y=pts["t_ms"], mode="markers", name="sweep points"), 1, 1)
     xs = np.linspace(float(pts["be"].min()), float(pts["be"].max()), 50)
     slope, icpt = fit.get("candidate_slope_ms"), fit.get("candidate_intercept_ms")
     if slope is not None and icpt is not None:

@@ -45,11 +45,11 @@ def slowdown_figure(table: pd.DataFrame, balanced: str, skewed: str) -> go.Figur
     )
     fig.update_layout(
         title={
-            "text": f"slowdown under {skewed} vs {balanced}, per configuration",
+            "text": f"slowdown under {skewed}, per configuration",
             "font": {"size": 14},
         },
         showlegend=False,
     )
-    fig.update_xaxes(title_text=f"slowdown: {skewed} / {balanced} score − 1 (%)", zeroline=True)
+    fig.update_xaxes(title_text=f"{skewed} / {balanced} score − 1 (%)", zeroline=True)
     fig.update_yaxes(autorange="reversed", title_text="configuration (balanced rank order)")
     return _layout(fig, 160 + 34 * len(paired))

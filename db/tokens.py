@@ -188,15 +188,16 @@ class TokenRepository:
             last = self._used.get(token_id)
             if last is not None and now_mono - last < min_interval_s:
                 return False
-            self._used[token_id] = now_mono
         now = dt.datetime.now(dt.UTC)
         t = schema.api_tokens
         stale = sa.or_(
             t.c.last_used_at.is_(None),
             t.c.last_used_at < now - dt.timedelta(seconds=min_interval_s),
         )
-        with self._db.write("record_token_use") as conn:
+        with self._db.write("record_use") as conn:
             result = conn.execute(
                 t.update().where(t.c.token_id == token_id, stale).values(last_used_at=now)
             )
+        with self._used_lock:  # only after the write held: a failed one is tried again
+            self._used[token_id] = now_mono
         return bool(result.rowcount)

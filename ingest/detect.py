@@ -44,7 +44,7 @@ def parse_upload(raw: bytes, meta: UploadMeta, filename: str | None = None) -> l
     """
     name = filename or meta.filename
     head = raw[:4096]
-    if not raw.strip():
+    if not raw or raw.isspace():  # isspace, not strip(): strip would copy a big body
         raise InputError("", f"empty upload; expected {_SUPPORTED}", 400)
     for magic, what in _MAGIC:
         if head.startswith(magic):

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.derived import as_float
+from analysis.identity import Repeats
 from service.agreement import agreement_table
 from service.frames import DashData
 from service.point_export import file_part
@@ -61,11 +62,13 @@ def disagreements(
     scope: Scope,
     thresholds: ThresholdSource = "published",
     show: Show = "disagree",
+    repeats: Repeats = "median",
 ) -> AgreementView:
     """The scope's workloads where the tree disagrees with the measured best
     (``show="all"``: every workload), with counts and the median regret (%) over the
-    disagreements whose pick was measured (NaN when none)."""
-    ans = agreement_table(data, scope, detail=True, thresholds=thresholds)
+    disagreements whose pick was measured (NaN when none). Raises the service's
+    InvalidQuery for an unknown routing label (``scope.dispatch``)."""
+    ans = agreement_table(data, scope, detail=True, thresholds=thresholds, repeats=repeats)
     items = with_regret_pct(ans.items)
     if items.empty or "agrees" not in items:
         return AgreementView(items, 0, 0, 0, float("nan"), show, ans.provenance)
@@ -88,9 +91,9 @@ def disagreements(
     )
 
 
-def slice_filename(scope: Scope, thresholds: str, show: Show) -> str:
+def slice_filename(scope: Scope, thresholds: str, show: Show, repeats: str = "median") -> str:
     """``agreement_<disagreements|all>_<model>_<hardware>_<quant>_<phase>_<dispatch>
-    _<thresholds>.csv``, "all" for an unset filter."""
+    _<thresholds>-thresholds[_latest-run].csv``, "all-..." for an unset filter."""
     parts = (
         "agreement",
         "disagreements" if show == "disagree" else "all",
@@ -100,5 +103,6 @@ def slice_filename(scope: Scope, thresholds: str, show: Show) -> str:
         scope.phase or "all-phases",
         getattr(scope, "dispatch", None) or "default-routing",
         f"{thresholds}-thresholds",
+        *(("latest-run",) if repeats == "latest" else ()),
     )
     return "_".join(file_part(p) for p in parts) + ".csv"

@@ -299,7 +299,9 @@ def rules_side_by_side(exact: pd.DataFrame, noise: float = DEFAULT_NOISE_PCT) ->
     out: pd.DataFrame | None = None
     for rule in RULES:
         led = exact[[C.MODEL, C.HARDWARE, cc.PHASE, cc.WORKLOAD_ID, cc.STATUS]].copy()
-        led.loc[compared, cc.STATUS] = flags[rule][compared].map({True: cc.MATCH, False: cc.MISMATCH})
+        led.loc[compared, cc.STATUS] = flags[rule][compared].map(
+            {True: cc.MATCH, False: cc.MISMATCH}
+        )
         s = summary_of(led, ())[[cc.S_MODEL, cc.S_HARDWARE, cc.S_MATCH, cc.N_COMPARED]]
         s = s[s[cc.N_COMPARED] > 0].drop(columns=[cc.N_COMPARED]).rename(columns={cc.S_MATCH: rule})
         out = s if out is None else out.merge(s, on=[cc.S_MODEL, cc.S_HARDWARE], how="outer")
@@ -350,10 +352,23 @@ def crossval_view(
     view = mappable_first(ledger_view(led, outcomes, phase, status))
     if not show_empty:
         view = view[view[cc.STATUS] != cc.NOT_MAPPABLE].reset_index(drop=True)
-    exact = led if rule == "exact" else cached_ledger(data, model, hardware, tol, "exact", noise)
     table = visible_summary(summary_table(data.store, led, band), show_empty)
-    guide = compare(exact, rule, noise)
-    return CrossvalView(led, view, table, rules_side_by_side(exact, noise), guide)
+    rules, guide = _cached_tables(data, model, hardware, tol, rule, noise)
+    return CrossvalView(led, view, table, rules, guide)
+
+
+def _cached_tables(
+    data: DashData, model: str | None, hardware: str | None, tol: float, rule: str, noise: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rules side by side, the guide's table beside ours), cached like the ledger (they
+    depend on no outcome)."""
+
+    def load() -> tuple[pd.DataFrame, pd.DataFrame]:
+        exact = cached_ledger(data, model, hardware, tol, "exact", noise)
+        return rules_side_by_side(exact, noise), compare(exact, rule, noise)
+
+    version = (data.version(), import_key(data))
+    return data.cached(("crossval-tables", model, hardware, tol, rule, noise, version), load)
 
 
 def mappable_first(view: pd.DataFrame) -> pd.DataFrame:

@@ -19,7 +19,6 @@ import yaml
 from analysis.serving_map import map_workloads
 from db.crossval_records import ServingImportResult
 from db.store import Store
-from service.crossval import full_ledger
 from ingest.serving_configs import (
     ImportResult,
     import_directory,
@@ -27,6 +26,7 @@ from ingest.serving_configs import (
     points_frame,
     recipe_configs,
 )
+from service.crossval import full_ledger
 
 NO_MASTER = (
     "no NVIDIA master among the files: send inferencex/configs/nvidia-master.yaml "
@@ -57,10 +57,10 @@ class ServingFilesError(ValueError):
 
 def import_serving_directory(store: Store, data_dir: Path, source: str | None) -> ServingImport:
     """Parse the masters and recipes under ``data_dir`` (laid out like ``shared/data``),
-    map them to workloads and store them (idempotent, see ``Store.import_serving``), then
-compute and store the ledger of every workload (``service.crossval.full_ledger``).
+        map them to workloads and store them (idempotent, see ``Store.import_serving``), then
+    compute and store the ledger of every workload (``service.crossval.full_ledger``).
 
-    Raises ``ValueError`` (or ``yaml.YAMLError``) for a master that cannot be parsed.
+        Raises ``ValueError`` (or ``yaml.YAMLError``) for a master that cannot be parsed.
     """
     parsed = import_directory(data_dir)
     points = points_frame(parsed)

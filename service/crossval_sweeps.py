@@ -14,6 +14,8 @@ import pandas as pd
 
 from analysis import crossval_columns as cc
 from analysis.crossval_sweeps import coverage, script_name, sweep_plan, sweep_script
+from service.crossval import cached_ledger, import_key
+from service.frames import DashData
 
 
 @dataclass(frozen=True)
@@ -37,3 +39,16 @@ def sweep_report(
     name = script_name(model, hardware, phase)
     label = name.removeprefix("crossval-sweeps-").removesuffix(".sh")
     return SweepReport(plan, coverage(lg), sweep_script(plan, label), name)
+
+
+def cached_sweep_report(
+    data: DashData, model: str | None, hardware: str | None, phase: str | None, tol: float
+) -> SweepReport:
+    """:func:`sweep_report` of the page's cached exact-rule ledger (the "no data" rows do
+    not depend on the rule), cached per store version and serving-config import."""
+
+    def load() -> SweepReport:
+        return sweep_report(cached_ledger(data, model, hardware, tol), model, hardware, phase)
+
+    key = ("crossval-sweeps", model, hardware, phase, tol, data.version(), import_key(data))
+    return data.cached(key, load)

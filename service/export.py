@@ -6,8 +6,8 @@ nearest workload (provenance: its runs and TensorRT-LLM versions; the comm is th
 measured one, forced whenever the guide's AUTO flow would pick another -- see
 ``analysis.measured.measured_comm``). Both come from
 :func:`service.recommend.recommendation`, so ``/api/v1/export`` and the Recommend page
-give the same text for the same deployment. No date goes into the text: the same
-question gives the same bytes.
+give the same text for the same deployment. No clock time goes into the text (the date
+is the measured run's): the same question on the same data gives the same bytes.
 
 Every export is checked against the guide's capability matrix
 (``analysis.export.export_check``): a backend TensorRT-LLM does not have, or a comm
@@ -103,12 +103,17 @@ def export_config(
             "no_data",
         )
     routing = answer.routing.label if answer.routing is not None else "not recorded"
+    runs = (
+        "1 run"
+        if pick.n_repeats == 1
+        else f"{'median' if req.repeats == 'median' else 'latest'} of {pick.n_repeats} runs"
+    )
     prov = Provenance(
         run_ids=pick.run_ids,
         trtllm_version=", ".join(pick.trtllm_versions) or None,
+        date=present_text(pick.candidate.get(C.RUN_DATE)),
         produced_by=(
-            f"moedash measured best (nearest stored workload; routing {routing}; "
-            f"{req.repeats} of {pick.n_repeats} repeat run(s))"
+            f"moedash measured best (nearest stored workload; routing {routing}; {runs})"
         ),
     )
     out = ExportAnswer(pick.recommendation, prov, export_check(pick.recommendation), answer)

@@ -45,6 +45,7 @@ from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
 from analysis.tables import to_json_records
 from db.store import Store
 from service.frames import DashData
+from service.planner_deploy import deployment
 from service.planner_near import near_best
 from service.planner_request import (
     HETERO_MAX_GPUS,
@@ -56,6 +57,7 @@ from service.planner_request import (
     Resolved,
     resolve,
 )
+from service.planner_sensitivity import sensitivity
 
 # The paper's three pipeline constraints, as the UI and the export label them.
 CONSTRAINT_LABELS: dict[str, str] = {
@@ -323,6 +325,18 @@ def run_plan(
         "limits": limits(),
         "elapsed_ms": (time.perf_counter() - started) * 1e3,
     }
+    payload["deployment"] = deployment(payload)
+    payload["sensitivity"] = (
+        sensitivity(
+            res,
+            payload["best"],
+            efits,
+            lambda r, f, b: search(req, r, f, b),
+            lambda: Budget(MAX_EVALUATIONS, time.monotonic() + WALL_BUDGET_S, cancelled),
+        )
+        if req.sensitivity
+        else []
+    )
     return finite(payload)  # type: ignore[no-any-return]
 
 
@@ -347,10 +361,12 @@ def _warnings(result: PlanResult, fit_records: Sequence[Mapping[str, Any]]) -> l
     best = result.best
     if best is not None and not best.constraints_met:
         out.append("no plan meets all three pipeline constraints; the best is flagged")
+    if best is None:
+        return out
     for r in fit_records:
         lo, hi = r.get("fitted_be_min"), r.get("fitted_be_max")
-        mine = best is not None and r["gpu"] == best.expert_gpu and r.get("source") == "fit"
-        if mine and lo is not None and hi is not None and not lo <= best.be <= hi:  # type: ignore[union-attr]
+        mine = r["gpu"] == best.expert_gpu and r.get("source") == "fit"
+        if mine and lo is not None and hi is not None and not lo <= best.be <= hi:
             out.append(
                 f"Te on {r['gpu']} is extrapolated: the plan's {best.be:.0f} tokens per "
                 f"expert lie outside the fitted {lo:.0f}-{hi:.0f}"

@@ -37,6 +37,7 @@ from analysis.planner.plans import PAPER_SEQ_LEN, PAPER_SLO_TBT_MS
 MAX_ESTIMATED_EVALUATIONS = 40_000
 MAX_EVALUATIONS = 80_000
 WALL_BUDGET_S = 6.0
+SENSITIVITY_RUNS = 7  # the base plan + 2 prices x 2 GPU types + 2 sequence lengths
 HETERO_MAX_GPUS = 4  # kept in the catalogue limits for clients; the estimate decides
 MAX_GPUS = 10
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.+\-]{0,63}$"
@@ -214,6 +215,9 @@ class PlanRequest(BaseModel):
     attention_fits: list[AttentionFitIn] = Field(default_factory=list, max_length=100)
     top: int = Field(20, ge=1, le=1000, description="alternatives returned")
     timeline_layers: int = Field(1, ge=1, le=8)
+    sensitivity: bool = Field(
+        False, description="also re-plan at ±20 % GPU prices and sequence length"
+    )
 
     @field_validator("gpus")
     @classmethod
@@ -341,6 +345,13 @@ def resolve(req: PlanRequest) -> Resolved:
             "experts-per-node choices x micro-batch counts x 8 na starts): list fewer gpus, "
             "fewer options.tp_choices, a smaller options.max_micro_batches or pin "
             "options.experts_per_node",
+        )
+    if req.sensitivity and estimate * SENSITIVITY_RUNS > MAX_ESTIMATED_EVALUATIONS:
+        raise PlanInputError(
+            ["sensitivity"],
+            f"sensitivity re-plans up to {SENSITIVITY_RUNS} more times: about "
+            f"{estimate * SENSITIVITY_RUNS:,} plan evaluations, over the limit of "
+            f"{MAX_ESTIMATED_EVALUATIONS:,}; narrow the search or turn sensitivity off",
         )
     return Resolved(model, gpus, workload, options, estimate)
 

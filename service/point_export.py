@@ -16,7 +16,7 @@ import pandas as pd
 
 from analysis import columns as C
 from db.errors import NotFound
-from service.errors import NoData
+from service.errors import InvalidQuery, NoData
 from service.export import ExportAnswer, candidate_export
 from service.frames import Cell, DashData
 from service.pareto import cell_point
@@ -57,6 +57,21 @@ class PointExport:
         )
 
     @property
+    def deployable(self) -> bool:
+        """False when the capability check found an error (e.g. a backend TensorRT-LLM
+        does not have): offer ``errors``, not a download."""
+        return self.answer.deployable
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        return self.answer.errors
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Outside the guide's coverage: the export works, with these caveats."""
+        return self.answer.warnings
+
+    @property
     def yaml(self) -> str:
         return self.answer.yaml
 
@@ -82,15 +97,21 @@ class PointExport:
 
 
 def cell_point_export(data: DashData, cell: Cell, point: str | None) -> PointExport | None:
-    """The export of candidate ``point`` (``"<run_id>:<candidate_index>"``) of ``cell``;
-    None when the point is malformed or not in the cell."""
+    """The export of candidate ``point`` (``"<run_id>:<candidate_index>"``) of ``cell``,
+    deployable or not (see :attr:`PointExport.deployable`); None when the point is
+    malformed or not in the cell."""
     row = cell_point(data, cell, point)
     return None if row is None else PointExport(row, candidate_export(row.to_dict()))
 
 
-def point_export(data: DashData, run_id: int, candidate_index: int) -> PointExport:
+def point_export(
+    data: DashData, run_id: int, candidate_index: int, strict: bool = True
+) -> PointExport:
     """The export of one stored candidate. Raises :class:`NoData` naming ``run_id`` when
-    the run does not exist, ``candidate_index`` when the run has no such candidate."""
+    the run does not exist, ``candidate_index`` when the run has no such candidate, and
+    -- unless ``strict`` is False -- :class:`InvalidQuery` (``candidate_index``, type
+    ``not_deployable``) with the capability check's reasons when TensorRT-LLM cannot
+    run it."""
     try:
         run = data.store.get_run(run_id)
     except NotFound:
@@ -102,5 +123,12 @@ def point_export(data: DashData, run_id: int, candidate_index: int) -> PointExpo
             "candidate_index",
             f"run {run_id} has no candidate {candidate_index}",
             "not_found",
+        )
+    if strict and not found.deployable:
+        raise InvalidQuery(
+            "candidate_index",
+            f"run {run_id} candidate {candidate_index} cannot be exported: "
+            + "; ".join(found.errors),
+            "not_deployable",
         )
     return found

@@ -34,22 +34,22 @@ from service.crossval import (
     TOL_RANGE,
     compute_ledger,
     guide_compare,
-    rules_side_by_side,
     narrow,
     outcome_table,
+    rules_side_by_side,
     serving_imports,
     summary_table,
     workload_filters,
     workloads_page,
 )
-from service.crossval_outcomes import add_outcomes
-from service.crossval_sweeps import sweep_report
 from service.crossval_import import (
     ServingFilesError,
     ServingImport,
     import_serving_files,
     relative_path,
 )
+from service.crossval_outcomes import add_outcomes
+from service.crossval_sweeps import sweep_report
 
 router = APIRouter()
 _cv = APIRouter(prefix="/crossval", tags=["crossval"])

@@ -39,8 +39,10 @@ def candidate_export(
 ) -> Response:
     """``format=yaml``: the ``--extra_llm_api_options`` file; ``env``: the
     TRTLLM_FORCE_COMM_METHOD line (a comment when comm stays AUTO); ``json``: both
-    texts and the file names. Downloads are named
-    ``moe_config_<model>_<gpu>_<quant>_ws<N>_<tokens>tok_run<R>_cand<I>``."""
+    texts, the file names and the capability warnings. Downloads are named
+    ``moe_config_<model>_<gpu>_<quant>_ws<N>_<tokens>tok_run<R>_cand<I>``. A candidate
+    TensorRT-LLM cannot run (a backend it does not have ...) is a 422 saying why; one
+    outside the guide's coverage exports with ``# warning:`` lines."""
     ans = _export(data, run_id, candidate_index)
     if format == "json":
         return FastJSONResponse(
@@ -51,6 +53,7 @@ def candidate_export(
                 "yaml_filename": ans.yaml_filename,
                 "env": ans.env,
                 "env_filename": ans.env_filename,
+                "warnings": list(ans.warnings),
             }
         )
     if format == "env":

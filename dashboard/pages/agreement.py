@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import math
 from typing import Any
-from urllib.parse import urlencode
 
 import dash
-import pandas as pd
 from dash import Input, Output, State, dcc, html
 
 from analysis import columns as C
 from analysis.identity import known_dispatch
 from analysis.tables import to_csv_text
 from dashboard import components as ui
+from dashboard.pages.agreement_grid import COLUMNS, EVIDENCE, agreement_grid
 from service.agreement_view import (
     REGRET_DEFINITION,
-    REGRET_PCT,
     AgreementView,
     disagreements,
     slice_filename,
@@ -33,79 +31,8 @@ from service.frames import DashData
 from service.scope import Scope
 
 PATH = "/agreement"
-EVIDENCE = "evidence"
-COLUMNS: tuple[str, ...] = (
-    C.MODEL,
-    C.HARDWARE,
-    C.QUANT,
-    C.WORLD_SIZE,
-    C.NUM_TOKENS,
-    C.DISPATCH,
-    C.ATTENTION_DP,
-    C.PHASE,
-    "tree_backend",
-    "tree_expected_comm",
-    "best_backend",
-    "best_comm",
-    "best_parallel_mode",
-    "best_score_ms",
-    "pick_score_ms",
-    REGRET_PCT,
-    "backend_agrees",
-    "comm_agrees",
-    "layout_agrees",
-    "in_guide_coverage",
-    "best_n_repeats",
-    "best_run_id",
-    EVIDENCE,
-)
-HEADERS = {
-    C.ATTENTION_DP: "attention DP",
-    "tree_backend": "tree backend",
-    "tree_expected_comm": "tree comm (forced or AUTO's pick)",
-    "best_backend": "measured best backend",
-    "best_comm": "measured best comm",
-    "best_parallel_mode": "measured best mode",
-    "best_score_ms": "measured best score (ms)",
-    "pick_score_ms": "tree's pick score (ms)",
-    REGRET_PCT: "regret (%)",
-    "backend_agrees": "backend agrees",
-    "comm_agrees": "comm agrees",
-    "layout_agrees": "best is pure EP",
-    "in_guide_coverage": "in the guide's coverage",
-    "best_n_repeats": "runs pooled (best)",
-    "best_run_id": "run (best)",
-    EVIDENCE: "evidence",
-}
-_FILTERS = ("model", "hardware", "quant", "phase", "dispatch", "thresholds", "show")
+_FILTERS = ("model", "hardware", "quant", "phase", "dispatch", "thresholds", "repeats", "show")
 DEFAULT_DISPATCH = "default"  # the dispatch control's "balanced where stored"
-
-
-def _text(value: Any) -> str | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return None if pd.isna(value) else str(value)
-
-
-def evidence_links(row: dict[str, Any]) -> str:
-    """Markdown links (our own paths, every value URL-encoded) to the Pareto view of the
-    row's cell and workload and to the run of its measured best."""
-    attn = row.get(C.ATTENTION_DP)
-    params = {
-        "model": _text(row.get(C.MODEL)),
-        "hardware": _text(row.get(C.HARDWARE)),
-        "quant": _text(row.get(C.QUANT)),
-        "ws": _text(row.get(C.WORLD_SIZE)),
-        "phase": _text(row.get(C.PHASE)),
-        "attn": None if attn is None or pd.isna(attn) else ("D" if bool(attn) else "T"),
-        "dispatch": _text(row.get(C.DISPATCH)),
-    }
-    pareto = "/pareto?" + urlencode({k: v for k, v in params.items() if v is not None})
-    links = [f"[Pareto]({pareto})"]
-    run = row.get("best_run_id")
-    if run is not None and not pd.isna(run):
-        links.append(f"[run {int(run)}](/run?id={int(run)})")
-    return " · ".join(links)
 
 
 def scope_from(values: dict[str, Any]) -> Scope:
@@ -126,18 +53,18 @@ def _show(values: dict[str, Any]) -> Any:
 
 
 def _thresholds(values: dict[str, Any]) -> Any:
-    return "derived" if values.get("thresholds") == "derived" else "published"
+    v = values.get("thresholds")
+    return v if v in ("derived", "validated") else "published"
+
+
+def _repeats(values: dict[str, Any]) -> Any:
+    return "latest" if values.get("repeats") == "latest" else "median"
 
 
 def view(data: DashData, values: dict[str, Any]) -> AgreementView:
-    return disagreements(data, scope_from(values), _thresholds(values), _show(values))
-
-
-def table_frame(ans: AgreementView) -> pd.DataFrame:
-    """The rows with the evidence column, in :data:`COLUMNS` (those present)."""
-    rows = ans.rows.copy()
-    rows[EVIDENCE] = [evidence_links(r) for r in rows.to_dict("records")]
-    return rows[[c for c in COLUMNS if c in rows]]
+    return disagreements(
+        data, scope_from(values), _thresholds(values), _show(values), _repeats(values)
+    )
 
 
 def update(data: DashData, values: dict[str, Any]) -> tuple[Any, str]:
@@ -150,7 +77,8 @@ def update(data: DashData, values: dict[str, Any]) -> tuple[Any, str]:
             else values.get("dispatch")
         }
         | {"show": None if _show(values) == "disagree" else "all"}
-        | {"thresholds": None if _thresholds(values) == "published" else "derived"}
+        | {"thresholds": None if _thresholds(values) == "published" else _thresholds(values)}
+        | {"repeats": None if _repeats(values) == "median" else "latest"}
     )
     try:
         ans = view(data, values)
@@ -178,19 +106,7 @@ def update(data: DashData, values: dict[str, Any]) -> tuple[Any, str]:
         return html.Div(
             [summary, ui.empty_state("The tree agrees with every measured best here.")]
         ), search
-    frame = table_frame(ans)
-    overrides: dict[str, dict[str, Any]] = {c: {"headerName": h} for c, h in HEADERS.items()}
-    overrides[EVIDENCE] = {
-        "headerName": HEADERS[EVIDENCE],
-        "cellRenderer": "markdown",
-        "sortable": False,
-        "filter": False,
-        "minWidth": 160,
-    }
-    overrides[REGRET_PCT] = {"headerName": HEADERS[REGRET_PCT], "headerTooltip": REGRET_DEFINITION}
-    grid = ui.grid(
-        "agreement-grid", frame, list(frame.columns), height="620px", col_overrides=overrides
-    )
+    grid = agreement_grid(ans.rows)
     return html.Div([summary, grid]), search
 
 
@@ -202,7 +118,9 @@ def csv_download(data: DashData, values: dict[str, Any]) -> dict[str, Any] | Non
     cols = [c for c in COLUMNS if c in ans.rows and c != EVIDENCE]
     return {
         "content": to_csv_text(ans.rows, cols),
-        "filename": slice_filename(scope_from(values), _thresholds(values), _show(values)),
+        "filename": slice_filename(
+            scope_from(values), _thresholds(values), _show(values), _repeats(values)
+        ),
         "type": "text/csv",
     }
 
@@ -317,8 +235,21 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             options=[
                                 {"label": "published", "value": "published"},
                                 {"label": "derived from the data", "value": "derived"},
+                                {"label": "validated", "value": "validated"},
                             ],
                             value=_thresholds(values),
+                            **radio,
+                        ),
+                    ),
+                    _control(
+                        "repeat runs",
+                        dcc.RadioItems(
+                            id="agreement-repeats",
+                            options=[
+                                {"label": "median", "value": "median"},
+                                {"label": "latest run", "value": "latest"},
+                            ],
+                            value=_repeats(values),
                             **radio,
                         ),
                     ),
@@ -334,7 +265,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             **radio,
                         ),
                     ),
-                    _control("\u00a0", ui.download_button("agreement-csv-btn", "Download CSV")),
+                    _control(
+                        "\u00a0", html.Div(ui.download_button("agreement-csv-btn", "Download CSV"))
+                    ),
                 ],
                 className="controls",
             ),

@@ -49,7 +49,7 @@ from service.crossval import (
     crossval_view,
     has_workloads,
 )
-from service.crossval_sweeps import SweepReport, sweep_report
+from service.crossval_sweeps import SweepReport, cached_sweep_report
 from service.frames import DashData
 
 PATH = "/crossval"
@@ -72,7 +72,7 @@ def compute(data: DashData, f: Filters) -> CrossvalView:
 
 def sweeps(data: DashData, f: Filters) -> SweepReport:
     """The sweeps to run next for the page's model, hardware and phase."""
-    return sweep_report(compute(data, f).ledger, f.model, f.hardware, f.phase)
+    return cached_sweep_report(data, f.model, f.hardware, f.phase, f.tol)
 
 
 N_OUTPUTS = 8
@@ -92,7 +92,7 @@ def update(data: DashData, *values: Any) -> tuple[Any, ...]:
         )
         return note, empty, None, None, None, None, None, f.search()
     res = compute(data, f)
-    rep = sweep_report(res.ledger, f.model, f.hardware, f.phase)
+    rep = sweeps(data, f)
     return (
         note,
         render_summary(res, f),

@@ -75,7 +75,8 @@ LEDGER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             cc.TPS_CANDIDATE_PR,
         ),
     ),
-    ("Details", (cc.SWEEP_COMMAND, C.QUANT, C.CUDA_GRAPH, C.ATTENTION_DP, cc.WORKLOAD_ID)),
+    # The bench_moe command of a no-data row ends its reason; the CSV has it on its own.
+    ("Details", (C.QUANT, C.CUDA_GRAPH, C.ATTENTION_DP, cc.WORKLOAD_ID)),
 )
 LEDGER_HEADERS: dict[str, str] = {
     cc.STATUS: "status", cc.PHASE: "phase", C.MODEL: "model", C.HARDWARE: "hardware",
@@ -205,6 +206,11 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
         cc.TPS_DEPLOYED_PR,
     ):  # long words in the header
         over[col] = {**over.get(col, {}), "minWidth": 135}
+    # Widths from the data (no client-side autoSize: measuring ~40 columns of 1,000+ rows
+    # in the browser dominated the first load); wrapped text columns keep their own.
+    for col in GRID_COLUMNS:
+        if col in _AUTOSIZE:
+            over[col] = {**over.get(col, {}), "width": _width(view, col)}
     groups: list[dict[str, Any]] = []
     for header, cols in LEDGER_GROUPS:
         defs = ui.column_defs(view, cols, over)
@@ -213,8 +219,21 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 GRID_COLUMNS: tuple[str, ...] = tuple(col for _, cols in LEDGER_GROUPS for col in cols)
-# Auto-sized columns: all but the wrapped text ones (their width is fixed by min/max).
+# Columns sized to their content: all but the wrapped text ones (fixed by min/max).
 _AUTOSIZE = tuple(c for c in GRID_COLUMNS if c not in (cc.DIFFERS, cc.REASON, cc.SWEEP_COMMAND))
+_CHAR_PX, _PAD_PX = 8, 36  # ag-theme-alpine 14px font; padding + sort icon
+
+
+def _width(view: pd.DataFrame, col: str) -> int:
+    """Pixel width holding the longest of the column's first 500 values (as text) and
+    its header's longest word (headers wrap), within 90..360 px."""
+    header = LEDGER_HEADERS.get(col, col)
+    longest = max((len(w) for w in header.split()), default=4)
+    if col in view and len(view):
+        vals = view[col].head(500).dropna().astype(str)
+        if len(vals):
+            longest = max(longest, int(vals.str.len().max()))
+    return max(90, min(360, longest * _CHAR_PX + _PAD_PX))
 
 
 def grid_rows(view: pd.DataFrame, limit: int = MAX_GRID_ROWS) -> pd.DataFrame:
@@ -252,16 +271,12 @@ def ledger_grid(view: pd.DataFrame) -> Any:
         },
         dashGridOptions={
             "pagination": True,
-            "paginationPageSize": 50,
+            "paginationPageSize": 20,
             "paginationPageSizeSelector": [20, 50, 100, 500],
             "enableCellTextSelection": True,
             "tooltipShowDelay": 300,
-            # autoSize only sizes rendered columns: render all ~35
-            "suppressColumnVirtualisation": True,
         },
-        columnSize="autoSize",
-        columnSizeOptions={"skipHeader": True, "keys": list(_AUTOSIZE)},
-        style={"height": f"{min(720, 260 + 60 * len(view))}px"},
+        style={"height": f"{min(760, 300 + 60 * len(view))}px"},
         className="ag-theme-alpine",
     )
 

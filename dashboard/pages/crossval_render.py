@@ -1,7 +1,8 @@
 """The /crossval result areas (summary, rules side by side, the guide's table beside
 ours, status figure, ledger, sweeps to run next) as Dash components, from a
-``service.crossval.CrossvalView`` and a ``service.crossval_sweeps.SweepReport``. Counts come from ``service.crossval.view_counts``,
-the figure from ``dashboard.crossval_figures``."""
+``service.crossval.CrossvalView`` and a ``service.crossval_sweeps.SweepReport``. Counts
+come from ``service.crossval.view_counts``, the figure from
+``dashboard.crossval_figures``."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from typing import Any
 from dash import dcc, html
 
 from analysis import crossval_columns as cc
+from analysis.crossval_guide import guide_summary
+from analysis.crossval_sweeps import N_ROWS
 from dashboard import components as ui
 from dashboard import crossval_figures as XF
 from dashboard.pages.crossval_filters import Filters
-from analysis.crossval_guide import guide_summary
-from analysis.crossval_sweeps import N_ROWS
 from dashboard.pages.crossval_grids import grid_rows, ledger_grid, summary_grid
 from dashboard.pages.crossval_tables import (
     coverage_grid,
@@ -164,6 +165,10 @@ def render_sweeps(rep: SweepReport) -> Any:
         )
     )
     return html.Div(
-        [head, plan, html.H4("Coverage: what the serving configs need vs what is measured"),
-         coverage_grid(rep.coverage)]  # fmt: skip
+        [
+            head,
+            plan,
+            html.H4("Coverage: what the serving configs need vs what is measured"),
+            coverage_grid(rep.coverage),
+        ]  # fmt: skip
     )

@@ -28,8 +28,7 @@ GUIDE_TIPS: dict[str, str] = {
     G.N_NO_DATA: "mappable workloads with no bench_moe candidate of their shape",
     G.N_RULE: "exact-rule Mismatches that are Matches within the deployed layout family "
     "(only another layout, e.g. hybrid TPxEP, wins; the guide's tree always deploys EP)",
-    G.N_TIE: "exact-rule Mismatches where the deployed config is within the noise band "
-    "of the best",
+    G.N_TIE: "exact-rule Mismatches where the deployed config is within the noise band of the best",
     G.N_WINNER: "exact-rule Mismatches where another config of the deployed layout family "
     "wins by more than the noise band, or the deployed config was not measured",
 }
@@ -47,6 +46,7 @@ COVERAGE_HEADERS: dict[str, str] = {
     S.MISSING: "missing num_tokens (tokens)",
 }  # fmt: skip
 _BOOLS = (C.ATTENTION_DP, C.CUDA_GRAPH)
+PAGE_ROWS = 12
 _WRAP = {S.COMMAND, S.TOKENS, S.NEEDED, S.MEASURED, S.MISSING, *RULES, cc.S_MATCH}
 
 
@@ -71,7 +71,9 @@ def small_grid(
         if col in _BOOLS:
             o.update(
                 cellDataType="text",
-                valueFormatter={"function": "params.value == null ? '' : (params.value ? 'on' : 'off')"},
+                valueFormatter={
+                    "function": "params.value == null ? '' : (params.value ? 'on' : 'off')"
+                },
             )
         over[col] = o
     defs = [{**d, "filter": False} for d in ui.column_defs(frame, columns, over)]
@@ -90,6 +92,12 @@ def small_grid(
             "domLayout": "autoHeight",
             "enableCellTextSelection": True,
             "tooltipShowDelay": 300,
+            # autoHeight renders every row: long tables are paged so only a page is drawn
+            **(
+                {"pagination": True, "paginationPageSize": PAGE_ROWS}
+                if len(frame) > PAGE_ROWS
+                else {}
+            ),
         },
         columnSize="responsiveSizeToFit",
         style={"height": None},
@@ -124,10 +132,13 @@ def published_grid(table: pd.DataFrame) -> Any:
 
 def plan_grid(plan: pd.DataFrame) -> Any:
     """One row per bench_moe command."""
-    cols = tuple(col for col in S.PLAN_COLUMNS if col != S.OUTPUT_FILE)
-    return small_grid("cv-sweeps-grid", plan, cols, PLAN_HEADERS, widths={S.COMMAND: 520})
+    # --parallel_mode and the output file are in the command itself
+    cols = tuple(col for col in S.PLAN_COLUMNS if col not in (S.OUTPUT_FILE, S.PARALLEL_MODES))
+    widths = {S.COMMAND: 640, C.MODEL: 150, C.QUANT: 170, C.HARDWARE: 90, S.TOKENS: 200}
+    return small_grid("cv-sweeps-grid", plan, cols, PLAN_HEADERS, widths=widths)
 
 
 def coverage_grid(cov: pd.DataFrame) -> Any:
     """Needed vs measured num_tokens per sweep group."""
-    return small_grid("cv-coverage-grid", cov, S.COVERAGE_COLUMNS, COVERAGE_HEADERS)
+    widths = {C.MODEL: 150, C.QUANT: 170, S.NEEDED: 220, S.MEASURED: 220, S.MISSING: 220}
+    return small_grid("cv-coverage-grid", cov, S.COVERAGE_COLUMNS, COVERAGE_HEADERS, widths=widths)

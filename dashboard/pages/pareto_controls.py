@@ -13,11 +13,26 @@ from service.frames import Cell
 
 
 def filter_options(values: dict[str, list[Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Dropdown options from ``service.pareto.filter_values`` (world size adds "all")."""
-    return {
+    """Dropdown options from ``service.pareto.filter_values`` (world size adds "all";
+    the default routing pattern is marked "(default)")."""
+    default = (values.get("dispatch_default") or [None])[0]
+    opts = {
         "ws": [{"label": "all", "value": "all"}] + ui.options(values["ws"]),
         **{key: ui.options(values[key]) for key in MULTI},
     }
+    opts["dispatch"] = [
+        {"label": f"{v} (default)" if v == default else str(v), "value": v}
+        for v in values["dispatch"]
+    ]
+    return opts
+
+
+def default_dispatch(opts: dict[str, list[dict[str, Any]]]) -> str | None:
+    """The pattern :func:`filter_options` marked as the default (None without one)."""
+    return next(
+        (o["value"] for o in opts.get("dispatch", []) if str(o["label"]).endswith("(default)")),
+        None,
+    )
 
 
 def _control(text: str, component: Any, wide: bool = False) -> html.Div:
@@ -88,7 +103,17 @@ def controls(cells: list[Cell], q: ParetoQuery, opts: dict[str, list[dict[str, A
                     inline=True,
                 ),
             ),
-            _multi("dispatch", "dispatch pattern", q, opts),
+            _control(
+                "routing pattern (dispatch; one at a time)",
+                dcc.Dropdown(
+                    id="pareto-dispatch",
+                    options=opts["dispatch"],
+                    value=q.dispatch[0] if q.dispatch else default_dispatch(opts),
+                    multi=False,
+                    clearable=False,
+                    placeholder="default: balanced where measured",
+                ),
+            ),
             _multi("mode", "parallel mode", q, opts),
             _multi("backend", "backend", q, opts),
             _multi("comm", "comm", q, opts),
@@ -99,6 +124,19 @@ def controls(cells: list[Cell], q: ParetoQuery, opts: dict[str, list[dict[str, A
             _control(
                 "y axis",
                 dcc.Dropdown(id="pareto-y", options=axis_opts, value=q.y, clearable=False),
+            ),
+            _control(
+                "repeat runs",
+                dcc.RadioItems(
+                    id="pareto-repeats",
+                    options=[
+                        {"label": "median over repeats", "value": "median"},
+                        {"label": "latest run only", "value": "latest"},
+                    ],
+                    value=q.repeats,
+                    inline=True,
+                ),
+                wide=True,
             ),
             _control(
                 "scales",

@@ -116,23 +116,7 @@ def render_detail(data: DashData, cell_key: str | None, point: str | None) -> An
                         ],
                         className="half",
                     ),
-                    html.Div(
-                        [
-                            html.H4("trtllm-serve config (extra_llm_api_options)"),
-                            html.Pre(export.yaml, id="pareto-yaml", className="code"),
-                            html.H4("environment (every rank)"),
-                            html.Pre(export.env, id="pareto-env", className="code"),
-                            ui.download_button("pareto-download-btn", "Download YAML"),
-                            ui.download_button("pareto-env-btn", "Download env"),
-                            html.P(
-                                f"files: {export.yaml_filename}, {export.env_filename}; the "
-                                f"API serves the same: /api/v1/runs/{run_id}/candidates/"
-                                f"{export.candidate_index}/export?format=yaml|env",
-                                className="muted",
-                            ),
-                        ],
-                        className="half",
-                    ),
+                    html.Div(_config(export), className="half"),
                 ],
                 className="row",
             ),
@@ -141,18 +125,52 @@ def render_detail(data: DashData, cell_key: str | None, point: str | None) -> An
     )
 
 
+def _config(export: PointExport) -> list[Any]:
+    """The YAML, env line and downloads -- or, when TensorRT-LLM cannot run the
+    candidate, the reasons instead of a download; capability warnings either way."""
+    warnings = (
+        [html.Ul([html.Li(w) for w in export.warnings], className="notes")]
+        if export.warnings
+        else []
+    )
+    if not export.deployable:
+        reasons = ui.empty_state(
+            "Not exportable as a TensorRT-LLM config:",
+            list(export.errors),
+            test_id="pareto-not-deployable",
+        )
+        return [html.H4("trtllm-serve config"), reasons, *warnings]
+    api = f"/api/v1/runs/{export.run_id}/candidates/{export.candidate_index}/export"
+    return [
+        html.H4("trtllm-serve config (extra_llm_api_options)"),
+        *warnings,
+        html.Pre(export.yaml, id="pareto-yaml", className="code"),
+        html.H4("environment (every rank)"),
+        html.Pre(export.env, id="pareto-env", className="code"),
+        ui.download_button("pareto-download-btn", "Download YAML"),
+        ui.download_button("pareto-env-btn", "Download env"),
+        html.P(
+            f"files: {export.yaml_filename}, {export.env_filename}; the API serves the "
+            f"same: {api}?format=yaml|env",
+            className="muted",
+        ),
+    ]
+
+
 def _export(data: DashData, cell_key: str | None, point: str | None) -> PointExport | None:
     cell = Cell.from_key(cell_key)
     if cell is None:
         return None
     try:
-        return cell_point_export(data, cell, point)
+        export = cell_point_export(data, cell, point)
     except ServiceError:
         return None
+    return export if export is not None and export.deployable else None
 
 
 def download_yaml(data: DashData, cell_key: str | None, point: str | None) -> dict[str, Any] | None:
-    """The ``dcc.Download`` payload of candidate ``point``'s YAML (None if unknown)."""
+    """The ``dcc.Download`` payload of candidate ``point``'s YAML (None if unknown or
+    not deployable)."""
     export = _export(data, cell_key, point)
     if export is None:
         return None
@@ -160,7 +178,8 @@ def download_yaml(data: DashData, cell_key: str | None, point: str | None) -> di
 
 
 def download_env(data: DashData, cell_key: str | None, point: str | None) -> dict[str, Any] | None:
-    """The ``dcc.Download`` payload of candidate ``point``'s env file (None if unknown)."""
+    """The ``dcc.Download`` payload of candidate ``point``'s env file (None if unknown or
+    not deployable)."""
     export = _export(data, cell_key, point)
     if export is None:
         return None

@@ -1,8 +1,12 @@
 """The Pareto page's state: :class:`ParetoQuery`, read from and written to the URL.
 
 URL: ``/pareto?model=&hardware=&quant=&ws=&phase=&attn=&dispatch=&mode=&backend=&comm=
-&x=&y=&logx=1&logy=1&point=<run_id>:<candidate_index>`` (``dispatch``, ``mode``,
-``backend``, ``comm`` may repeat; empty means all).
+&x=&y=&logx=1&logy=1&repeats=median|latest&point=<run_id>:<candidate_index>``
+(``mode``, ``backend``, ``comm`` may repeat; empty means all).
+
+``dispatch`` is **one** routing pattern (a frontier never mixes two); empty means the
+cell's default, balanced where measured (``service.pareto.cell_routing``). ``repeats``:
+repeat runs of a configuration drawn as their median, or the latest run only.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis import columns as C
-from analysis.frontier import AXES, MULTI_COLUMNS, PHASES, FrontierAxes, FrontierFilter
+from analysis.frontier import AXES, MULTI_COLUMNS, PHASES, FrontierAxes
+from analysis.identity import REPEATS
 from dashboard import components as ui
 from service.frames import Cell
+from service.pareto import ParetoFilter
 
 MULTI = tuple(MULTI_COLUMNS)  # the filters that take several values
 
@@ -35,18 +41,21 @@ class ParetoQuery:
     logx: bool = True
     logy: bool = True
     point: str | None = None
+    repeats: str = "median"
 
     @property
-    def filter(self) -> FrontierFilter:
-        """The rows the query selects (``analysis.frontier`` terms)."""
-        return FrontierFilter(
+    def filter(self) -> ParetoFilter:
+        """The rows the query selects (``analysis.frontier`` terms: one routing pattern,
+        none = the default) and how repeats are combined."""
+        return ParetoFilter(
             ws=self.ws,
             phase=self.phase,
             attn=self.attn,
-            dispatch=self.dispatch,
+            dispatch=self.dispatch[:1],
             mode=self.mode,
             backend=self.backend,
             comm=self.comm,
+            repeats="latest" if self.repeats == "latest" else "median",
         )
 
     @property
@@ -71,6 +80,7 @@ class ParetoQuery:
                 "y": self.y,
                 "logx": "1" if self.logx else "0",
                 "logy": "1" if self.logy else "0",
+                "repeats": None if self.repeats == "median" else self.repeats,
                 "point": self.point,
             }
         )
@@ -93,12 +103,13 @@ def parse_query(query: dict[str, Any], cells: list[Cell]) -> ParetoQuery:
     y = ui.first(query, "y") or C.TOKENS_PER_S_PER_GPU
     phase = ui.first(query, "phase") or "decode"
     attn = ui.first(query, "attn") or "all"
+    repeats = ui.first(query, "repeats") or "median"
     return ParetoQuery(
         cell=cell,
         ws=ui.as_int(ui.first(query, "ws")),
         phase=phase if phase in PHASES else "decode",
         attn=attn if attn in ("D", "T") else "all",
-        dispatch=multi("dispatch"),
+        dispatch=multi("dispatch")[:1],
         mode=multi("mode"),
         backend=multi("backend"),
         comm=multi("comm"),
@@ -107,7 +118,16 @@ def parse_query(query: dict[str, Any], cells: list[Cell]) -> ParetoQuery:
         logx=ui.first(query, "logx", "1") != "0",
         logy=ui.first(query, "logy", "1") != "0",
         point=ui.first(query, "point"),
+        repeats=repeats if repeats in REPEATS else "median",
     )
+
+
+def _one(value: Any) -> tuple[str, ...]:
+    """A single-choice control's value as a 0/1-tuple (a list from a multi-select or a
+    reset, a string, or nothing)."""
+    if isinstance(value, list | tuple):
+        value = value[0] if value else None
+    return (str(value),) if value not in (None, "") else ()
 
 
 def query_from_controls(
@@ -115,22 +135,25 @@ def query_from_controls(
     ws: Any,
     phase: str | None,
     attn: str | None,
-    dispatch: list[str] | None,
+    dispatch: Any,
     mode: list[str] | None,
     backend: list[str] | None,
     comm: list[str] | None,
     x: str | None,
     y: str | None,
     log: list[str] | None,
+    repeats: str | None = None,
     point: str | None = None,
 ) -> ParetoQuery:
-    """The controls' values (in :data:`CONTROLS` order) -> ParetoQuery."""
+    """The controls' values (in :data:`CONTROLS` order, then the clicked point) ->
+    ParetoQuery. ``dispatch`` is one pattern (a string; a list's first item; empty =
+    the default)."""
     return ParetoQuery(
         cell=Cell.from_key(cell_key),
         ws=None if ws in (None, "all") else ui.as_int(ws),
         phase=phase or "decode",
         attn=attn or "all",
-        dispatch=tuple(dispatch or ()),
+        dispatch=_one(dispatch),
         mode=tuple(mode or ()),
         backend=tuple(backend or ()),
         comm=tuple(comm or ()),
@@ -139,10 +162,24 @@ def query_from_controls(
         logx="x" in (log or []),
         logy="y" in (log or []),
         point=point,
+        repeats="latest" if repeats == "latest" else "median",
     )
 
 
-CONTROLS = ("cell", "ws", "phase", "attn", "dispatch", "mode", "backend", "comm", "x", "y", "log")
+CONTROLS = (
+    "cell",
+    "ws",
+    "phase",
+    "attn",
+    "dispatch",
+    "mode",
+    "backend",
+    "comm",
+    "x",
+    "y",
+    "log",
+    "repeats",
+)
 
 
 def relax_hints(q: ParetoQuery) -> list[str]:
@@ -156,5 +193,6 @@ def relax_hints(q: ParetoQuery) -> list[str]:
         hints.append("set attention to “all”")
     for key in MULTI:
         if getattr(q, key):
-            hints.append(f"clear the {key} filter ({', '.join(getattr(q, key))})")
+            what = "routing pattern" if key == "dispatch" else f"{key} filter"
+            hints.append(f"clear the {what} ({', '.join(getattr(q, key))})")
     return hints or ["this cell has no successful candidate with finite values on both axes"]

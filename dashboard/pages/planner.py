@@ -1,8 +1,8 @@
 """Deployment planner: MegaScale-Infer-style disaggregated expert parallelism.
 
 URL: ``/planner?model=&seq=&slo=&gpu=<name>&gpu=…&mode=homogeneous|heterogeneous&nm=
-&xpn=&fq=&cap=&near=&ff=`` plus edited figures (see ``planner_form``). Opening a URL plans it; the Plan
-button re-plans.
+&xpn=&fq=&cap=&near=&ff=&sens=`` plus edited figures (see ``planner_form``). Opening a URL
+plans it; the Plan button re-plans.
 
 The plan is ``service.planner.plan_for`` (``run_plan``, the same as ``POST
 /api/v1/planner/plan``, cached per request and store version), run in the WSGI worker
@@ -65,10 +65,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str, Any]:
     payload = compute(data, form)
     if isinstance(payload, str):
         hints = (
-            [
-                "the search is over its work limit: list fewer GPUs, fix experts per "
-                "node or lower Nm"
-            ]
+            ["the search is over its work limit: list fewer GPUs, fix experts per node or lower Nm"]
             if "plan evaluations" in payload
             else []
         )
@@ -245,6 +242,19 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             value=["1"] if form.ff else [],
                         ),
                     ),
+                    _ctl(
+                        "sensitivity",
+                        dcc.Checklist(
+                            id="plan-sens",
+                            options=[
+                                {
+                                    "label": "re-plan at ±20 % prices and sequence length",
+                                    "value": "1",
+                                }
+                            ],
+                            value=["1"] if form.sens else [],
+                        ),
+                    ),
                 ],
                 className="controls",
             ),
@@ -284,11 +294,13 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 [
                     html.Button("Plan", id="plan-run", className="button", n_clicks=0),
                     ui.download_button("plan-download-btn", "Download plan JSON"),
+                    ui.download_button("plan-deploy-btn", "Download deployment (JSON + summary)"),
                     html.Span(id="plan-running", className="status"),
                 ]
             ),
             dcc.Store(id="plan-payload"),
             dcc.Download(id="plan-download"),
+            dcc.Download(id="plan-deploy-download"),
             ui.loading(html.Div(id="plan-body"), "plan-loading"),
         ]
     )
@@ -306,6 +318,7 @@ _FORM_STATES = (
     "plan-cap",
     "plan-near",
     "plan-ff",
+    "plan-sens",
 )
 
 
@@ -318,6 +331,16 @@ def download(payload: dict[str, Any] | None) -> dict[str, Any] | None:
         "filename": export_filename(payload),
         "type": "application/json",
     }
+
+
+def deploy_download(payload: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The best plan's deployment description (``payload['deployment']``) as
+    ``deployment-<model>-<attention GPU>-<expert GPU>.json``; None without a plan."""
+    doc = (payload or {}).get("deployment")
+    if not doc:
+        return None
+    name = export_filename(payload or {}).replace("plan-", "deployment-", 1)
+    return {"content": json.dumps(doc, indent=1), "filename": name, "type": "application/json"}
 
 
 def register(app: dash.Dash, data: DashData) -> None:
@@ -375,3 +398,13 @@ def register(app: dash.Dash, data: DashData) -> None:
         if not n or not payload:
             return dash.no_update
         return download(payload)
+
+    @app.callback(
+        Output("plan-deploy-download", "data"),
+        Input("plan-deploy-btn", "n_clicks"),
+        State("plan-payload", "data"),
+        prevent_initial_call=True,
+    )
+    def _deploy(n: int | None, payload: dict[str, Any] | None) -> Any:
+        doc = deploy_download(payload)
+        return doc if n and doc else dash.no_update

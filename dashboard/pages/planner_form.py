@@ -1,9 +1,11 @@
 """The /planner form: its URL (the permalink), its controls and the plan request it
 stands for.
 
-URL keys: ``model seq slo gpu(repeated) mode nm xpn fq cap near ff`` (cap: GPU cap per
-plan, near: % band of "nearly as good" plans, ff=1: use the Te fit even below the R² bar), model figures ``E K h hff L g
-dense pa pe`` (pa/pe in GB) and GPU figures ``<GPU>.<field>`` (e.g. ``H20.price=1.9``);
+URL keys: ``model seq slo gpu(repeated) mode nm xpn fq cap near ff sens`` (cap: GPU cap
+per plan, near: % band of "nearly as good" plans, ff=1: use the Te fit even below the R²
+bar, sens=1: ±20 % price and sequence-length sensitivity), model figures
+``E K h hff L g dense pa pe`` (pa/pe in GB) and GPU figures ``<GPU>.<field>`` (e.g.
+``H20.price=1.9``);
 only values that differ from the catalogue are kept. Controls are read back through the
 URL parser, so the page and its URL always agree. The request is validated by
 ``service.planner_request.PlanRequest``, exactly as the API validates it.
@@ -70,6 +72,7 @@ class Form:
     cap: int | None = None  # max GPUs per plan
     near: float = 2.0  # % of the best tokens/s per cost
     ff: bool = False  # force the Te fit
+    sens: bool = False  # re-plan at ±20 % prices and sequence length
     model_over: dict[str, float] = field(default_factory=dict)  # URL key -> value
     gpu_over: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -86,6 +89,7 @@ class Form:
             "cap": self.cap,
             "near": None if self.near == 2.0 else _txt(self.near),
             "ff": "1" if self.ff else None,
+            "sens": "1" if self.sens else None,
         }
         q.update({k: _txt(v) for k, v in self.model_over.items()})
         for gpu, fields in self.gpu_over.items():
@@ -162,6 +166,7 @@ def parse_form(query: dict[str, Any]) -> Form:
         cap=cap if cap is not None and cap >= 2 else None,
         near=near if near is not None and 0 <= near <= 100 else d.near,
         ff=str(ui.first(query, "ff") or "") in ("1", "true", "True"),
+        sens=str(ui.first(query, "sens") or "") in ("1", "true", "True"),
         model_over=model_over,
         gpu_over=gpu_over,
     )
@@ -193,6 +198,7 @@ def plan_request(form: Form) -> PlanRequest:
         },
         "fit": {"quant": form.fq, "force": form.ff},
         "top": TOP_ALTERNATIVES,
+        "sensitivity": form.sens,
     }
     if over:
         body["model_overrides"] = over
@@ -265,6 +271,7 @@ def form_from_controls(
     cap: Any,
     near: Any,
     ff: Any,
+    sens: Any,
     model_values: list[Any],
     grid_rows: list[dict[str, Any]] | None,
 ) -> Form:
@@ -281,6 +288,7 @@ def form_from_controls(
         "cap": cap,
         "near": near,
         "ff": "1" if ff else None,
+        "sens": "1" if sens else None,
     }
     query.update(dict(zip(MODEL_KEYS, model_values, strict=True)))
     for gpu, fields in gpu_edits(grid_rows).items():

@@ -194,6 +194,7 @@ def render(payload: dict[str, Any]) -> html.Div:
             warnings,
             status,
             near_block(payload["near_best"]),
+            sensitivity_block(payload.get("sensitivity") or []),
             html.Div(
                 [
                     html.Div(
@@ -291,3 +292,25 @@ def near_block(near: dict[str, Any]) -> html.Div:
         f"TBT {fmt(small['tbt_ms'])} ms."
     )
     return html.Div(html.P(text), **{"data-testid": "planner-near-best"})
+
+
+def sensitivity_block(rows: list[dict[str, Any]]) -> html.Div:
+    """The ±20 % price / sequence-length re-plans (service.planner_sensitivity)."""
+    if not rows:
+        return html.Div()
+    shown = [
+        {
+            "variant": r["variant"],
+            "same plan": "yes" if r["same_plan"] else "no",
+            "best plan then": r["plan"],
+            "GPUs": r["gpus"],
+            "tokens/s per cost unit": r["tput_per_cost"],
+        }
+        for r in rows
+    ]
+    return html.Div(
+        [
+            html.H3("Sensitivity: the best plan at ±20 % price and sequence length"),
+            _table(shown, "planner-sensitivity"),
+        ]
+    )

@@ -102,16 +102,17 @@ def measured_export(data: DashData, form: Form) -> ExportAnswer | str | None:
 def size_note(form: Form) -> Any:
     """The num_tokens the serving load gives and the formula (the form's own note)."""
     if form.size != "load":
-        return f"num_tokens = {form.tokens} (as given)"
+        return html.Span(f"num_tokens = {form.tokens} (as given)")
     try:
         count = token_count(request_for(form))
     except ServiceError as err:
         return ui.empty_state(err.msg, test_id="rec-size-error")
     if count is None:
-        return f"num_tokens = {form.tokens} (as given)"
-    return [html.Strong(f"num_tokens = {count.num_tokens}"), f" — {count.formula}"] + [
-        f" {n}" for n in count.notes
-    ]
+        return html.Span(f"num_tokens = {form.tokens} (as given)")
+    notes = [f" {n}" for n in count.notes]
+    return html.Span(
+        [html.Strong(f"num_tokens = {count.num_tokens}"), f" — {count.formula}", *notes]
+    )
 
 
 def update(data: DashData, form: Form) -> tuple[Any, str]:

@@ -179,7 +179,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 "One workload under two routing patterns: each ranking, how ranks change and "
                 "how much slower each configuration gets (slowdown = skewed score / balanced "
                 "score − 1), with the guide's EPLB, DWDP and low-precision-combine advice next "
-                "to the numbers that decide it. Scores are medians over repeat runs.",
+                "to the numbers that decide it. Scores: the median over repeat runs (or the latest run).",
                 className="lead",
             ),
             html.Div(
@@ -234,7 +234,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             inline=True,
                         ),
                     ),
-                    _control("\u00a0", ui.download_button("routing-csv-btn", "Download CSV")),
+                    _control(
+                        "\u00a0", html.Div(ui.download_button("routing-csv-btn", "Download CSV"))
+                    ),
                 ],
                 className="controls",
             ),

@@ -12,6 +12,7 @@ from dash import html
 from analysis import columns as C
 from analysis.threshold_agreement import SETS
 from analysis.threshold_validation import AGGRESSIVE, AGREES, CONSERVATIVE, CONTRADICTS
+from analysis.tree_text import number
 from dashboard import components as ui
 from dashboard.figures import evidence_figure
 from service.thresholds import ThresholdReport
@@ -31,19 +32,18 @@ _COLOURS = {
 MAIN = (
     ("name", "threshold"),
     ("unit", "unit"),
-    ("question", "question asked of rank 1"),
     ("published", "published"),
     ("derived", "derived"),
     ("interval", "95 % interval"),
     ("bracket", "bracket"),
     ("status", "fit"),
     ("n_points", "votes (workloads)"),
-    ("accuracy", "accuracy derived"),
-    ("accuracy_published", "accuracy published"),
-    ("loo", "leave one out: accuracy derived / published (units)"),
+    ("accuracy", "accuracy derived / published"),
+    ("loo", "leave one out: accuracy derived / published"),
     ("verdict", "verdict"),
     ("verdict_reason", "why"),
 )
+_WIDE = {"verdict_reason": "320px", "loo": "190px", "name": "230px"}
 GROUP = (
     ("group", "group"),
     ("name", "threshold"),
@@ -51,7 +51,7 @@ GROUP = (
     ("derived", "derived"),
     ("interval", "95 % interval"),
     ("n_points", "votes (workloads)"),
-    ("loo", "leave one out: accuracy derived / published (units)"),
+    ("loo", "leave one out: accuracy derived / published"),
     ("verdict", "verdict"),
 )
 LOO = (
@@ -76,7 +76,8 @@ def _loo(r: dict[str, Any]) -> str:
     helps = "helps" if r["loo_helps"] else "does not help"
     return (
         f"{_pct(r['loo_accuracy_derived'])} / {_pct(r['loo_accuracy_published'])} "
-        f"({r['loo_n']} {r['loo_unit']}s; {helps})"
+        f"({r['loo_n']} {r['loo_unit']}{'s' if r['loo_unit'] == 'model' else ''} held out; "
+        f"{helps})"
     )
 
 
@@ -90,11 +91,11 @@ def _cells(r: dict[str, Any]) -> dict[str, Any]:
     return {
         **r,
         "unit": UNITS.get(str(r.get("axis")), str(r.get("axis"))),
-        "question": r.get("description"),
+        "published": number(r.get("published")),
+        "derived": number(r.get("derived")),
         "bracket": bracket,
         "interval": r.get("interval") or None,
-        "accuracy": _pct(r.get("accuracy")),
-        "accuracy_published": _pct(r.get("accuracy_published")),
+        "accuracy": f"{_pct(r.get('accuracy'))} / {_pct(r.get('accuracy_published'))}",
         "loo": _loo(r),
     }
 
@@ -105,18 +106,11 @@ def _table(rows: list[dict[str, Any]], cols: Sequence[tuple[str, str]], test_id:
         r = _cells(raw)
         tds = []
         for col, _ in cols:
-            style = (
-                {"color": _COLOURS.get(r["verdict"]), "fontWeight": 600}
-                if col == "verdict"
-                else None
-            )
-            tds.append(
-                html.Td(
-                    ui.fmt(r.get(col)),
-                    style=style,
-                    className="wrap" if col in ("verdict_reason", "question", "loo") else None,
-                )
-            )
+            style: dict[str, Any] = {"minWidth": _WIDE[col]} if col in _WIDE else {}
+            if col == "verdict":
+                style.update(color=_COLOURS.get(r["verdict"]), fontWeight=600)
+            title = r.get("description") if col == "name" else None
+            tds.append(html.Td(ui.fmt(r.get(col)), style=style or None, title=title))
         body.append(html.Tr(tds))
     return html.Table(
         [html.Thead(html.Tr([html.Th(h) for _, h in cols])), html.Tbody(body)],
@@ -154,6 +148,7 @@ def loo_table(report: ThresholdReport) -> Any:
     for r in loo.to_dict("records"):
         vals = {
             **r,
+            "fitted": number(r["fitted"]),
             "accuracy_derived": _pct(r["accuracy_derived"]),
             "accuracy_published": _pct(r["accuracy_published"]),
         }

@@ -68,3 +68,36 @@ def test_overall_summary_and_empty() -> None:
     assert overall["n_workloads"].iat[0] == 4
     detail, summary = agreement_report(make_candidates([{C.STATUS: "failed"}]))
     assert detail.empty and summary.empty
+
+
+def test_comm_counts_when_the_tree_leaves_auto() -> None:
+    """GB300 ws 8 decode, 256 tokens: the tree says TRTLLM with AUTO, which picks
+    NVLINK_ONE_SIDED there. A best TRTLLM row that needed NVLINK_TWO_SIDED forced
+    disagrees on the comm (the backend agrees); the regret is against the AUTO row."""
+    df = make_candidates(
+        [
+            {C.COMM: "NVLINK_TWO_SIDED", C.COMM_REQUESTED: "NVLINK_TWO_SIDED", C.SCORE_MS: 1.0},
+            {C.COMM: "NVLINK_ONE_SIDED", C.COMM_REQUESTED: "AUTO", C.SCORE_MS: 1.1},
+        ]
+    )
+    r = agreement_report(df)[0].iloc[0]
+    assert (r["tree_backend"], r["tree_expected_comm"]) == ("TRTLLM", "NVLINK_ONE_SIDED")
+    assert r["backend_agrees"] and not r["comm_agrees"] and not r["agrees"]
+    assert r["regret_pct"] == pytest.approx(10.0)
+    same = agreement_report(df.assign(**{C.SCORE_MS: [1.2, 1.1]}))[0].iloc[0]
+    assert same["agrees"] and same["regret"] == 0
+
+
+def test_repeats_are_compared_as_configurations() -> None:
+    df = make_candidates(
+        [
+            {C.RUN_ID: 1, C.SCORE_MS: 1.00},
+            {C.RUN_ID: 2, C.SCORE_MS: 1.30},
+            {C.RUN_ID: 1, C.BACKEND: "CUTEDSL", C.SCORE_MS: 1.10, C.CANDIDATE_INDEX: 1},
+        ]
+    )
+    r = agreement_report(df)[0].iloc[0]  # TRTLLM median 1.15 > CUTEDSL 1.10
+    assert (r["best_backend"], r["best_n_repeats"]) == ("CUTEDSL", 1)
+    assert r["pick_score_ms"] == pytest.approx(1.15)
+    latest = agreement_report(df, repeats="latest")[0].iloc[0]  # TRTLLM latest 1.30
+    assert latest["best_backend"] == "CUTEDSL"

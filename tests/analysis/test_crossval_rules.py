@@ -42,12 +42,13 @@ def four_cases() -> pd.DataFrame:
     """
     ws = [workload("w_layout", **{c.NUM_TOKENS: 64}), workload("w_tie", **{c.NUM_TOKENS: 128}),
           workload("w_win", **{c.NUM_TOKENS: 256}), workload("w_hybk", **{c.NUM_TOKENS: 512}),
-          workload("w_none", **{c.WORLD_SIZE: 16, c.MOE_EP_SIZE: 16, c.PARALLEL_MODE: "DEP"})]  # fmt: skip
+          workload("w_none", **{c.WORLD_SIZE: 16, c.MOE_EP_SIZE: 16})]  # fmt: skip
     cs = [
         hyb("TRTLLM", 0.8, 2, 4) | {c.NUM_TOKENS: 64}, cand("CUTLASS", 1.0, **{c.NUM_TOKENS: 64}),
         cand("TRTLLM", 0.98, **{c.NUM_TOKENS: 128}), cand("CUTLASS", 1.0, **{c.NUM_TOKENS: 128}),
         cand("TRTLLM", 0.5, **{c.NUM_TOKENS: 256}), cand("CUTLASS", 1.0, **{c.NUM_TOKENS: 256}),
-        hyb("CUTLASS", 0.9, 2, 4) | {c.NUM_TOKENS: 512}, cand("CUTLASS", 1.0, **{c.NUM_TOKENS: 512}),
+        hyb("CUTLASS", 0.9, 2, 4) | {c.NUM_TOKENS: 512},
+        cand("CUTLASS", 1.0, **{c.NUM_TOKENS: 512}),
     ]  # fmt: skip
     return ledger(pd.DataFrame(ws), pd.DataFrame(cs))
 

@@ -96,3 +96,76 @@ def test_csv_text() -> None:
     assert text.splitlines() == ["a,b,s", "1,1.5,x", ",,", '3,,"z,y"']
     back = pd.read_csv(__import__("io").StringIO(to_csv_text(FRAME)))
     assert list(back.columns) == ["b", "a", "s", "t"]
+
+
+# ------------------------------------------------------------------ issue 10: validity, comm
+def _nvidia_row(**kw: object) -> dict[str, object]:
+    """A NVIDIA-dashboard-style row: actual comm known, no requested comm, no run date
+    (a categorical frame hands the missing date out as NaN)."""
+    from analysis.derived import add_derived
+    from tests.factories import make_candidates
+
+    row = {
+        "hardware": "B300",
+        "world_size": 16,
+        "num_tokens": 8192,
+        "backend": "CUTEDSL",
+        "comm": "DEEPEPLOWLATENCY",
+        "comm_requested": None,
+        "run_date": None,
+        "source_format": "nvidia_dashboard",
+    }
+    row.update(kw)
+    out = add_derived(make_candidates([row])).iloc[0].to_dict()
+    out["run_date"] = float("nan")
+    return out
+
+
+def test_measured_comm_is_forced_when_auto_would_pick_another_and_no_nan() -> None:
+    """The issue: "leave AUTO (expected DEEPEPLOWLATENCY)" with no env line, and
+    "# date: nan". AUTO on B300 (no MNNVL, NVFP4 activations) picks ALLGATHER, so the
+    measured DEEPEPLOWLATENCY must be forced; the missing date is a comment."""
+    from analysis.measured import candidate_recommendation
+
+    rec = candidate_recommendation(_nvidia_row())
+    assert (rec.comm, rec.force_comm) == ("DEEPEPLOWLATENCY", True)
+    text = recommended_config_yaml(rec, Provenance(run_ids=(6,), date=float("nan")))  # type: ignore[arg-type]
+    assert "nan" not in text.lower().replace("nanoseconds", "")
+    assert "# date: not recorded" in text
+    assert "# comm: set TRTLLM_FORCE_COMM_METHOD=DEEPEPLOWLATENCY on every rank" in text
+    assert "AUTO would pick ALLGATHER" in text
+    assert env_line(rec) == "TRTLLM_FORCE_COMM_METHOD=DEEPEPLOWLATENCY"
+
+
+def test_megamoe_exports_none_and_no_env() -> None:
+    from analysis.measured import candidate_recommendation
+
+    rec = candidate_recommendation(_nvidia_row(backend="MEGAMOE_CUTEDSL", comm="NONE"))
+    text = recommended_config_yaml(rec, Provenance())
+    assert env_line(rec) is None and rec.expected_comm == "NONE"
+    assert "# comm: NONE (MEGAMOE_CUTEDSL fuses dispatch and combine" in text
+    # the low-precision-combine flag has no effect on the fused path: not written
+    assert yaml.safe_load(text)["moe_config"] == {"backend": "MEGAMOE_CUTEDSL"}
+
+
+def test_a_backend_trtllm_does_not_have_is_an_error_and_uncovered_is_a_warning() -> None:
+    from analysis.capabilities import check_export
+    from analysis.export import export_check
+    from analysis.measured import candidate_recommendation
+
+    foreign = export_check(candidate_recommendation(_nvidia_row(backend="TORCH_BMM_PADDED")))
+    assert (
+        not foreign.ok
+        and "TORCH_BMM_PADDED is not a TensorRT-LLM MoE backend" in (foreign.errors[0])
+    )
+    # DEEPGEMM runs FP8 block-scale only: measured on NVFP4 it is outside the matrix
+    odd = check_export("DEEPGEMM", "ALLGATHER", "NVFP4", "B300", forced=True)
+    assert odd.ok and "not listed for SM103 x NVFP4" in odd.warnings[0]
+    hopper = check_export("CUTLASS", "AUTO", "FP8_BLOCK_SCALES", "H200", forced=False)
+    assert hopper.ok and any("outside the guide's coverage" in w for w in hopper.warnings)
+    nv = check_export("TRTLLM", "NVLINK_TWO_SIDED", "NVFP4", "B300", forced=True)
+    assert any("needs MNNVL" in w for w in nv.warnings)
+    bad = check_export("TRTLLM", "TORCH_A2A", "NVFP4", "GB300", forced=True)
+    assert not bad.ok and "is not a TensorRT-LLM strategy" in bad.errors[0]
+    text = recommended_config_yaml(candidate_recommendation(_nvidia_row()), Provenance(), odd)
+    assert "# warning: DEEPGEMM is not listed" in text

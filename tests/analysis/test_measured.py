@@ -161,3 +161,41 @@ def test_candidate_recommendation_describes_the_row_as_run() -> None:
     assert (rec.deployment.num_tokens, rec.deployment.world_size) == (256, 8)
     assert rec.comm == "AUTO" and not rec.force_comm  # NONE (fused) is never forced
     assert rec.notes[0].startswith("measured candidate: run 1, candidate 3")
+
+
+# ------------------------------------------------------------------ issue 10: comm rule
+@pytest.mark.parametrize(
+    ("kw", "comm", "force", "expected"),
+    [
+        # NVIDIA rows record no request: AUTO on GB300 DEP picks NVLINK_ONE_SIDED itself
+        ({C.COMM: "NVLINK_ONE_SIDED", C.COMM_REQUESTED: None}, "AUTO", False, "NVLINK_ONE_SIDED"),
+        # ... but not NVLINK_TWO_SIDED: forced
+        (
+            {C.COMM: "NVLINK_TWO_SIDED", C.COMM_REQUESTED: None},
+            "NVLINK_TWO_SIDED",
+            True,
+            "NVLINK_TWO_SIDED",
+        ),
+        # the run left AUTO and recorded what it chose: AUTO reproduces it
+        ({C.COMM: "NVLINK_TWO_SIDED", C.COMM_REQUESTED: "AUTO"}, "AUTO", False, "NVLINK_TWO_SIDED"),
+        # the run forced a method: forced again
+        ({C.COMM: "DEEPEP", C.COMM_REQUESTED: "DEEPEP"}, "DEEPEP", True, "DEEPEP"),
+        # actual comm unknown: AUTO, with the predicted pick
+        ({C.COMM: "AUTO", C.COMM_REQUESTED: "AUTO"}, "AUTO", False, "NVLINK_ONE_SIDED"),
+        # MEGAMOE: NONE, nothing to set
+        ({C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE"}, "AUTO", False, "NONE"),
+        # MoE TP: AUTO picks ALLGATHER before it reads the variable; nothing is forced
+        (
+            {C.PARALLEL_MODE: "DTP2EP4", C.COMM: "DEEPEP", C.COMM_REQUESTED: None},
+            "AUTO",
+            False,
+            "DEEPEP",
+        ),
+    ],
+)
+def test_measured_comm_rule(kw: dict[str, object], comm: str, force: bool, expected: str) -> None:
+    from analysis.measured import measured_comm
+
+    row = add_derived(make_candidates([kw])).iloc[0].to_dict()
+    got = measured_comm(_dep(256), row)
+    assert (got.comm, got.force, got.expected) == (comm, force, expected), got.note

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis import columns as C
 from analysis.planner.catalog import GPUS, MODELS, GPUSpec, ModelSpec
-from analysis.planner.tp_cost import NO_TP_COST, TPCost, allreduce_ms, shard_slowdown
 from analysis.planner.perf_model import (
     Efficiency,
     UtilCurve,
@@ -30,6 +24,7 @@ from analysis.planner.perf_model import (
     time_between_tokens_ms,
     total_latency_ms,
 )
+from analysis.planner.tp_cost import NO_TP_COST, TPCost, allreduce_ms, shard_slowdown
 
 EXACT = Efficiency(compute=1.0, bandwidth=1.0, layer_overhead_ms=0.0)
 TOY = ModelSpec("toy", 8, 2, 1024, 2048, 4, 4.0, 2e9, 1e9)

@@ -121,6 +121,16 @@ def test_repeats_pool_and_skewed_routing_is_its_own_workload() -> None:
     assert two["n_points"] == one["n_points"]  # a repeat run is the same workload
     both = row(derive_guide_thresholds(pd.concat([base, skewed], ignore_index=True)))
     assert both["n_points"] == 2 * one["n_points"]
+    # one lucky repeat (fused fastest at 256 in run 3 only) does not flip rank 1: the
+    # median over the three runs decides
+    lucky = base.assign(**{C.RUN_ID: 3})
+    at = (lucky[C.NUM_TOKENS] == 256) & (lucky[C.BACKEND] == TF.FUSED)
+    lucky.loc[at, C.SCORE_MS] = 0.5
+    three = pd.concat([base, repeat, lucky], ignore_index=True)
+    votes = derive_guide_thresholds(three).evidence
+    assert not votes[votes["axis_value"] == 256]["is_x"].any()
+    latest = derive_guide_thresholds(three, repeats="latest").evidence
+    assert latest[latest["axis_value"] == 256]["is_x"].all()
 
 
 def test_scopes_follow_the_tree() -> None:

@@ -80,10 +80,8 @@ def test_tree_text_has_the_guides_layout_and_the_numbers() -> None:
     }
     text = tree_text(th, notes, header="# slice: all")
     assert text.startswith("# slice: all")
-    assert (
-        "activated_tokens_per_rank <= 886.8  [derived; 95% CI [768, 1152); published 512; published is aggressive]"
-        in text
-    )
+    note = "[derived; 95% CI [768, 1152); published 512; published is aggressive]"
+    assert f"activated_tokens_per_rank <= 886.8  {note}" in text
     assert "world_size <= 22.63" in text
     # the arrows of one block share a column
     block = text.split("STEP2: Backend")[1].split("STEP3")[0]

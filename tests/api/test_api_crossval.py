@@ -384,7 +384,9 @@ def test_outcome_for_a_match_workload_is_refused(
     detail = resp.json()["detail"][0]
     assert detail["loc"] == ["body", 1, "workload_id"] and "Match" in detail["msg"]
     assert store.crossval.crossval_counts()["crossval_outcomes"] == 0  # all or none
-    assert client.post("/api/v1/crossval/outcomes", json=[rec], headers=auth(token)).status_code == 201
+    assert (
+        client.post("/api/v1/crossval/outcomes", json=[rec], headers=auth(token)).status_code == 201
+    )
     # The CLI refuses the Match workload alike.
     from moedash.cli import main
 
@@ -423,7 +425,11 @@ def test_rules_guide_and_sweeps(client: TestClient, store: Store, imported: dict
     guide = client.get("/api/v1/crossval/guide").json()
     assert len(guide["published"]) == 6 and len(guide["items"]) == 12
     dsv4 = guide["items"][0]
-    assert (dsv4["Model"], dsv4["hardware"], dsv4["phase"]) == ("DeepSeek-V4-Pro", "GB300", "prefill")
+    assert (dsv4["Model"], dsv4["hardware"], dsv4["phase"]) == (
+        "DeepSeek-V4-Pro",
+        "GB300",
+        "prefill",
+    )
     assert (dsv4["guide_match"], dsv4["guide_n"]) == (54, 54)
 
     sweeps = client.get("/api/v1/crossval/sweeps", params={"hardware": "h200"}).json()

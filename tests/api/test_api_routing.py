@@ -16,6 +16,7 @@ from db.store import Store
 from moedash.app import create_app
 from moedash.settings import Settings
 from tests.factories.dashboard import seed_store
+from tests.factories.exports import seed_awkward_exports
 from tests.factories.routing import SKEWED, WORKLOAD, seed_skew
 
 URL = "/api/v1/routing-skew"
@@ -132,3 +133,16 @@ def test_candidate_export_unknowns_are_404_naming_the_path_parameter(seeded: tup
     assert resp.json()["detail"][0]["loc"] == ["path", "candidate_index"]
     resp = client.get(f"/api/v1/runs/{ids['known']}/candidates/1/export?format=toml")
     assert resp.status_code == 422 and resp.json()["detail"][0]["loc"] == ["query", "format"]
+
+
+def test_candidate_export_of_a_foreign_backend_is_422_saying_why(db_url: str, store: Store) -> None:
+    run = seed_awkward_exports(store)
+    settings = Settings(database_url=db_url, enable_dashboard=False)
+    with TestClient(create_app(settings, store=store)) as client:
+        resp = client.get(f"/api/v1/runs/{run}/candidates/0/export")
+        err = _error(resp)
+        assert err["loc"] == ["path", "candidate_index"] and err["type"] == "not_deployable"
+        assert "TORCH_BMM_PADDED" in err["msg"]
+        ok = client.get(f"/api/v1/runs/{run}/candidates/1/export", params={"format": "json"})
+        assert ok.status_code == 200 and ok.json()["warnings"]
+        assert "# warning:" in ok.json()["yaml"]

@@ -23,6 +23,7 @@ from db.store import open_store
 from ingest.records import UploadMeta
 from tests.conftest import REPO
 from tests.factories.dashboard import seed_store
+from tests.factories.routing import seed_skew
 
 pytestmark = pytest.mark.browser
 
@@ -62,6 +63,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     url = f"duckdb:///{db}"
     store = open_store(url)
     ids = seed_store(store)
+    seed_skew(store)  # kimi_k2 GB300: a skewed-routing run beside a balanced one
     raw, meta = _demo_upload("deepseek_v4_pro", "GB300", 8, [16, 64, 256, 1024, 4096, 16384], 1)
     store.ingest(parse_upload(raw, meta, meta.filename), raw, meta)
     _, secret = store.tokens.create_token("browser-test", ["upload"])
@@ -153,6 +155,9 @@ def test_every_page_loads_without_console_errors(server: dict[str, Any], page: A
         "best": "/best?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4",
         "run": f"/run?id={known}",
         "recommend": "/recommend?hardware=GB300&model=deepseek_v4_pro&quant=NVFP4&ws=8&tokens=1024",
+        "routing": "/routing?model=kimi_k2&hardware=GB300&quant=NVFP4&ws=16&phase=decode"
+        "&attn=dp&tokens=256",
+        "agreement": "/agreement",
     }
     expect = {
         "overview": "[data-testid=coverage]",
@@ -160,6 +165,8 @@ def test_every_page_loads_without_console_errors(server: dict[str, Any], page: A
         "best": "[data-testid=best-count]",
         "run": "[data-testid=run-count]",
         "recommend": "[data-testid=rec-path]",
+        "routing": "[data-testid=routing-advice-EPLB]",
+        "agreement": "[data-testid=agreement-count]",
     }
     for name, url in urls.items():
         page.goto(server["base"] + url)
@@ -248,4 +255,33 @@ def test_api_upload_appears_on_overview_without_restart(server: dict[str, Any], 
         time.sleep(0.5)
     assert "glm_5" in page.inner_text("[data-testid=coverage]")
     page.screenshot(path=str(SHOTS / "overview_after_upload.png"), full_page=True)
+    assert page.errors == []
+
+
+def test_routing_page_switches_workload_and_keeps_the_permalink(
+    server: dict[str, Any], page: Any
+) -> None:
+    base = server["base"]
+    page.goto(base + "/routing?model=kimi_k2&hardware=GB300&quant=NVFP4")
+    page.wait_for_selector("[data-testid=routing-advice-EPLB]", timeout=20_000)
+    _settle(page)
+    assert "indicated" in page.inner_text("[data-testid=routing-advice-EPLB]")
+    # pick the prefill workload: DWDP becomes the technique to test, EPLB does not apply
+    page.click("#routing-workload")
+    page.get_by_text("ws 16 · prefill · attention DP · 16384 tokens", exact=False).click()
+    page.wait_for_function(
+        "() => (document.querySelector('[data-testid=routing-advice-DWDP]')?.innerText || '')"
+        ".includes('worth testing')",
+        timeout=20_000,
+    )
+    assert "tokens=16384" in page.url and "phase=prefill" in page.url
+    with page.expect_download() as info:
+        page.click("#routing-csv-btn")
+    assert info.value.suggested_filename.endswith(
+        "_16384tok_prefill_dp_balanced_vs_recv_hotspot.csv"
+    )
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.wait_for_selector("[data-testid=routing-advice-DWDP]", timeout=20_000)
+    assert "worth testing" in other.inner_text("[data-testid=routing-advice-DWDP]")
     assert page.errors == []

@@ -124,17 +124,22 @@ def test_crossval_page_renders_filters_and_downloads(
     page.wait_for_selector("#cv-status-graph .main-svg", timeout=15_000)
     assert page.locator("#cv-status-graph .barlayer .trace").count() == 3
 
-    # ledger: all 32 workloads (the grid paginates at 50)
+    # ledger: the 20 mappable workloads, Match first (not mappable hidden by default)
     page.wait_for_selector("#cv-ledger-grid .ag-row", timeout=30_000)
-    _wait_rows(page, 32)
+    _wait_rows(page, 20)
     count = page.locator("[data-testid=cv-ledger-count]").inner_text()
-    assert count.startswith("32 workloads: 1 Match, 1 Mismatch")
+    assert count.startswith("20 workloads: 1 Match, 1 Mismatch, 18 no data")
     assert "1 with a stored end-to-end outcome" in count
+    first = page.evaluate(
+        "() => window.dash_ag_grid.getApi('cv-ledger-grid').getDisplayedRowAtIndex(0).data"
+    )
+    assert first[cc.STATUS] == "Match" and first[cc.REASON].startswith("Match (exact)")
     groups = page.evaluate(
         "() => window.dash_ag_grid.getApi('cv-ledger-grid').getColumnDefs().map(g => g.headerName)"
     )
-    assert groups[:6] == [
+    assert groups[:7] == [
         "status",
+        "reason",
         "Workload",
         "Deployed (serving recipe)",
         "bench_moe best (lowest score)",
@@ -161,14 +166,16 @@ def test_crossval_page_renders_filters_and_downloads(
         "Improvement",
     )
     assert row[cc.DEPLOYED_GAP_PCT] == 100.0
-    assert "Mismatch" in page.locator("#cv-ledger-grid").inner_text()
+    page.locator("#cv-ledger-grid .ag-row", has_text="Mismatch").first.wait_for(timeout=15_000)
     # the summary keeps its model/hardware scope (status filters the ledger only)
     assert "1/2 (50%, prefill 0/0, decode 1/2)" in page.locator("#cv-summary-grid").inner_text()
 
     # ledger CSV = the filtered ledger
     rows = list(
         csv.DictReader(
-            io.StringIO(_download(page, "#cv-ledger-csv-btn", tmp_path, "crossval-ledger.csv"))
+            io.StringIO(
+                _download(page, "#cv-ledger-csv-btn", tmp_path, "crossval-ledger-exact.csv")
+            )
         )
     )
     assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
@@ -178,7 +185,9 @@ def test_crossval_page_renders_filters_and_downloads(
     # summary CSV in the API's columns
     summ = list(
         csv.DictReader(
-            io.StringIO(_download(page, "#cv-summary-csv-btn", tmp_path, "crossval-summary.csv"))
+            io.StringIO(
+                _download(page, "#cv-summary-csv-btn", tmp_path, "crossval-summary-exact.csv")
+            )
         )
     )
     h200 = [r for r in summ if r["Hardware"] == "H200"]
@@ -215,10 +224,51 @@ def test_crossval_page_renders_filters_and_downloads(
         == "Flat"
     )
 
+    # rule within_noise at a 100 % band: the 100 %-slower deployed config is a Match, so
+    # the status=Mismatch view of this permalink empties
+    rule = again.locator("#cv-rule")
+    rule.click()
+    again.get_by_role("option", name="within_noise", exact=True).click()
+    again.keyboard.press("Escape")
+    noise = again.locator("#cv-noise")
+    noise.fill("100")
+    noise.press("Enter")
+    again.wait_for_url("**rule=within_noise**noise=100**", timeout=10_000)
+    again.wait_for_selector("[data-testid=cv-ledger-empty]", timeout=20_000)
+    assert "within_noise" in again.locator("#cv-rules-grid").inner_text()
+    assert "2/2 (100%" in again.locator("#cv-summary-grid").inner_text()
+
     # a filter with nothing left: its own empty state
     again.goto(f"{server}/crossval?hardware=GB300&status=Match", wait_until="networkidle")
     again.wait_for_selector("[data-testid=cv-ledger-empty]", timeout=20_000)
     again.close()
+
+    # the toggle shows the not-mappable rows too (after the mappable ones)
+    page.goto(f"{server}/crossval", wait_until="networkidle")
+    page.wait_for_selector("#cv-ledger-grid .ag-row", timeout=30_000)
+    page.get_by_label("show rows without mapped workloads").check()
+    page.wait_for_url("**show=all**", timeout=10_000)
+    _wait_rows(page, 32)
+    last = page.evaluate(
+        "() => window.dash_ag_grid.getApi('cv-ledger-grid').getDisplayedRowAtIndex(31).data"
+    )
+    assert last[cc.STATUS] == "not mappable"
+
+    # no clipped cell in the summary: every Match cell's text fits its cell
+    page.wait_for_selector("#cv-summary-grid .ag-row", timeout=30_000)
+    clipped = page.evaluate(
+        """() => [...document.querySelectorAll('#cv-summary-grid .ag-cell')]
+                 .filter(c => c.scrollWidth > c.clientWidth + 1
+                              || c.scrollHeight > c.clientHeight + 1)
+                 .map(c => c.innerText)"""
+    )
+    assert clipped == [], clipped
+
+    # the guide's table beside ours, and the sweeps script for the slice
+    assert "DeepSeek-V4-Pro" in page.locator("#cv-guide-grid").inner_text()
+    page.wait_for_selector("#cv-sweeps-grid .ag-row", timeout=30_000)
+    script = _download(page, "#cv-sweeps-sh-btn", tmp_path, "crossval-sweeps-all-all-all.sh")
+    assert script.startswith("#!/bin/sh") and "python3 -m bench_moe" in script
 
     assert errors == [], errors
     page.close()

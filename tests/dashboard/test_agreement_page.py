@@ -79,7 +79,9 @@ def test_filters_routing_and_show_all_and_the_url(seeded: tuple) -> None:
     app = create_dash(data)
     fn = next(v for k, v in app.callback_map.items() if "agreement-body.children" in k)
     update = fn["callback"].__wrapped__
-    body, search = update("kimi_k2", "GB300", "all", "decode", "all", "published", "disagree")
+    body, search = update(
+        "kimi_k2", "GB300", "all", "decode", "all", "published", "median", "disagree"
+    )
     rows = by_id(body, "agreement-grid").rowData
     assert sorted((r["dispatch"], round(r["regret_pct"], 4)) for r in rows) == [
         ("balanced", 10.0),
@@ -91,12 +93,14 @@ def test_filters_routing_and_show_all_and_the_url(seeded: tuple) -> None:
         "phase": ["decode"],
         "dispatch": ["all"],
     }
-    body, search = update("kimi_k2", "all", "all", "all", "default", "published", "all")
-    assert len(by_id(body, "agreement-grid").rowData) == 4 and "show=all" in search
+    body, search = update("kimi_k2", "all", "all", "all", "default", "published", "latest", "all")
+    assert len(by_id(body, "agreement-grid").rowData) == 4
+    assert "show=all" in search and "repeats=latest" in search
     # a permalink restores the controls
     page = render_page(data, "/agreement", "?" + search.lstrip("?"))
     assert by_id(page, "agreement-show").value == "all"
     assert by_id(page, "agreement-model").value == "kimi_k2"
+    assert by_id(page, "agreement-repeats").value == "latest"
 
 
 def test_nothing_matching_is_an_empty_state_and_unknown_routing_lists_the_known(

@@ -270,7 +270,9 @@ def test_ledger_and_summary_known_answers(data: DashData) -> None:
 
 def test_filters_narrow_the_ledger(data: DashData) -> None:
     _, mismatch_id = h200_decode(data)
-    _, _, _, _, _, ledger, _, search = P.update(data, "deepseek_r1", "H200", "decode", "Mismatch", 2, 3)
+    _, _, _, _, _, ledger, _, search = P.update(
+        data, "deepseek_r1", "H200", "decode", "Mismatch", 2, 3
+    )
     rows = by_id(ledger, "cv-ledger-grid").rowData
     assert [r[cc.WORKLOAD_ID] for r in rows] == [mismatch_id]
     assert search == "?model=deepseek_r1&hardware=H200&phase=decode&status=Mismatch&tol=2&band=3"

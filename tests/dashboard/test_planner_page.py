@@ -239,10 +239,11 @@ def test_controls_and_grid_rows_make_the_form() -> None:
         24,
         5,
         ["1"],
+        [],
         values,
         rows,
     )
-    assert (form.cap, form.near, form.ff) == (24, 5.0, True)
+    assert (form.cap, form.near, form.ff, form.sens) == (24, 5.0, True, False)
     assert "cap=24" in form.search() and "near=5" in form.search() and "ff=1" in form.search()
     req = F.plan_request(form)
     assert req.options.max_gpus == 24 and req.options.near_best_pct == 5 and req.fit.force
@@ -298,7 +299,9 @@ def test_update_explains_refusals_and_empty_results(store: Store) -> None:
     data = DashData(store)
     body, _, payload = P.update(
         data,
-        F.parse_form({"gpu": ["GB300", "B200", "B300", "H200"], "mode": "heterogeneous", "nm": "8"}),
+        F.parse_form(
+            {"gpu": ["GB300", "B200", "B300", "H200"], "mode": "heterogeneous", "nm": "8"}
+        ),
     )
     assert payload is None
     assert "plan evaluations" in _text(_find(body, "planner-error"))
@@ -357,3 +360,24 @@ def test_render_shows_warnings_and_the_near_best_band(store: Store) -> None:
     assert "within 5 %" in near and f"Smallest: {payload['near_best']['smallest']['gpus']}" in near
     # no stored sweeps: the roofline warning is shown
     assert "roofline used" in _text(_find(body, "planner-warnings"))
+
+
+def test_sensitivity_table_and_deployment_download(store: Store) -> None:
+    data = DashData(store)
+    form = F.parse_form({"gpu": ["H20", "L40S"], "mode": "heterogeneous", "sens": "1"})
+    assert form.sens and "sens=1" in form.search()
+    body, _, payload = P.update(data, form)
+    assert payload is not None and len(payload["sensitivity"]) == 6
+    table = _text(_find(body, "planner-sensitivity"))
+    assert "H20 price x1.2" in table and "sequence length x0.8" in table
+    doc = P.deploy_download(payload)
+    assert doc is not None and doc["filename"].startswith("deployment-mixtral_8x22b-")
+    dep = json.loads(doc["content"])
+    roles = {n["role"]: n for n in dep["nodes"]}
+    assert roles["attention"]["gpu"] == payload["best"]["attention_gpu"]
+    assert (
+        roles["expert"]["nodes"] * roles["expert"]["gpus_per_node"]
+        == payload["best"]["expert_gpus"]
+    )
+    assert dep["total_gpus"] == payload["best"]["gpus"] and "TBT" in dep["summary"]
+    assert P.deploy_download(None) is None

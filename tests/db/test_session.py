@@ -65,6 +65,7 @@ def _calls(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> dict[str, Callabl
         "list_tokens": lambda s: s.list_tokens(),
         "revoke_token": lambda s: s.revoke_token("ci"),
         "verify_token": lambda s: s.verify_token("mdt_" + "x" * 43),
+        "record_use": lambda s: s.record_use(1),
         # cross-validation
         "import_serving": lambda s: s.import_serving(points, workloads, digest, "fixture"),
         "serving_imports": lambda s: s.serving_imports(),

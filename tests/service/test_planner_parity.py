@@ -45,6 +45,8 @@ SECTIONS = (
     "truncated",
     "estimated_evaluations",
     "evaluations",
+    "deployment",
+    "sensitivity",
 )
 
 
@@ -61,6 +63,7 @@ def controls(
     cap: int | None = None,
     near: float = 2.0,
     ff: bool = False,
+    sens: bool = False,
     model_edits: dict[str, float] | None = None,
     grid_edits: dict[str, dict[str, float]] | None = None,
 ) -> tuple[Any, ...]:
@@ -72,7 +75,9 @@ def controls(
     for row in rows:
         row.update((grid_edits or {}).get(row["gpu"], {}))
     ff_value = ["1"] if ff else []
-    return (model, seq, slo, list(gpus), mode, nm, xpn, fq, cap, near, ff_value, values, rows)
+    sens_value = ["1"] if sens else []
+    state = (model, seq, slo, list(gpus), mode, nm, xpn, fq, cap, near, ff_value, sens_value)
+    return (*state, values, rows)
 
 
 def page_plan(data: DashData, state: tuple[Any, ...]) -> tuple[Any, dict[str, Any] | None]:
@@ -125,8 +130,12 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("nothing fits", controls(slo=0.01), {"workload": {"slo_tbt_ms": 0.01}}),
     (
         "GPU cap, near band, forced fit",
-        controls(cap=24, near=5, ff=True),
-        {"options": {"max_gpus": 24, "near_best_pct": 5}, "fit": {"force": True}},
+        controls(cap=24, near=5, ff=True, sens=True),
+        {
+            "options": {"max_gpus": 24, "near_best_pct": 5},
+            "fit": {"force": True},
+            "sensitivity": True,
+        },
     ),
 ]
 

@@ -7,10 +7,11 @@ import pytest
 import yaml
 
 from db.store import Store
-from service.errors import NoData
+from service.errors import InvalidQuery, NoData
 from service.frames import Cell, DashData
 from service.point_export import cell_point_export, file_part, point_export
 from tests.factories.dashboard import seed_store
+from tests.factories.exports import seed_awkward_exports
 
 KNOWN = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 
@@ -57,3 +58,17 @@ def test_unknown_run_or_candidate_names_the_field(seeded: tuple) -> None:
 def test_file_part_keeps_stored_text_out_of_headers() -> None:
     assert file_part('a"b\r\nc/../d') == "a_b_c_.._d"
     assert file_part("") == "x" and file_part("GB300") == "GB300"
+
+
+def test_a_backend_trtllm_does_not_have_is_refused_with_the_reason(store: Store) -> None:
+    run = seed_awkward_exports(store)
+    data = DashData(store, version_ttl=0.0)
+    with pytest.raises(InvalidQuery) as err:
+        point_export(data, run, 0)
+    assert err.value.field == "candidate_index" and err.value.type == "not_deployable"
+    assert "TORCH_BMM_PADDED is not a TensorRT-LLM MoE backend" in err.value.msg
+    loose = point_export(data, run, 0, strict=False)
+    assert not loose.deployable and loose.errors
+    warned = point_export(data, run, 1)
+    assert warned.deployable and any("outside the guide's coverage" in w for w in warned.warnings)
+    assert "# warning:" in warned.yaml

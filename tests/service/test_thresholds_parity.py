@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from analysis.tree_text import number
 from dashboard import components as ui
 from dashboard.app import create_dash
 from dashboard.pages.thresholds_view import MAIN
@@ -69,8 +70,8 @@ def test_thresholds_agreement_and_tree_agree(
     assert list(shown) == [i["name"] for i in items]
     for item in items:
         row = shown[item["name"]]
-        assert row[COL["published"]] == ui.fmt(item["published"])
-        assert row[COL["derived"]] == ui.fmt(item["derived"])
+        assert row[COL["published"]] == number(item["published"])
+        assert row[COL["derived"]] == number(item["derived"])
         assert row[COL["interval"]] == ui.fmt(item["interval"] or None)
         assert row[COL["n_points"]] == ui.fmt(item["n_points"])
         assert row[COL["verdict"]] == item["verdict"]
