@@ -320,3 +320,48 @@ def fit_points_figure(fit: Mapping[str, Any] | None) -> go.Figure:
     fig.update_yaxes(title_text="residual (ms)", row=2, col=1)
     fig.update_layout(title=f"Te fit on {fit.get('gpu')}: {fit.get('group') or {}}")
     return _layout(fig, 420)
+
+
+SIDE_BY_SIDE: tuple[tuple[str, str], ...] = (
+    ("attention GPU", "attention_gpu"),
+    ("expert GPU", "expert_gpu"),
+    ("attention nodes na × TP", "_att"),
+    ("expert nodes × TP (experts per node)", "_exp"),
+    ("micro-batches m", "m"),
+    ("GPUs", "gpus"),
+    ("batch (sequences)", "batch"),
+    ("Ta (ms)", "ta_ms"),
+    ("Te (ms)", "te_ms"),
+    ("Tc (ms)", "tc_ms"),
+    ("TBT (ms)", "tbt_ms"),
+    ("throughput (tokens/s)", "throughput"),
+    ("tokens/s per GPU", "tput_per_gpu"),
+    ("tokens/s per cost unit", "tput_per_cost"),
+    ("all constraints met", "constraints_met"),
+)
+
+
+def side_by_side_rows(
+    alternatives: Sequence[Mapping[str, Any]] | None, a: int, b: int
+) -> list[dict[str, Any]]:
+    """Plans ranked ``a`` and ``b`` (1 = first listed) metric by metric, with the
+    difference b - a for numbers. Empty when either rank is not listed."""
+    alts = list(alternatives or [])
+    if not (1 <= a <= len(alts) and 1 <= b <= len(alts)):
+        return []
+    pa, pb = alts[a - 1], alts[b - 1]
+
+    def value(p: Mapping[str, Any], key: str) -> Any:
+        if key == "_att":
+            return f"{p['na']} × TP{p['tpa']}"
+        if key == "_exp":
+            return f"{p['expert_nodes']} × TP{p['tpe']} ({p['experts_per_node']})"
+        return p.get(key)
+
+    rows = []
+    for label, key in SIDE_BY_SIDE:
+        va, vb = value(pa, key), value(pb, key)
+        num = isinstance(va, int | float) and isinstance(vb, int | float)
+        diff = vb - va if num and not isinstance(va, bool) else None
+        rows.append({"metric": label, f"#{a}": va, f"#{b}": vb, "difference": diff})
+    return rows

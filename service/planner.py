@@ -298,7 +298,7 @@ def run_plan(
         best_body["all_constraints_met"] = all(c.met for c in best.constraints)
         tl = to_json_records(timeline(best, req.timeline_layers))
     alts = result.alternatives
-    payload = {
+    payload: dict[str, Any] = {
         "request": req.model_dump(mode="json"),
         "model": dataclasses.asdict(res.model),
         "gpus": [dataclasses.asdict(g) for g in res.gpus],
@@ -329,7 +329,7 @@ def run_plan(
     payload["sensitivity"] = (
         sensitivity(
             res,
-            payload["best"],
+            best_body,
             efits,
             lambda r, f, b: search(req, r, f, b),
             lambda: Budget(MAX_EVALUATIONS, time.monotonic() + WALL_BUDGET_S, cancelled),

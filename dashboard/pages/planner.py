@@ -1,7 +1,7 @@
 """Deployment planner: MegaScale-Infer-style disaggregated expert parallelism.
 
 URL: ``/planner?model=&seq=&slo=&gpu=<name>&gpu=…&mode=homogeneous|heterogeneous&nm=
-&xpn=&fq=&cap=&near=&ff=&sens=`` plus edited figures (see ``planner_form``). Opening a URL
+&xpn=&fq=&cap=&near=&ff=&sens=&ca=&cb=`` plus edited figures (see ``planner_form``). Opening a URL
 plans it; the Plan button re-plans.
 
 The plan is ``service.planner.plan_for`` (``run_plan``, the same as ``POST
@@ -30,6 +30,7 @@ from dashboard.pages.planner_form import (
     INT_KEYS,
     MODEL_KEYS,
     MODEL_LABELS,
+    TOP_ALTERNATIVES,
     Form,
     form_from_controls,
     gpu_rows,
@@ -74,7 +75,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str, Any]:
             form.search(),
             None,
         )
-    return render(payload), form.search(), payload
+    return render(payload, (form.ca, form.cb)), form.search(), payload
 
 
 # ------------------------------------------------------------------ layout
@@ -243,6 +244,33 @@ def layout(data: DashData, **query: Any) -> html.Div:
                         ),
                     ),
                     _ctl(
+                        "compare plans side by side (ranks, 1 = best)",
+                        html.Div(
+                            [
+                                dcc.Input(
+                                    id="plan-ca",
+                                    type="number",
+                                    min=1,
+                                    max=TOP_ALTERNATIVES,
+                                    step=1,
+                                    value=form.ca,
+                                    debounce=True,
+                                    placeholder="first plan rank",
+                                ),
+                                dcc.Input(
+                                    id="plan-cb",
+                                    type="number",
+                                    min=1,
+                                    max=TOP_ALTERNATIVES,
+                                    step=1,
+                                    value=form.cb,
+                                    debounce=True,
+                                    placeholder="second plan rank",
+                                ),
+                            ]
+                        ),
+                    ),
+                    _ctl(
                         "sensitivity",
                         dcc.Checklist(
                             id="plan-sens",
@@ -319,6 +347,8 @@ _FORM_STATES = (
     "plan-near",
     "plan-ff",
     "plan-sens",
+    "plan-ca",
+    "plan-cb",
 )
 
 

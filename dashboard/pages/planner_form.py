@@ -3,7 +3,8 @@ stands for.
 
 URL keys: ``model seq slo gpu(repeated) mode nm xpn fq cap near ff sens`` (cap: GPU cap
 per plan, near: % band of "nearly as good" plans, ff=1: use the Te fit even below the R²
-bar, sens=1: ±20 % price and sequence-length sensitivity), model figures
+bar, sens=1: ±20 % price and sequence-length sensitivity, ca/cb: the ranks of the two
+plans compared side by side), model figures
 ``E K h hff L g dense pa pe`` (pa/pe in GB) and GPU figures ``<GPU>.<field>`` (e.g.
 ``H20.price=1.9``);
 only values that differ from the catalogue are kept. Controls are read back through the
@@ -73,6 +74,8 @@ class Form:
     near: float = 2.0  # % of the best tokens/s per cost
     ff: bool = False  # force the Te fit
     sens: bool = False  # re-plan at ±20 % prices and sequence length
+    ca: int = 1  # plans compared side by side: ranks in the alternatives (1 = best)
+    cb: int = 2
     model_over: dict[str, float] = field(default_factory=dict)  # URL key -> value
     gpu_over: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -90,6 +93,8 @@ class Form:
             "near": None if self.near == 2.0 else _txt(self.near),
             "ff": "1" if self.ff else None,
             "sens": "1" if self.sens else None,
+            "ca": None if self.ca == 1 else self.ca,
+            "cb": None if self.cb == 2 else self.cb,
         }
         q.update({k: _txt(v) for k, v in self.model_over.items()})
         for gpu, fields in self.gpu_over.items():
@@ -167,9 +172,17 @@ def parse_form(query: dict[str, Any]) -> Form:
         near=near if near is not None and 0 <= near <= 100 else d.near,
         ff=str(ui.first(query, "ff") or "") in ("1", "true", "True"),
         sens=str(ui.first(query, "sens") or "") in ("1", "true", "True"),
+        ca=_rank(ui.first(query, "ca"), d.ca),
+        cb=_rank(ui.first(query, "cb"), d.cb),
         model_over=model_over,
         gpu_over=gpu_over,
     )
+
+
+def _rank(value: Any, default: int) -> int:
+    """A compared plan's rank, 1..TOP_ALTERNATIVES (bad values: the default)."""
+    n = ui.as_int(value)
+    return n if n is not None and 1 <= n <= TOP_ALTERNATIVES else default
 
 
 def plan_request(form: Form) -> PlanRequest:
@@ -272,6 +285,8 @@ def form_from_controls(
     near: Any,
     ff: Any,
     sens: Any,
+    ca: Any,
+    cb: Any,
     model_values: list[Any],
     grid_rows: list[dict[str, Any]] | None,
 ) -> Form:
@@ -289,6 +304,8 @@ def form_from_controls(
         "near": near,
         "ff": "1" if ff else None,
         "sens": "1" if sens else None,
+        "ca": ca,
+        "cb": cb,
     }
     query.update(dict(zip(MODEL_KEYS, model_values, strict=True)))
     for gpu, fields in gpu_edits(grid_rows).items():

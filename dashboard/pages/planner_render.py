@@ -101,8 +101,9 @@ def _fit_class(row: dict[str, Any], col: str) -> str | None:
     return "verdict-agrees" if row["source"] == "fit" else None
 
 
-def render(payload: dict[str, Any]) -> html.Div:
-    """Result children: verdict, best plan, constraints, co-located, fits, charts, table."""
+def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.Div:
+    """Result children: verdict, best plan, constraints, co-located, fits, charts, table,
+    and the plans ranked ``compare`` side by side."""
     best = payload.get("best")
     colo = payload.get("colocated")
     gain = payload.get("disaggregation_gain")
@@ -271,7 +272,21 @@ def render(payload: dict[str, Any]) -> html.Div:
                 height="430px",
                 col_overrides=overrides,
             ),
+            compare_block(alts, compare),
             html.Ul([html.Li(n) for n in payload["notes"]], className="notes"),
+        ]
+    )
+
+
+def compare_block(alts: list[dict[str, Any]], ranks: tuple[int, int]) -> html.Div:
+    """Two of the listed plans (ranks from 1) side by side, metric by metric."""
+    rows = PF.side_by_side_rows(alts, *ranks)
+    if not rows:
+        return html.Div()
+    return html.Div(
+        [
+            html.H3(f"Plans #{ranks[0]} and #{ranks[1]} side by side"),
+            _table(rows, "planner-compare"),
         ]
     )
 

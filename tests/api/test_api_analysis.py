@@ -194,3 +194,77 @@ def test_answers_follow_an_upload_at_once(client: TestClient, store: Store) -> N
     assert "v1.3.0rc27-synthetic" in after["trtllm_versions"]
     best = client.get("/api/v1/best", params={**params, "world_size": 16}).json()["items"]
     assert best and {r["world_size"] for r in best} == {16}
+
+
+# ------------------------------------------------------------------ issue 10
+GB = {"hardware": "GB300", "quant": "NVFP4", "model": "deepseek_v4_pro"}
+
+
+def test_answers_carry_routing_and_repeats(client: TestClient) -> None:
+    for path in ("/api/v1/pareto", "/api/v1/best", "/api/v1/agreement"):
+        body = client.get(path, params={"model": "deepseek_v4_pro"}).json()
+        assert body["dispatch"]["used"] == ["balanced"] and body["dispatch"]["default"] is True
+        assert "balanced routing" in body["dispatch"]["rule"]
+        assert body["repeats"] == "median"
+    every = client.get("/api/v1/best", params={"dispatch": "all"}).json()
+    assert every["dispatch"]["requested"] == "all"
+    latest = client.get("/api/v1/pareto", params={"repeats": "latest"}).json()
+    assert latest["repeats"] == "latest" and {"n_repeats", "dispatch"} <= set(latest["items"][0])
+    bench = client.get("/api/v1/best", params={"grouping": "bench_moe"}).json()
+    assert bench["repeats"] == "per_run" and "dispatch" in bench["items"][0]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "name", "says"),
+    [
+        ("/api/v1/best", {"dispatch": "skewed"}, "dispatch", "this slice has: balanced"),
+        ("/api/v1/pareto", {"dispatch": "skewed"}, "dispatch", "this slice has: balanced"),
+        ("/api/v1/best", {"repeats": "mean"}, "repeats", ""),
+        (
+            "/api/v1/recommendation",
+            {**GB, "world_size": 8, "num_tokens": 64, "concurrency": 64},
+            "num_tokens",
+            "not both",
+        ),
+        (
+            "/api/v1/recommendation",
+            {**GB, "world_size": 8, "max_num_tokens": 8192},
+            "num_tokens",
+            "concurrency",
+        ),
+        (
+            "/api/v1/recommendation",
+            {**GB, "world_size": 8, "num_tokens": 64, "dispatch": "skewed"},
+            "dispatch",
+            "balanced",
+        ),
+        ("/api/v1/export", {**GB, "world_size": 8, "concurrency": 0}, "concurrency", ""),
+    ],
+)
+def test_new_parameters_are_422_naming_them(
+    client: TestClient, path: str, params: dict[str, object], name: str, says: str
+) -> None:
+    resp = client.get(path, params=params)
+    assert resp.status_code == 422, resp.text
+    (detail, *_) = resp.json()["detail"]
+    assert name in detail["loc"] and says in detail["msg"]
+
+
+def test_concurrency_and_max_num_tokens_replace_num_tokens(client: TestClient) -> None:
+    dec = client.get(
+        "/api/v1/recommendation", params={**GB, "world_size": 8, "concurrency": 256, "mtp": 1}
+    ).json()
+    assert dec["deployment"]["num_tokens"] == 512  # 32 per rank x 2 tokens x 8 ranks
+    assert dec["num_tokens_from"]["batch_per_rank"] == 32
+    pre = client.get(
+        "/api/v1/export",
+        params={
+            **GB,
+            "world_size": 8,
+            "phase": "prefill",
+            "max_num_tokens": 8192,
+            "format": "json",
+        },
+    ).json()
+    assert pre["num_tokens"] == 65536 and pre["num_tokens_from"]["phase"] == "prefill"
+    assert isinstance(pre["warnings"], list)

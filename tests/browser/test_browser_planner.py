@@ -127,9 +127,12 @@ def test_planner_permalink_and_bound(server: str, browser: object) -> None:
     assert page.locator("#plan-status").inner_text().count("dbrx") == 1
     assert "H20.price=1.2" in page.url
     # a GPU cap and a near-best band from the URL: the plan respects the cap
-    page.goto(f"{server}/planner?gpu=H20&cap=20&near=5", wait_until="networkidle")
+    page.goto(f"{server}/planner?gpu=H20&cap=20&near=5&cb=3&sens=1", wait_until="networkidle")
     page.wait_for_selector("[data-testid=planner-near-best]", timeout=30_000)
     assert page.locator("#plan-cap").input_value() == "20"
+    assert page.locator("#plan-cb").input_value() == "3"
+    assert "#3" in page.locator("[data-testid=planner-compare]").inner_text()
+    assert "price x1.2" in page.locator("[data-testid=planner-sensitivity]").inner_text()
     near = page.locator("[data-testid=planner-near-best]").inner_text()
     assert "within 5 %" in near
     # a search over its work estimate: refused, naming what to reduce

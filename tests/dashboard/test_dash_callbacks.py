@@ -377,3 +377,64 @@ def test_synthetic_data_is_marked_where_numbers_are_shown(seeded: Any, store: St
     assert "synthetic" in " ".join(texts(status))
     body, _ = best.update_table(data, cell.key, "bench_moe", "all")
     assert "synthetic" in " ".join(texts(body))
+
+
+# ------------------------------------------------------------------ issue 10 controls
+def test_best_routing_and_repeats_controls_and_permalink(seeded: Any) -> None:
+    data, _ = seeded
+    page = render_page(
+        data, "/best", "?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&repeats=latest"
+    )
+    by_id = {getattr(c, "id", None): c for c in walk(page)}
+    assert by_id["best-dispatch"].value == "balanced"
+    assert by_id["best-dispatch"].options == [{"label": "balanced (default)", "value": "balanced"}]
+    assert by_id["best-repeats"].value == "latest"
+    body, search = best.update_table(data, KNOWN.key, "dashboard", "all", "balanced", "latest")
+    assert "dispatch=balanced" in search and "repeats=latest" in search
+    assert "Routing: balanced." in " ".join(texts(body))
+    ws_opts, ws, opts, value = best.cell_controls(data, KNOWN.key)
+    assert ws == "all" and value == "balanced" and opts[0]["label"] == "balanced (default)"
+    # a cell whose rows record no routing label: nothing to choose, every row counts
+    _, _, opts, value = best.cell_controls(data, "kimi_k2|B300|NVFP4")
+    assert (opts, value) == ([], None)
+    body, _ = best.update_table(data, "kimi_k2|B300|NVFP4", "dashboard", "all")
+    assert "Routing: not recorded (default)." in " ".join(texts(body))
+    dl = best.csv_download(data, KNOWN.key, "dashboard", "all", None, "median")
+    assert dl is not None and dl["filename"].endswith("_dashboard_balanced_median.csv")
+    assert "best_n_repeats" in dl["content"].splitlines()[0]
+    bad, _ = best.update_table(data, KNOWN.key, "dashboard", "all", "nope", None)
+    assert "unknown routing pattern 'nope'" in " ".join(texts(bad))
+
+
+def test_pareto_routing_is_one_pattern_and_repeats_round_trip(seeded: Any) -> None:
+    data, _ = seeded
+    q = pareto.query_from_controls(
+        KNOWN.key, "all", "decode", "all", ["balanced", "x"], [], [], [],
+        C.SCORE_MS, C.TOKENS_PER_S_PER_GPU, ["x", "y"], "latest",
+    )  # fmt: skip
+    assert q.dispatch == ("balanced",) and q.filter.repeats == "latest"
+    again = pareto.parse_query(parse_search(q.search()), data.cells())
+    assert again == q
+    page = render_page(data, "/pareto", "?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4")
+    by_id = {getattr(c, "id", None): c for c in walk(page)}
+    assert by_id["pareto-dispatch"].multi is False
+    assert by_id["pareto-dispatch"].value == "balanced"
+    assert by_id["pareto-repeats"].value == "median"
+
+
+def test_recommend_form_takes_the_serving_load_and_shows_the_formula(seeded: Any) -> None:
+    data, _ = seeded
+    # 300 requests over 8 DP ranks: 38 per rank, CUDA-graph padded to 40, 2 tokens each
+    form = recommend.Form(size="load", conc=300, mtp=1, dispatch="balanced", repeats="latest")
+    assert recommend.parse_form(parse_search(form.search())) == form
+    note = " ".join(texts(recommend.size_note(form)))
+    assert "num_tokens = 640" in note and "40 x (1 + 1 MTP) = 80" in note
+    body, search = recommend.update(data, form)
+    assert "size=load" in search and "conc=300" in search
+    assert "num_tokens = 640" in " ".join(texts(body))
+    prefill = recommend.Form(size="load", phase="prefill", mnt=4096, ws=8)
+    assert "num_tokens = 32768" in " ".join(texts(recommend.size_note(prefill)))
+    page = render_page(data, "/recommend", form.search())
+    by_id = {getattr(c, "id", None): c for c in walk(page)}
+    assert by_id["rec-conc"].value == 300 and by_id["rec-size"].value == "load"
+    assert by_id["rec-dispatch"].value == "balanced"

@@ -240,9 +240,12 @@ def test_controls_and_grid_rows_make_the_form() -> None:
         5,
         ["1"],
         [],
+        3,
+        1,
         values,
         rows,
     )
+    assert (form.ca, form.cb) == (3, 1) and "ca=3" in form.search() and "cb=1" in form.search()
     assert (form.cap, form.near, form.ff, form.sens) == (24, 5.0, True, False)
     assert "cap=24" in form.search() and "near=5" in form.search() and "ff=1" in form.search()
     req = F.plan_request(form)
@@ -381,3 +384,19 @@ def test_sensitivity_table_and_deployment_download(store: Store) -> None:
     )
     assert dep["total_gpus"] == payload["best"]["gpus"] and "TBT" in dep["summary"]
     assert P.deploy_download(None) is None
+
+
+def test_two_plans_side_by_side(store: Store) -> None:
+    form = F.parse_form({"ca": "1", "cb": "3"})
+    body, search, payload = P.update(DashData(store), form)
+    assert payload is not None and "cb=3" in search
+    rows = PF.side_by_side_rows(payload["alternatives"], 1, 3)
+    by = {r["metric"]: r for r in rows}
+    first, third = payload["alternatives"][0], payload["alternatives"][2]
+    assert by["GPUs"]["#1"] == first["gpus"] and by["GPUs"]["#3"] == third["gpus"]
+    assert by["GPUs"]["difference"] == third["gpus"] - first["gpus"]
+    assert by["tokens/s per cost unit"]["difference"] <= 0  # ranked by tokens/s per cost
+    shown = _text(_find(body, "planner-compare"))
+    assert "#1" in shown and "#3" in shown and "TBT (ms)" in shown
+    assert PF.side_by_side_rows(payload["alternatives"], 1, 999) == []
+    assert F.parse_form({"ca": "0", "cb": "x"}).ca == 1

@@ -77,7 +77,7 @@ def controls(
     ff_value = ["1"] if ff else []
     sens_value = ["1"] if sens else []
     state = (model, seq, slo, list(gpus), mode, nm, xpn, fq, cap, near, ff_value, sens_value)
-    return (*state, values, rows)
+    return (*state, 1, 2, values, rows)
 
 
 def page_plan(data: DashData, state: tuple[Any, ...]) -> tuple[Any, dict[str, Any] | None]:
