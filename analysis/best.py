@@ -211,16 +211,11 @@ def best_by_workload(
         reps = as_float(rows[N_REPEATS]) if N_REPEATS in rows else np.ones(len(rows))
         out[prefix + N_REPEATS] = pd.array(np.where(mask, reps, 0).astype(np.int64), dtype="Int64")
         out.loc[~mask, prefix + N_REPEATS] = pd.NA
-        ids = (
-            rows[REPEAT_RUN_IDS].to_numpy(dtype=object)
-            if REPEAT_RUN_IDS in rows
-            else rows[C.RUN_ID].astype("string").to_numpy(dtype=object)
-            if len(rows)
-            else np.zeros(0, object)
-        )
-        out[prefix + REPEAT_RUN_IDS] = np.where(mask, ids, None)
+        col = REPEAT_RUN_IDS if REPEAT_RUN_IDS in rows else C.RUN_ID
+        ids: np.ndarray = rows[col].astype("string").to_numpy(dtype=object, na_value=None)
+        out[prefix + REPEAT_RUN_IDS] = np.where(mask, ids, np.array(None, dtype=object))
         out[prefix + SPREAD_PCT] = 100.0 * spread
-        out[prefix + SPREAD_SOURCE] = np.where(mask, src, None)
+        out[prefix + SPREAD_SOURCE] = np.where(mask, src, np.array(None, dtype=object))
     out["runner_up_" + C.SCORE_MS] = as_float(out["runner_up_" + C.SCORE_MS])
     out["best_" + C.SCORE_MS] = as_float(out["best_" + C.SCORE_MS])
     best_s = out["best_" + C.SCORE_MS].to_numpy()

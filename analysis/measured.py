@@ -193,7 +193,7 @@ def nearest_measured_best(
         dispatch=_text(top.get(C.DISPATCH)),
         n_repeats=_int(top.get(N_REPEATS), 1),
         repeat_run_ids=_text(top.get(REPEAT_RUN_IDS)),
-        spread_pct=None if plain_value(spread) is None else 100.0 * float(spread),  # type: ignore[arg-type]
+        spread_pct=None if plain_value(spread) is None else 100.0 * float(spread),
         spread_source=_text(top.get(SPREAD_SOURCE)) or "unknown",
     )
 

@@ -93,14 +93,16 @@ def authenticate(
     """The active token presented in ``authorization`` (Bearer, or Basic password).
 
     A client over its failure limit gets 429 (``Retry-After``) before its credential is
-    even looked at; a missing or unknown token gets 401 and counts as a failure. A valid
-    token has its ``last_used_at`` recorded (at most once a minute)."""
+    even looked at; a missing (or undecodable) credential gets 401; an unknown or revoked
+    token gets 401 and counts as a failure. A valid token has its
+    ``last_used_at`` recorded (at most once a minute)."""
     retry = limiter.retry_after(client)
     if retry is not None:
         raise _too_many(retry)
     secret = presented_secret(authorization)
     if secret is None:
-        limiter.record_failure(client)
+        # no credential is not a guess (a browser's first request before it asks): not
+        # counted, so opening the closed dashboard never locks anyone out
         raise _unauthorized(
             "a token is required (Authorization: Bearer mdt_…, or HTTP Basic with the "
             "token as password)"

@@ -112,9 +112,7 @@ def export_config(
         run_ids=pick.run_ids,
         trtllm_version=", ".join(pick.trtllm_versions) or None,
         date=present_text(pick.candidate.get(C.RUN_DATE)),
-        produced_by=(
-            f"moedash measured best (nearest stored workload; routing {routing}; {runs})"
-        ),
+        produced_by=(f"moedash measured best (nearest stored workload; routing {routing}; {runs})"),
     )
     out = ExportAnswer(pick.recommendation, prov, export_check(pick.recommendation), answer)
     return out.raise_if_invalid() if strict else out

@@ -233,7 +233,7 @@ def cell_pareto(
     for a :class:`ParetoFilter`, else "median". The ``_key`` of cloud and frontier rows
     is the representative candidate's position in ``data.cell_frame(cell)``. An
     unknown dispatch raises InvalidQuery."""
-    mode: Repeats = repeats or getattr(flt, "repeats", "median")
+    mode: Repeats = repeats or ("latest" if getattr(flt, "repeats", None) == "latest" else "median")
     routing = cell_routing(data, cell, flt)
     flt = dataclasses.replace(flt, dispatch=routing.used[:1])
     frame = cell_config_frame(data, cell, mode)

@@ -11,6 +11,7 @@ from analysis.frontier import FrontierAxes, FrontierFilter
 from service.best import cell_best_table
 from service.frames import DashData
 from service.pareto import cell_pareto
+from service.thresholds import threshold_report
 
 _log = logging.getLogger(__name__)
 
@@ -49,6 +50,10 @@ def start_warm_cache(data: DashData) -> threading.Thread:
         t0 = time.perf_counter()
         done = warm_cache(data)
         _log.info("cache warm-up: %d cells in %.1f s", len(done), time.perf_counter() - t0)
+        try:  # the whole-store threshold report (bootstraps: seconds) after the cells
+            threshold_report(data)
+        except Exception:  # noqa: BLE001 - warming is best effort
+            _log.exception("cache warm-up of the threshold report failed")
 
     thread = threading.Thread(target=run, name="moedash-warm-cache", daemon=True)
     thread.start()

@@ -288,7 +288,7 @@ def fit_te(
     why = "; ".join(problems)
     if force and k3 > 0 and k4 > 0:
         return TeFit(candidate, candidate, pts, group, True, f"forced despite {why}", capped)
-    fit = dataclasses.replace(roof, note=f"fit refused ({why}); roofline used")
+    fit = dataclasses.replace(roof, note=f"fit refused ({why}); roofline used", n_points=n)
     return TeFit(fit, candidate, pts, group, False, f"fit not used: {why}", capped)
 
 

@@ -2,9 +2,11 @@
 
 The handler parses the query (``service.crossover_slice.CrossoverQuery``), asks
 ``service.crossovers.crossover_answer`` (the function the /crossovers page calls too)
-and serialises it: JSON with the series summaries, switches and segments (and the score
-curves with ``curves=true``), or one of those tables as CSV (``format=csv&table=...``,
-named for the slice). Bad input is a 422 naming the parameter and the allowed values.
+and serialises it: JSON with the series summaries (each with its model, hardware, quant,
+world size, CUDA graph, attention and dispatch), the switches and segments (naming their
+series by id and label) and, with ``curves=true``, the score curves; or one of those
+tables as CSV (``format=csv&table=...``, named for the slice; switch rows there carry the
+series columns too). Bad input is a 422 naming the parameter and the allowed values.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
-from analysis.crossovers import AXIS_UNITS
+from analysis.crossovers import AXIS_UNITS, SERIES_COLS
 from analysis.tables import to_csv_text
 from api.auth import require_read
 from api.jsonio import FastJSONResponse
@@ -47,6 +49,10 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
             cols.append(s.astype(object).where(s.notna(), None).tolist())
     keys = [str(c) for c in df.columns]
     return [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
+
+
+def _series_columns(ans: CrossoverAnswer) -> list[str]:
+    return [c for c in SERIES_COLS if c in ans.result.switches.columns]
 
 
 def _tables(ans: CrossoverAnswer) -> dict[str, pd.DataFrame]:
@@ -100,7 +106,9 @@ def crossovers(
         "name": ans.name,
         "provenance": ans.provenance,
         "series": records(ans.result.series),
-        "switches": records(ans.result.switches),
+        # a switch names its series by id and label; the series rows carry the columns
+        # (the CSV repeats them, so a downloaded table stands alone)
+        "switches": records(ans.result.switches.drop(columns=_series_columns(ans))),
         "segments": records(ans.result.segments),
     }
     if curves:

@@ -28,6 +28,7 @@ from analysis.best import (
 from analysis.identity import REPEATS
 from analysis.tables import to_csv_text
 from dashboard import components as ui
+from dashboard.pages.best_controls import controls, dispatch_choice_options
 from service.best import CellBest, cell_best, dispatch_options, world_sizes
 from service.errors import ServiceError
 from service.frames import Cell, DashData
@@ -102,17 +103,6 @@ def _grid(table: pd.DataFrame, grouping: str) -> Any:
     return ui.grid("best-grid", table, cols, page_size=50, height="600px", col_overrides=overrides)
 
 
-REPEAT_OPTIONS = [
-    {"label": "median over repeat runs", "value": "median"},
-    {"label": "latest run only", "value": "latest"},
-]
-
-
-def _dispatch_options(patterns: list[str], default: str) -> list[dict[str, Any]]:
-    """One option per routing pattern; the default one says so."""
-    return [{"label": f"{p} (default)" if p == default else p, "value": p} for p in patterns]
-
-
 def _answer(
     data: DashData, cell: Cell, grouping: str, wsi: int | None, dispatch: Any, repeats: Any
 ) -> CellBest | str:
@@ -163,85 +153,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 "time. Sort and filter in the column headers.",
                 className="lead",
             ),
-            html.Div(
-                [
-                    html.Div(
-                        [
-                            html.Label("model · hardware · precision"),
-                            dcc.Dropdown(
-                                id="best-cell",
-                                options=[{"label": c.label, "value": c.key} for c in cells],
-                                value=cell.key,
-                                clearable=False,
-                            ),
-                        ],
-                        className="control wide",
-                    ),
-                    html.Div(
-                        [
-                            html.Label("grouping"),
-                            dcc.RadioItems(
-                                id="best-grouping",
-                                options=[
-                                    {
-                                        "label": "bench_moe (num_tokens, parallel mode)",
-                                        "value": "bench_moe",
-                                    },
-                                    {
-                                        "label": "NVIDIA dashboard "
-                                        "(ws, num_tokens, dispatch, CUDA graph, attention)",
-                                        "value": "dashboard",
-                                    },
-                                ],
-                                value=grouping,
-                            ),
-                        ],
-                        className="control wide",
-                    ),
-                    html.Div(
-                        [
-                            html.Label("world size (GPUs)"),
-                            dcc.Dropdown(
-                                id="best-ws",
-                                options=[{"label": "all", "value": "all"}, *ui.options(sizes)],
-                                value="all" if ws is None else ws,
-                                clearable=False,
-                            ),
-                        ],
-                        className="control",
-                    ),
-                    html.Div(
-                        [
-                            html.Label("routing pattern (dispatch)"),
-                            dcc.Dropdown(
-                                id="best-dispatch",
-                                options=_dispatch_options(patterns, default),
-                                value=dispatch or None,
-                                clearable=False,
-                                placeholder="no pattern recorded",
-                            ),
-                        ],
-                        className="control",
-                    ),
-                    html.Div(
-                        [
-                            html.Label("repeat runs"),
-                            dcc.RadioItems(
-                                id="best-repeats",
-                                options=REPEAT_OPTIONS,
-                                value=repeats,
-                                inline=True,
-                            ),
-                        ],
-                        className="control wide",
-                    ),
-                    html.Div(
-                        [html.Label("\u00a0"), ui.download_button("best-csv-btn", "Download CSV")],
-                        className="control",
-                    ),
-                ],
-                className="controls",
-            ),
+            controls(cells, cell, grouping, ws, sizes, patterns, default, dispatch, repeats),
             ui.loading(html.Div(id="best-body"), "best-loading"),
             dcc.Download(id="best-download"),
         ]
@@ -398,4 +310,4 @@ def cell_controls(
     sizes = world_sizes(data, cell) if cell else []
     patterns, default = dispatch_options(data, cell) if cell else ([], "")
     ws_opts = [{"label": "all", "value": "all"}, *ui.options(sizes)]
-    return ws_opts, "all", _dispatch_options(patterns, default), default or None
+    return ws_opts, "all", dispatch_choice_options(patterns, default), default or None

@@ -159,6 +159,10 @@ def _overrides(headers: dict[str, str], tips: dict[str, str]) -> dict[str, dict[
     return out
 
 
+# Wrapped cells: the theme's line height equals the row height; a text line height keeps
+# a two-line reason about as tall as two ordinary rows, not three.
+WRAPPED_STYLE: dict[str, str] = {"lineHeight": "1.45", "paddingTop": "7px", "paddingBottom": "7px"}
+
 _STATUS_RULES = {
     "verdict-agrees": f"params.value === '{cc.MATCH}'",
     "verdict-disagrees": f"params.value === '{cc.MISMATCH}'",
@@ -192,6 +196,7 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
             "tooltipField": col,
             "wrapText": True,
             "autoHeight": True,
+            "cellStyle": WRAPPED_STYLE,
             "minWidth": 320 if col == cc.REASON else 260,
             "maxWidth": 520,
         }
@@ -299,7 +304,12 @@ def summary_grid(table: pd.DataFrame) -> Any:
     for col, width in widths.items():
         over[col] = {**over.get(col, {}), "minWidth": width}
     # The Match cell is the longest: wrapped and the row as tall as it needs (never cut off).
-    over[cc.S_MATCH] = {**over[cc.S_MATCH], "wrapText": True, "autoHeight": True}
+    over[cc.S_MATCH] = {
+        **over[cc.S_MATCH],
+        "wrapText": True,
+        "autoHeight": True,
+        "cellStyle": WRAPPED_STYLE,
+    }
     defs = [{**d, "filter": False} for d in ui.column_defs(table, SUMMARY_GRID_COLUMNS, over)]
     return dag.AgGrid(
         id="cv-summary-grid",

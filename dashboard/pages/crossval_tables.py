@@ -15,6 +15,7 @@ from analysis import crossval_guide as G
 from analysis import crossval_sweeps as S
 from analysis.crossval_rules import RULE_DEFINITIONS, RULES
 from dashboard import components as ui
+from dashboard.pages.crossval_grids import WRAPPED_STYLE
 
 GUIDE_HEADERS: dict[str, str] = {
     cc.S_MODEL: "model", C.HARDWARE: "hardware", cc.PHASE: "phase",
@@ -65,7 +66,12 @@ def small_grid(
         if tips and col in tips:
             o["headerTooltip"] = tips[col]
         if col in _WRAP:
-            o.update(wrapText=True, autoHeight=True, minWidth=(widths or {}).get(col, 260))
+            o.update(
+                wrapText=True,
+                autoHeight=True,
+                cellStyle=WRAPPED_STYLE,
+                minWidth=(widths or {}).get(col, 260),
+            )
         elif widths and col in widths:
             o["minWidth"] = widths[col]
         if col in _BOOLS:

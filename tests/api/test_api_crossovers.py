@@ -32,7 +32,15 @@ def test_the_unknown_gemm_backends_switch_twice(api: TestClient) -> None:
     first = body["switches"][0]
     assert first["margin_lo_pct"] == pytest.approx(25.0)
     assert (first["n_before"], first["n_after"], first["verdict"]) == (2, 3, "robust")
-    assert first["world_size"] == 1 and first["model"] == "toy_moe"
+    # the switch names its series; the series row carries the slice's columns
+    assert "model" not in first and first["series_label"].startswith("toy_moe · H200 · FP8")
+    (series,) = body["series"]
+    assert (series["series"], series["model"], series["world_size"]) == (
+        first["series"],
+        "toy_moe",
+        1,
+    )
+    assert (series["cuda_graph"], series["attn"], series["dispatch"]) == (True, "D", "balanced")
     assert [s["option"] for s in body["segments"]] == ["GEMM_ALPHA", "GEMM_BETA", "GEMM_GAMMA"]
     assert body["series"][0]["rank1_sequence"] == "GEMM_ALPHA → GEMM_BETA → GEMM_GAMMA"
     assert "points" not in body
