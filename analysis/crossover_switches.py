@@ -69,6 +69,12 @@ class Pairs:
     after_hi: np.ndarray
 
 
+def _text(values: np.ndarray) -> pd.Series:
+    """Strings as an object column: no per-string conversion to Arrow (pandas' default
+    string dtype costs ~1 µs a value, and all-data answers have thousands of switches)."""
+    return pd.Series(np.asarray(values, dtype=object), dtype=object)
+
+
 def _take(values: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """``values[pos]`` as float, NaN where ``pos`` is -1."""
     v = np.asarray(values, dtype=float)
@@ -143,10 +149,10 @@ def switches_table(
     out = s_frame[list(scols)].iloc[s].reset_index(drop=True)
     cols = {
         "series": s,
-        "series_label": s_label[s],
+        "series_label": _text(s_label[s]),
         "switch": pairs.switch,
-        "before": pairs.before,
-        "after": pairs.after,
+        "before": _text(pairs.before),
+        "after": _text(pairs.after),
         "bracket_lo": axis_values[pairs.lo],
         "bracket_hi": axis_values[pairs.hi],
         "n_before": pairs.n_before,
@@ -159,8 +165,8 @@ def switches_table(
         "margin_hi_pct": margin_hi,
         "noise_lo_pct": band_lo,
         "noise_hi_pct": band_hi,
-        "noise_source": _source(source, positions),
-        "verdict": verdict,
+        "noise_source": _text(_source(source, positions)),
+        "verdict": _text(verdict),
     }
     return out.assign(**cols)
 
@@ -245,7 +251,7 @@ def segments_and_pairs(
         {
             "series": seg_series,
             "segment": seg_no,
-            "option": labels[wo[seg_start]],
+            "option": _text(labels[wo[seg_start]]),
             "_a_lo": wa[seg_start],
             "_a_hi": wa[seg_end],
             "n_points": seg_end - seg_start + 1,

@@ -221,7 +221,8 @@ def rank_one_on_index(
     # rank-1 points in (series, axis) order, as positions in key order
     winners = order[start]
     segments, pairs = segments_and_pairs(p_s, p_a, p_o, winners, keys, n_a, n_o, opts.labels)
-    segments.insert(1, SERIES_LABEL, s_label[segments[SERIES].to_numpy()])
+    seg_label = pd.Series(s_label[segments[SERIES].to_numpy()], dtype=object)
+    segments.insert(1, SERIES_LABEL, seg_label)
     segments.insert(5, "axis_lo", ax.values[segments.pop("_a_lo").to_numpy()])
     segments.insert(6, "axis_hi", ax.values[segments.pop("_a_hi").to_numpy()])
     switches = switches_table(

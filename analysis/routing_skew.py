@@ -206,6 +206,11 @@ def _best(table: pd.DataFrame, side: str) -> dict[str, Any] | None:
     }
 
 
+def _versions(table: pd.DataFrame, side: str) -> list[str]:
+    col = f"{side}_{C.TRTLLM_VERSION}"
+    return sorted({str(v) for v in table[col].dropna()}) if col in table else []
+
+
 def summarize(table: pd.DataFrame) -> dict[str, Any]:
     """Headline numbers of a comparison table: how many configurations were measured
     under each pattern and under both (``n_paired``); each pattern's best; whether the
@@ -213,8 +218,10 @@ def summarize(table: pd.DataFrame) -> dict[str, Any]:
     = (skewed score of the balanced winner / skewed best - 1) * 100 (what deploying the
     balanced pick costs under this skew; NaN when it was not measured skewed); median and
     max slowdown and median noise band over the paired configurations; ``n_rank_changes``
-    (paired configurations whose rank differs); ``imbalance_measured`` = the median
-    slowdown exceeds the median noise band (False with no pair)."""
+    (paired configurations whose rank differs); ``trtllm_versions`` per side (a
+    comparison across versions measures kernels as well as routing);
+    ``imbalance_measured`` = the median slowdown exceeds the median noise band (False
+    with no pair)."""
     paired = table[np.isfinite(as_float(table[SLOWDOWN_PCT]))]
     best_b, best_s = _best(table, "balanced"), _best(table, "skewed")
     slow = as_float(paired[SLOWDOWN_PCT])
@@ -244,5 +251,6 @@ def summarize(table: pd.DataFrame) -> dict[str, Any]:
         "max_slowdown_pct": float(slow.max()) if len(slow) else float("nan"),
         "median_noise_band_pct": median_band,
         "n_rank_changes": int((paired[RANK_CHANGE].fillna(0) != 0).sum()),
+        "trtllm_versions": {side: _versions(table, side) for side in SIDES},
         "imbalance_measured": bool(len(slow) and median_slow > median_band),
     }

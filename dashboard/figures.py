@@ -271,9 +271,7 @@ def pareto_figure(
             ]
         )
         cols = [c for c in (*_RECIPE, *_WHERE) if c in part]
-        text = [
-            f"{_recipe_text(r)}<br>{_workload_text(r)}" for r in part[cols].to_dict("records")
-        ]
+        text = [f"{_recipe_text(r)}<br>{_workload_text(r)}" for r in part[cols].to_dict("records")]
         traces.append(
             dict(
                 type="scatter",

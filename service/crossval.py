@@ -360,12 +360,14 @@ def crossval_view(
 def _cached_tables(
     data: DashData, model: str | None, hardware: str | None, tol: float, rule: str, noise: float
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(rules side by side, the guide's table beside ours), cached like the ledger (they
-    depend on no outcome)."""
+    """(rules side by side for the page's scope, the guide's table beside ours over every
+    imported workload - the guide's rows span models and hardware, as ``GET /guide``),
+    cached like the ledger (they depend on no outcome)."""
 
     def load() -> tuple[pd.DataFrame, pd.DataFrame]:
         exact = cached_ledger(data, model, hardware, tol, "exact", noise)
-        return rules_side_by_side(exact, noise), compare(exact, rule, noise)
+        everything = cached_ledger(data, None, None, tol, "exact", noise)
+        return rules_side_by_side(exact, noise), compare(everything, rule, noise)
 
     version = (data.version(), import_key(data))
     return data.cached(("crossval-tables", model, hardware, tol, rule, noise, version), load)

@@ -48,6 +48,20 @@ COVERAGE_HEADERS: dict[str, str] = {
 }  # fmt: skip
 _BOOLS = (C.ATTENTION_DP, C.CUDA_GRAPH)
 PAGE_ROWS = 12
+_CHAR_PX, _PAD_PX = 8, 36  # ag-theme-alpine 14px font; padding + sort icon
+
+
+def _fit(frame: pd.DataFrame, col: str, header: str) -> int:
+    """Pixels for the header's longest word and the column's longest value (<= 40
+    characters; longer text wraps), at least 90."""
+    longest = max((len(w) for w in header.split()), default=4)
+    if col in frame and len(frame):
+        vals = frame[col].dropna().astype(str)
+        if len(vals):
+            longest = max(longest, min(40, int(vals.str.len().max())))
+    return max(90, longest * _CHAR_PX + _PAD_PX)
+
+
 _WRAP = {S.COMMAND, S.TOKENS, S.NEEDED, S.MEASURED, S.MISSING, *RULES, cc.S_MATCH}
 
 
@@ -63,6 +77,8 @@ def small_grid(
     over: dict[str, dict[str, Any]] = {}
     for col in columns:
         o: dict[str, Any] = {"headerName": headers.get(col, col)}
+        # never narrower than the header's longest word or the longest value (short cols)
+        o["minWidth"] = _fit(frame, col, o["headerName"])
         if tips and col in tips:
             o["headerTooltip"] = tips[col]
         if col in _WRAP:
@@ -73,7 +89,7 @@ def small_grid(
                 minWidth=(widths or {}).get(col, 260),
             )
         elif widths and col in widths:
-            o["minWidth"] = widths[col]
+            o["minWidth"] = max(widths[col], o["minWidth"])
         if col in _BOOLS:
             o.update(
                 cellDataType="text",
@@ -120,31 +136,31 @@ def rules_grid(table: pd.DataFrame) -> Any:
         (cc.S_MODEL, cc.S_HARDWARE, *RULES),
         headers,
         tips=dict(RULE_DEFINITIONS),
-        widths={cc.S_MODEL: 140, cc.S_HARDWARE: 100},
+        widths={cc.S_MODEL: 170, cc.S_HARDWARE: 100},
     )
 
 
 def guide_grid(table: pd.DataFrame) -> Any:
     """The guide's rows with ours and the causes beside them."""
     cols = tuple(col for col in G.GUIDE_COMPARE_COLUMNS if col != C.MODEL)
-    return small_grid("cv-guide-grid", table, cols, GUIDE_HEADERS, GUIDE_TIPS, {cc.S_MODEL: 140})
+    return small_grid("cv-guide-grid", table, cols, GUIDE_HEADERS, GUIDE_TIPS, {cc.S_MODEL: 170})
 
 
 def published_grid(table: pd.DataFrame) -> Any:
     """The guide's table as published (display strings)."""
     cols = tuple(table.columns)
-    return small_grid("cv-published-grid", table, cols, {}, widths={cc.S_MODEL: 140})
+    return small_grid("cv-published-grid", table, cols, {}, widths={cc.S_MODEL: 170})
 
 
 def plan_grid(plan: pd.DataFrame) -> Any:
     """One row per bench_moe command."""
     # --parallel_mode and the output file are in the command itself
     cols = tuple(col for col in S.PLAN_COLUMNS if col not in (S.OUTPUT_FILE, S.PARALLEL_MODES))
-    widths = {S.COMMAND: 640, C.MODEL: 150, C.QUANT: 170, C.HARDWARE: 90, S.TOKENS: 200}
+    widths = {S.COMMAND: 560, S.TOKENS: 200}
     return small_grid("cv-sweeps-grid", plan, cols, PLAN_HEADERS, widths=widths)
 
 
 def coverage_grid(cov: pd.DataFrame) -> Any:
     """Needed vs measured num_tokens per sweep group."""
-    widths = {C.MODEL: 150, C.QUANT: 170, S.NEEDED: 220, S.MEASURED: 220, S.MISSING: 220}
+    widths = {S.NEEDED: 220, S.MEASURED: 220, S.MISSING: 220}
     return small_grid("cv-coverage-grid", cov, S.COVERAGE_COLUMNS, COVERAGE_HEADERS, widths=widths)

@@ -179,7 +179,8 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 "One workload under two routing patterns: each ranking, how ranks change and "
                 "how much slower each configuration gets (slowdown = skewed score / balanced "
                 "score − 1), with the guide's EPLB, DWDP and low-precision-combine advice next "
-                "to the numbers that decide it. Scores: the median over repeat runs (or the latest run).",
+                "to the numbers that decide it. Scores: the median over repeat runs (or the "
+                "latest run).",
                 className="lead",
             ),
             html.Div(

@@ -113,6 +113,13 @@ def _summary(ans: RoutingSkew) -> html.Div:
         + f" over {s['n_paired']} (noise band {_num(s['median_noise_band_pct'], '{:.1f}')} %)",
         "configurations whose rank changes": s["n_rank_changes"],
     }
+    versions = s["trtllm_versions"]
+    if versions["balanced"] != versions["skewed"]:
+        facts["TensorRT-LLM versions differ"] = (
+            f"{ans.balanced}: {', '.join(versions['balanced'])}; "
+            f"{ans.skewed}: {', '.join(versions['skewed'])} — the slowdown includes kernel "
+            "changes, not only routing"
+        )
     return html.Div(ui.kv_table(facts, "routing-summary"), className="half")
 
 

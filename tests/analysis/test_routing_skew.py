@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -175,3 +176,11 @@ def test_result_does_not_depend_on_row_order(rnd: object) -> None:
     a = compare_patterns(df, "balanced", SKEW).table
     b = compare_patterns(df.iloc[order], "balanced", SKEW).table
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_versions_per_pattern_are_reported() -> None:
+    df = _frame()
+    df[C.TRTLLM_VERSION] = np.where(df[C.DISPATCH] == SKEW, "v1.3.0rc27", "v1.3.0rc26")
+    cmp = compare_patterns(df, "balanced", SKEW)
+    assert cmp.summary["trtllm_versions"] == {"balanced": ["v1.3.0rc26"], "skewed": ["v1.3.0rc27"]}
+    assert cmp.summary["n_paired"] == 3  # still the same configurations

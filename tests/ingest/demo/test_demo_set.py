@@ -36,9 +36,10 @@ def test_demo_dataset_size_and_meta(demo_set):
 
 
 def test_demo_upload_kwargs_fit_upload_meta(demo_set):
-    records = pytest.importorskip("ingest.records")
+    from ingest.records import UploadMeta
+
     meta = demo_set[0][1]
-    um = records.UploadMeta(**meta.upload_kwargs())
+    um = UploadMeta(**meta.upload_kwargs())
     assert um.synthetic is True and um.hardware == meta.hardware
 
 
