@@ -226,7 +226,7 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
 GRID_COLUMNS: tuple[str, ...] = tuple(col for _, cols in LEDGER_GROUPS for col in cols)
 # Columns sized to their content: all but the wrapped text ones (fixed by min/max).
 _AUTOSIZE = tuple(c for c in GRID_COLUMNS if c not in (cc.DIFFERS, cc.REASON, cc.SWEEP_COMMAND))
-_CHAR_PX, _PAD_PX = 8, 36  # ag-theme-alpine 14px font; padding + sort icon
+_CHAR_PX, _PAD_PX = 10, 36  # ag-theme-alpine 14px font (caps are wide); padding + icon
 
 
 def _width(view: pd.DataFrame, col: str) -> int:

@@ -48,7 +48,7 @@ COVERAGE_HEADERS: dict[str, str] = {
 }  # fmt: skip
 _BOOLS = (C.ATTENTION_DP, C.CUDA_GRAPH)
 PAGE_ROWS = 12
-_CHAR_PX, _PAD_PX = 8, 36  # ag-theme-alpine 14px font; padding + sort icon
+_CHAR_PX, _PAD_PX = 10, 36  # ag-theme-alpine 14px font (caps are wide); padding + icon
 
 
 def _fit(frame: pd.DataFrame, col: str, header: str) -> int:
