@@ -74,6 +74,9 @@ def _calls(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> dict[str, Callabl
         "add_outcomes": lambda s: s.add_outcomes([OutcomeRecord("p:decode", 10.0, 12.0)]),
         "outcomes": lambda s: s.outcomes(),
         "crossval_counts": lambda s: s.crossval_counts(),
+        "stored_ledger": lambda s: s.stored_ledger("k"),
+        "store_ledger": lambda s: s.store_ledger("k", [{"a": 1}], 1.0),
+        "stored_ledger_keys": lambda s: s.stored_ledger_keys(),
     }
 
 
