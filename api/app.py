@@ -18,6 +18,7 @@ from api.jsonio import FastJSONResponse, frame_records
 from api.limits import AuthFailureLimiter, ParseBudget
 from api.routes import analysis, crossovers, crossval, planner, points, routing, runs, thresholds
 from db.store import Store
+from service.crossval_refresh import LedgerRefresher
 
 
 def create_api(
@@ -35,6 +36,7 @@ def create_api(
         for hook in starts:
             hook()
         yield
+        app.state.ledger_refresher.wait(30)  # let a running refresh finish before close
         for hook in stops:
             hook()
 
@@ -50,6 +52,7 @@ def create_api(
     app.state.api_config = config
     app.state.store = store
     app.state.parse_budget = ParseBudget(config.parse_budget_bytes)
+    app.state.ledger_refresher = LedgerRefresher(store)
     app.state.auth_limiter = AuthFailureLimiter(config.auth_failures_per_minute)
 
     install_error_handlers(app)

@@ -20,6 +20,7 @@ from ingest.detect import parse_upload
 from ingest.errors import InputError
 from ingest.metadata import MetadataError, UploadMetadata, validate_metadata
 from ingest.records import UploadMeta
+from service.crossval_refresh import LedgerRefresher
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -106,6 +107,10 @@ async def _ingest(
             raise error(409, ["query", exc.field], exc.problem, "conflict") from exc
         del raw, sweeps  # the budget is released below: free the memory first
     status = 200 if result.already_existed else 201
+    if not result.already_existed:  # new sweeps: re-derive the stored ledger off-request
+        refresher: LedgerRefresher | None = getattr(request.app.state, "ledger_refresher", None)
+        if refresher is not None:
+            refresher.request()
     return FastJSONResponse(_result_body(result, request), status_code=status)
 
 

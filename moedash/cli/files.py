@@ -29,6 +29,7 @@ from moedash.cli.options import (
     TrtllmVersion,
     settings_for,
 )
+from service.crossval import refresh_ledger
 
 Files = Annotated[list[str], typer.Argument(help="Report files (bench_moe JSON, data.js, CSV).")]
 
@@ -86,6 +87,8 @@ def ingest(
                     ids = ",".join(str(r.run_id) for r in result.runs)
                     rows.append((name, state, ids, str(result.n_candidates)))
                 steps.done()
+        if any(row[1] == "stored" for row in rows) and len(store.crossval.serving_imports()):
+            refresh_ledger(store)  # new sweeps: the stored cross-validation ledger follows
     finally:
         store.close()
     ui.table(("file", "result", "run ids", "candidates"), rows)
