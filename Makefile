@@ -14,7 +14,7 @@ COV_FLOOR ?= 91
 COV     := $(foreach p,$(SRC),--cov=$(p)) --cov-report=term:skip-covered --cov-report=xml \
            --cov-fail-under=$(COV_FLOOR)
 
-.PHONY: install browser-deps serve test test-unit test-pg test-realdata test-browser lint bench ci
+.PHONY: install browser-deps serve test test-unit test-pg test-realdata test-browser lint bench ci snapshot
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,6 +55,10 @@ lint: install
 	$(BIN)/mypy db analysis ingest service api moedash
 	$(BIN)/lint-imports --no-cache --no-logo
 	$(BIN)/python tests/module_sizes.py $(SRC) tests bench
+
+# The published-data snapshot (data/published/) from ../shared/data (or $MOEDASH_SHARED_DATA).
+snapshot: install
+	$(BIN)/python scripts/make_snapshot.py
 
 bench: install
 	$(BIN)/python bench/ingest.py

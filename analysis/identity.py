@@ -136,15 +136,25 @@ def _starts(sorted_groups: np.ndarray) -> np.ndarray:
     return out
 
 
-def _within_run_best(df: pd.DataFrame, key: list[str]) -> np.ndarray:
-    """Positions of the rows kept when rows of one run share every key column: the
-    fastest of them (then the first in input order)."""
-    cols = [*key, C.RUN_ID] if C.RUN_ID in df else key
-    g = group_codes(df[cols], cols)
-    score = as_float(df[C.SCORE_MS])
-    order = np.lexsort((np.arange(len(g)), score, g))
-    keep = order[_starts(g[order])]
-    return np.sort(keep)
+def _combine(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """Dense codes of the pairs (major, minor) of two non-negative int code arrays."""
+    if not len(major):
+        return major.astype(np.int64)
+    width = int(minor.max()) + 1
+    if int(major.max()) < np.iinfo(np.int64).max // width:
+        pair = major.astype(np.int64) * width + minor
+    else:  # pragma: no cover - astronomically many groups
+        pair = np.unique(np.stack([major, minor], axis=1), axis=0, return_inverse=True)[1]
+    out: np.ndarray = np.unique(pair, return_inverse=True)[1].astype(np.int64)
+    return out
+
+
+def _codes(values: pd.Series) -> np.ndarray:
+    """Sorted codes of a column, missing values a code of their own (the largest)."""
+    codes = sort_codes(values.astype("string") if values.dtype == object else values)
+    codes = np.where(codes == np.iinfo(np.int64).max, -1, codes)
+    out: np.ndarray = np.unique(codes, return_inverse=True)[1].astype(np.int64)
+    return out
 
 
 def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.DataFrame:
@@ -154,16 +164,46 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
         raise ValueError(f"unknown repeats {repeats!r}; use {list(REPEATS)}")
     if N_REPEATS in df.columns:
         return df
-    sub = df.iloc[np.flatnonzero(rankable_mask(df))]
-    key = present(sub, MEASUREMENT_KEY)
-    sub = sub.iloc[_within_run_best(sub, key)]
-    n = len(sub)
-    score = as_float(sub[C.SCORE_MS])
-    runs = as_float(sub[C.RUN_ID]).astype(np.int64) if C.RUN_ID in sub else np.zeros(n, np.int64)
-    later = run_order(sub)
-    g = group_codes(sub[key], key)
-    # by group, score, then later runs first
-    order = np.lexsort((-later, score, g))
+    pos = np.flatnonzero(rankable_mask(df))
+    # One encoding of the workload x configuration over the rankable rows; the version
+    # and the run refine it (arrays only: the frame is taken once, at the end).
+    key = present(df, (*WORKLOAD_COLUMNS, *CONFIG_COLUMNS))
+    rows = df[key].iloc[pos]
+    g_cfg = group_codes(rows, key)
+    version = (
+        _codes(df[C.TRTLLM_VERSION].iloc[pos])
+        if C.TRTLLM_VERSION in df
+        else np.zeros(len(pos), np.int64)
+    )
+    g = _combine(g_cfg, version) if version.max(initial=0) > 0 else g_cfg
+    n_all = len(pos)
+    score_all = as_float(df[C.SCORE_MS])[pos]
+    runs_all = (
+        as_float(df[C.RUN_ID])[pos].astype(np.int64)
+        if C.RUN_ID in df
+        else np.zeros(n_all, np.int64)
+    )
+    later_all = run_order(df)[pos]
+    # rows of one run sharing the key are one measurement: the fastest
+    per_run = _combine(g, _codes(pd.Series(runs_all)))
+    if per_run.max(initial=-1) + 1 == n_all:  # the usual case: no such rows
+        keep = np.arange(n_all)
+    else:
+        first = np.lexsort((np.arange(n_all), score_all, per_run))
+        keep = np.sort(first[_starts(per_run[first])])
+    pos, g, g_cfg = pos[keep], g[keep], g_cfg[keep]
+    score, runs, later = score_all[keep], runs_all[keep], later_all[keep]
+    n = len(pos)
+    # by group, score, then later runs first; a configuration measured once (the usual
+    # case) is its own group and needs no sort: those rows go first, as they are
+    single = np.bincount(g)[g] == 1 if n else np.zeros(0, bool)
+    alone, pooled_rows = np.flatnonzero(single), np.flatnonzero(~single)
+
+    def by_group(*keys: np.ndarray) -> np.ndarray:
+        sub = np.lexsort(tuple(k[pooled_rows] for k in keys))
+        return np.concatenate([alone, pooled_rows[sub]])
+
+    order = by_group(-later, score, g)
     gs = g[order]
     starts = np.flatnonzero(_starts(gs))
     counts = np.diff(np.r_[starts, n])
@@ -175,10 +215,10 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
         rep = np.where(later[order[hi]] > later[order[lo]], order[hi], order[lo])
         value = median
     else:
-        last = np.lexsort((later, g))  # by group, then later last
+        last = by_group(later, g)  # by group, then later last
         rep = last[np.r_[starts[1:], n] - 1] if n else last
         value = score[rep]
-    within = relative_spread(sub)[rep]
+    within = relative_spread(df.iloc[pos[rep]]) if n else np.zeros(0)
     sums = np.add.reduceat(score[order], starts) if n else np.zeros(0)
     sq = np.add.reduceat(score[order] ** 2, starts) if n else np.zeros(0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -190,53 +230,59 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
     source = np.where(
         pooled, "run_to_run", np.where(np.isfinite(within), "iteration_spread", "unknown")
     )
-    ids = _run_id_lists(runs[order], starts, counts)
     newest = np.maximum.reduceat(later[order], starts) if n else np.zeros(0, np.int64)
-    out = sub.iloc[rep].copy()
+    # newer versions supersede older ones of the same workload x configuration
+    cfg = g_cfg[rep]
+    n_versions = np.bincount(cfg)[cfg] if n else np.zeros(0, np.int64)
+    if n_versions.max(initial=1) > 1:
+        sup = np.lexsort((newest, cfg))
+        latest = sup[np.r_[_starts(cfg[sup])[1:], True]]
+    else:
+        latest = np.arange(len(cfg))
+    chosen = latest[np.argsort(pos[rep[latest]], kind="stable")]  # input order
+    ids = _run_id_lists(runs[order], starts, counts, chosen)
+    out = df.iloc[pos[rep[chosen]]].copy()
     old = as_float(out[C.SCORE_MS])
-    out[C.SCORE_MS] = value
+    out[C.SCORE_MS] = value[chosen]
     if C.TOKENS_PER_S_PER_GPU in out:
         with np.errstate(divide="ignore", invalid="ignore"):
-            out[C.TOKENS_PER_S_PER_GPU] = as_float(out[C.TOKENS_PER_S_PER_GPU]) * old / value
-    out[N_REPEATS] = counts.astype(np.int64)
+            tps = as_float(out[C.TOKENS_PER_S_PER_GPU]) * old / value[chosen]
+        out[C.TOKENS_PER_S_PER_GPU] = tps
+    out[N_REPEATS] = counts[chosen].astype(np.int64)
     out[REPEAT_RUN_IDS] = ids
-    out[SCORE_SPREAD] = spread
-    out[SPREAD_SOURCE] = source
-    out = _supersede_versions(out, newest)
-    return (
-        out.iloc[np.argsort(rep[out["_pos"].to_numpy()], kind="stable")]
-        .drop(columns="_pos")
-        .reset_index(drop=True)
-    )
+    out[SCORE_SPREAD] = spread[chosen]
+    out[SPREAD_SOURCE] = source[chosen]
+    out[N_VERSIONS] = n_versions[chosen].astype(np.int64)
+    return out.reset_index(drop=True)
 
 
-def _run_id_lists(runs: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """ "a,b,c" (ascending, unique) per group of the sorted run ids."""
-    out = np.empty(len(starts), dtype=object)
-    single = counts == 1
-    out[single] = runs[starts[single]].astype(str)
-    for i in np.flatnonzero(~single):
-        s = starts[i]
-        out[i] = ",".join(str(r) for r in sorted(set(runs[s : s + counts[i]].tolist())))
+def _run_id_lists(
+    runs: np.ndarray, starts: np.ndarray, counts: np.ndarray, which: np.ndarray
+) -> np.ndarray:
+    """The run ids ("a,b,c", ascending) of the groups ``which`` of ``runs``
+    (``starts`` / ``counts`` delimit the groups; a run appears once per group)."""
+    if not len(which):
+        return np.zeros(0, dtype=object)
+    uniq, inv = np.unique(runs, return_inverse=True)
+    names = np.array([str(u) for u in uniq.tolist()], dtype=object)
+    base, size = starts[which], counts[which]
+    out = names[inv[base]].copy()
+    multi = np.flatnonzero(size > 1)
+    if len(multi):
+        # only the pooled groups: their run ids sorted (a few repeats each)
+        width = int(size[multi].max())
+        grid = np.full((len(multi), width), len(uniq), dtype=np.int64)
+        for j in range(width):
+            has = size[multi] > j
+            grid[has, j] = inv[base[multi][has] + j]
+        grid.sort(axis=1)
+        text = np.append(names, None)
+        joined = text[grid[:, 0]].copy()
+        for j in range(1, width):
+            has = grid[:, j] < len(uniq)
+            joined[has] = joined[has] + "," + text[grid[has, j]]
+        out[multi] = joined
     return out
-
-
-def _supersede_versions(agg: pd.DataFrame, newest: np.ndarray) -> pd.DataFrame:
-    """Per workload x configuration (the key without the version) the aggregate whose
-    latest run is the latest; ``n_versions`` = how many versions measured it. Adds
-    ``_pos`` (position in ``agg``) for the caller to restore order."""
-    agg = agg.assign(_pos=np.arange(len(agg)))
-    key = present(agg, (*WORKLOAD_COLUMNS, *CONFIG_COLUMNS))
-    if C.TRTLLM_VERSION not in agg or agg.empty:
-        return agg.assign(**{N_VERSIONS: np.ones(len(agg), dtype=np.int64)})
-    g = group_codes(agg[key], key)
-    counts = np.bincount(g)
-    if (counts == 1).all():
-        return agg.assign(**{N_VERSIONS: np.ones(len(agg), dtype=np.int64)})
-    order = np.lexsort((newest, g))
-    keep = order[np.r_[_starts(g[order])[1:], True]]  # last (latest) of each group
-    out = agg.iloc[np.sort(keep)]
-    return out.assign(**{N_VERSIONS: counts[g[np.sort(keep)]].astype(np.int64)})
 
 
 def default_dispatch(labels: pd.Series) -> str | None:

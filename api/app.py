@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from api.auth import get_store, require_read
 from api.config import ApiConfig
 from api.entry import EntryLimits, EntryMiddleware
-from api.entry_routes import add_closed_docs
+from api.entry_routes import add_docs
 from api.errors import install_error_handlers
 from api.jsonio import FastJSONResponse, frame_records
 from api.limits import AuthFailureLimiter, ParseBudget
@@ -45,8 +45,9 @@ def create_api(
         version="1",
         description="Ingest and analyse TensorRT-LLM bench_moe MoE sweeps.",
         lifespan=lifespan,
-        # closed reads close the schema and its page too (served by add_closed_docs)
-        docs_url=None if config.read_requires_token else "/docs",
+        # /docs from local assets (add_docs); no /redoc (its bundle loads a CDN logo)
+        docs_url=None,
+        redoc_url=None,
         openapi_url=None if config.read_requires_token else "/api/v1/openapi.json",
     )
     app.state.api_config = config
@@ -75,8 +76,7 @@ def create_api(
     for module in (runs, analysis, crossval, planner, thresholds, points, crossovers, routing):
         v1.include_router(module.router)
     app.include_router(v1)
-    if config.read_requires_token:
-        add_closed_docs(app)
+    add_docs(app, closed=config.read_requires_token)
     return app
 
 

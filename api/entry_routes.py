@@ -1,11 +1,23 @@
-"""Routes of the entry: the JSON 404 for unknown ``/api/...`` paths, and ``/docs`` plus
-the OpenAPI schema behind the read token when reads are closed."""
+"""Routes of the entry: the JSON 404 for unknown ``/api/...`` paths, and ``/docs``
+(Swagger UI) from local assets, plus the OpenAPI schema behind the read token when
+reads are closed.
+
+The docs page loads nothing from another host: Swagger UI's JavaScript/CSS come from
+the ``fastapi-offline`` package's bundled copies, served at :data:`DOCS_ASSETS`; the
+favicon is local; the online validator badge is off. (FastAPI's defaults fetch these
+from a CDN.) There is no ``/redoc``: ReDoc's standalone bundle loads its logo from
+cdn.redoc.ly."""
 
 from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -16,18 +28,38 @@ OPENAPI_URL = "/api/v1/openapi.json"
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
-def add_closed_docs(app: FastAPI) -> None:
-    """Serve the OpenAPI schema and the Swagger page only to a valid token (Bearer, or
-    Basic with the token as password: a browser asks for it on the 401)."""
+DOCS_ASSETS = "/docs-assets"
+# fastapi-offline ships a Swagger UI build (Apache-2.0) in static/
+_ASSET_DIR = Path(str(files("fastapi_offline") / "static"))
 
-    @app.get(OPENAPI_URL, include_in_schema=False, dependencies=[Depends(require_read)])
-    def openapi_schema() -> JSONResponse:
-        return JSONResponse(app.openapi())
 
-    @app.get("/docs", include_in_schema=False, dependencies=[Depends(require_read)])
+def add_docs(app: FastAPI, *, closed: bool) -> None:
+    """``/docs`` (Swagger UI) over local assets; with ``closed`` the pages
+    and the OpenAPI schema need a valid token (Bearer, or Basic with the token as
+    password: a browser asks for it on the 401). The assets themselves hold no data and
+    stay open, like /static."""
+    app.mount(DOCS_ASSETS, StaticFiles(directory=_ASSET_DIR), name="docs-assets")
+    deps: list[Any] = [Depends(require_read)] if closed else []
+    title = f"{app.title} - docs"
+
+    if closed:
+
+        @app.get(OPENAPI_URL, include_in_schema=False, dependencies=deps)
+        def openapi_schema() -> JSONResponse:
+            return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=deps)
     def swagger() -> HTMLResponse:
         # same origin: the browser sends the Basic credentials again for the schema
-        return get_swagger_ui_html(openapi_url=OPENAPI_URL, title=f"{app.title} - docs")
+        return get_swagger_ui_html(
+            openapi_url=OPENAPI_URL,
+            title=title,
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
+            # null: no badge image fetched from validator.swagger.io
+            swagger_ui_parameters={"validatorUrl": None},
+        )
 
 
 class ApiFallback:

@@ -224,3 +224,64 @@ def download_button(button_id: str, text: str) -> html.Button:
 def loading(children: Any, loading_id: str) -> dcc.Loading:
     """``dcc.Loading`` that only shows its spinner after 300 ms (fast updates stay calm)."""
     return dcc.Loading(children, id=loading_id, type="default", delay_show=300)
+
+
+# The Plotly toolbar keeps only local actions: no "send data to cloud" / Chart Studio
+# upload (it posts the chart's data to a third-party service) and no plotly.com logo link.
+MODEBAR_REMOVE: tuple[str, ...] = ("sendDataToCloud",)
+# (label of a column's several values, column): how slice_label names a mixed slice
+_SLICE_PARTS: tuple[tuple[str, str], ...] = (
+    ("models", C.MODEL),
+    ("GPUs", C.HARDWARE),
+    ("quants", C.QUANT),
+    ("world sizes", C.WORLD_SIZE),
+    ("phases", C.PHASE),
+)
+
+
+def slice_label(*frames: pd.DataFrame) -> str:
+    """``model · GPU · quant · world size · phase`` of the rows in ``frames``: a column
+    with one value shows it (world size as ``N GPUs``), several values show their count
+    (``3 world sizes``); a missing or all-null column is left out. No rows: ``""``."""
+    parts: list[str] = []
+    for plural, col in _SLICE_PARTS:
+        found: set[str] = set()
+        for frame in frames:
+            if col in frame and len(frame):
+                found.update(str(v) for v in frame[col].dropna().unique())
+        values = sorted(found)
+        if len(values) == 1:
+            parts.append(f"{values[0]} GPUs" if col == C.WORLD_SIZE else values[0])
+        elif values:
+            parts.append(f"{len(values)} {plural}")
+    return " · ".join(parts)
+
+
+def file_slug(text: str, default: str = "chart") -> str:
+    """``text`` as a file name stem: lower case, runs of other than ``a-z0-9._`` → ``-``,
+    at most 120 characters; ``default`` when nothing is left."""
+    out, dash = [], False
+    for ch in text.lower():
+        if ch.isascii() and (ch.isalnum() or ch in "._"):
+            out.append(ch)
+            dash = False
+        elif not dash:
+            out.append("-")
+            dash = True
+    return "".join(out).strip("-")[:120].strip("-") or default
+
+
+def graph_config(filename: str | None = None) -> dict[str, Any]:
+    """``dcc.Graph`` config: no cloud button, no logo link; the PNG download is named
+    ``file_slug(filename)`` when given (plotly otherwise names it from the title)."""
+    config: dict[str, Any] = {
+        "displaylogo": False,
+        "showSendToCloud": False,
+        "modeBarButtonsToRemove": list(MODEBAR_REMOVE),
+    }
+    if filename:
+        config["toImageButtonOptions"] = {"format": "png", "filename": file_slug(filename)}
+    return config
+
+
+GRAPH_CONFIG: dict[str, Any] = graph_config()

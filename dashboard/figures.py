@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from analysis import columns as C
 from analysis.frontier import AXES, KEY
-from dashboard.components import label
+from dashboard.components import MODEBAR_REMOVE, label, slice_label
 
 # AXES (the Pareto page's axes and which direction is better) and KEY (a row's position
 # in the cell frame, sent back in customdata on click) come from analysis.frontier.
@@ -70,6 +70,7 @@ def _layout(fig: go.Figure, height: int = 520) -> go.Figure:
         margin={"l": 70, "r": 20, "t": 40, "b": 60},
         legend={"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
         hoverlabel={"align": "left"},
+        modebar={"remove": list(MODEBAR_REMOVE)},  # also where a page's config does not
     )
     return fig
 
@@ -178,6 +179,7 @@ def _layout_dict(height: int) -> dict:
         "margin": {"l": 70, "r": 20, "t": 40, "b": 60},
         "legend": {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
         "hoverlabel": {"align": "left"},
+        "modebar": {"remove": list(MODEBAR_REMOVE)},
     }
 
 
@@ -191,6 +193,7 @@ def pareto_figure(
     logy: bool = False,
     n_cloud_total: int | None = None,
     title: str | None = None,
+    cell_label: str = "",
 ) -> go.Figure:
     """Candidate cloud (Scattergl, one trace per recipe x world size x attention x
     routing, coloured by backend) with the Pareto frontier on top (line + markers, one
@@ -202,7 +205,10 @@ def pareto_figure(
     row per point: [``_key``, third metric, num_tokens]; the hover shows the recipe,
     both axes, the third metric, num_tokens, world size, attention and routing.
     ``n_cloud_total`` is the cloud size before downsampling (shown in the title when
-    larger than what is drawn).
+    larger than what is drawn). The default title leads with ``cell_label`` (the cell's
+    model · GPU · quant) and :func:`dashboard.components.slice_label` of the rows
+    (world size, phase; model/GPU/quant too when the frames carry them); plotly names
+    the PNG download after the title.
     """
     third = third_metric(x, y)
     # Traces and layout are plain dicts and the figure skips plotly's per-property
@@ -297,6 +303,9 @@ def pareto_figure(
         if n_cloud_total is not None and n_cloud_total > drawn:
             title = f"{drawn:,} of {n_cloud_total:,} candidates drawn (downsampled)"
         title += f" · {len(frontier)} on the frontier"
+        # named for what it shows; plotly names the PNG download after the title too
+        what = " · ".join(p for p in (cell_label, slice_label(cloud, frontier)) if p)
+        title = f"{what} — {title}" if what else title
     layout = _layout_dict(560)
     layout.update(
         title={"text": title, "font": {"size": 14}},

@@ -53,6 +53,7 @@ CELL_COLUMNS: tuple[str, ...] = (
     C.COMM_REQUESTED,
     C.CUDA_GRAPH,
     C.LOW_PRECISION_COMBINE,
+    C.NUM_CHUNKS,  # part of a configuration's identity (analysis.identity)
     C.DISPATCH,
     C.STATUS,
     C.FAILURE_CATEGORY,

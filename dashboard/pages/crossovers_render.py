@@ -148,7 +148,10 @@ def render(data: DashData, form: Form) -> tuple[Any, str | None, list[Any]]:
     body = html.Div(
         [
             _summary(data, ans),
-            html.Div(dcc.Graph(id="xo-graph", figure=fig), className="pareto-graph"),
+            html.Div(
+                dcc.Graph(id="xo-graph", figure=fig, config=ui.GRAPH_CONFIG),
+                className="pareto-graph",
+            ),
             html.H3("Switches (every series in the slice)"),
             html.A(
                 "this answer as JSON (API)",

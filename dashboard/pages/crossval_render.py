@@ -112,7 +112,7 @@ def render_figure(res: CrossvalView) -> Any:
     return dcc.Graph(
         id="cv-status-graph",
         figure=XF.status_figure(res.ledger),
-        config={"displaylogo": False, "responsive": True},
+        config={**ui.GRAPH_CONFIG, "responsive": True},
         className="pareto-graph",
     )
 

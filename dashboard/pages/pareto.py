@@ -101,7 +101,14 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
             ),
         )
     fig = pareto_figure(
-        view.cloud, view.frontier, q.x, q.y, logx=q.logx, logy=q.logy, n_cloud_total=view.n_cloud
+        view.cloud,
+        view.frontier,
+        q.x,
+        q.y,
+        logx=q.logx,
+        logy=q.logy,
+        n_cloud_total=view.n_cloud,
+        cell_label=q.cell.label,
     )
     status = html.Span(
         ui.with_synthetic_note(
@@ -152,7 +159,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                         dcc.Graph(
                             id="pareto-graph",
                             figure=figure,
-                            config={"displaylogo": False},
+                            config=ui.GRAPH_CONFIG,
                             className="pareto-graph",
                         ),
                     ]

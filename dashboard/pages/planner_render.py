@@ -139,7 +139,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
             *[
                 dcc.Graph(
                     figure=PF.fit_points_figure(f),
-                    config={"displaylogo": False},
+                    config=ui.GRAPH_CONFIG,
                     id=f"plan-fit-{f['gpu']}",
                 )
                 for f in payload["expert_fits"]
@@ -241,7 +241,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
                                 f"({best['attention_gpu']} attention × "
                                 f"{best['expert_gpu']} experts, m = {best['m']})",
                             ),
-                            config={"displaylogo": False},
+                            config=ui.GRAPH_CONFIG,
                         ),
                         className="half",
                     ),
@@ -253,7 +253,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
                                 f"Ping-pong timeline of one layer (m = {best['m']}, Tf = "
                                 f"{best['tf_ms']:.3f} ms)",
                             ),
-                            config={"displaylogo": False},
+                            config=ui.GRAPH_CONFIG,
                         ),
                         className="half",
                     ),

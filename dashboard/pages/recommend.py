@@ -141,7 +141,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
                 ],
                 className="row",
             ),
-            dcc.Graph(figure=path_figure(steps), config={"displaylogo": False}),
+            dcc.Graph(figure=path_figure(steps), config=ui.GRAPH_CONFIG),
             html.H3(
                 ui.with_synthetic_note(
                     data.is_synthetic(None), "Measured best at the nearest workload"
@@ -160,7 +160,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
                 className="control wide",
             ),
             dcc.Graph(
-                id="rec-evidence", figure=evidence_for(check, chosen), config={"displaylogo": False}
+                id="rec-evidence", figure=evidence_for(check, chosen), config=ui.GRAPH_CONFIG
             ),
             html.H3("Config"),
             export_block(export, "rec", "the tree's recommendation"),

@@ -202,7 +202,7 @@ def render(ans: RoutingSkew) -> Any:
                         dcc.Graph(
                             id="routing-slowdown",
                             figure=slowdown_figure(table, str(ans.balanced), str(ans.skewed)),
-                            config={"displaylogo": False},
+                            config=ui.GRAPH_CONFIG,
                         ),
                         className="half",
                     ),

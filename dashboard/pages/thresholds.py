@@ -267,9 +267,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 ],
                 className="control wide",
             ),
-            ui.loading(
-                dcc.Graph(id="th-evidence", config={"displaylogo": False}), "th-evidence-loading"
-            ),
+            ui.loading(dcc.Graph(id="th-evidence", config=ui.GRAPH_CONFIG), "th-evidence-loading"),
             ui.loading(html.Div(id="th-body"), "th-loading"),
             dcc.Download(id="th-download"),
         ]

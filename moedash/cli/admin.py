@@ -13,8 +13,8 @@ import typer
 from db.errors import Conflict, NotFound, StoreError
 from db.store import open_store
 from moedash.cli.console import Output
-from moedash.cli.files import load_demo
 from moedash.cli.options import FAILED, OK, Db, settings_for
+from moedash.published import load_published
 from moedash.settings import Settings
 
 
@@ -23,10 +23,14 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on.")] = None,
     no_demo: Annotated[
-        bool, typer.Option("--no-demo", help="Do not load demo data when the database is empty.")
+        bool,
+        typer.Option(
+            "--no-demo", help="Do not load the published snapshot into an empty database."
+        ),
     ] = False,
 ) -> int:
-    """Serve the API and the dashboard (loads the demo data into an empty database)."""
+    """Serve the API and the dashboard (an empty database gets the published snapshot:
+    NVIDIA's bench_moe sweeps and the InferenceX / srt-slurm serving points)."""
     import uvicorn
 
     from moedash.app import create_app
@@ -40,9 +44,12 @@ def serve(
     store = open_store(settings.database_url)
     try:
         if settings.demo_on_empty and not no_demo and store.table_counts()["runs"] == 0:
-            ui.line("empty database: loading the synthetic demo dataset …")
-            n = load_demo(store, ui)
-            ui.line(f"loaded {n} synthetic candidates")
+            ui.line("empty database: loading the published snapshot (NVIDIA) …")
+            loaded = load_published(store)
+            ui.line(
+                f"loaded {loaded.n_candidates} published candidates in {loaded.n_runs} runs, "
+                f"{loaded.n_workloads} serving workloads"
+            )
         app = create_app(settings, store=store)
         ui.line(f"moedash serving {settings.database_url}")
         ui.line(f"open http://{settings.host}:{settings.port}/  (API docs: /docs)")

@@ -1,5 +1,5 @@
 """Commands that move reports: ``ingest`` (local files → database), ``upload`` (files →
-a moedash server) and ``demo`` (the synthetic dataset → database)."""
+a moedash server) and ``demo`` (the published snapshot, or ``--synthetic`` data → database)."""
 
 from __future__ import annotations
 
@@ -194,14 +194,32 @@ def load_demo(store: Store, ui: Output | None = None) -> int:
     return total
 
 
-def demo(db: Db = None) -> int:
-    """Load the synthetic demo dataset (idempotent: loading it twice stores it once)."""
+def demo(
+    db: Db = None,
+    synthetic: Annotated[
+        bool,
+        typer.Option(
+            "--synthetic", help="Load the generated synthetic dataset instead (scale tests)."
+        ),
+    ] = False,
+) -> int:
+    """Load the published snapshot (NVIDIA sweeps + serving points), or with --synthetic
+    the synthetic demo dataset (idempotent: loading either twice stores it once)."""
+    from moedash.published import load_published
+
     ui = Output()
     store = open_store(settings_for(db).database_url)
     try:
         t0 = time.perf_counter()
-        n = load_demo(store, ui)
-        ui.line(f"demo dataset: {n} synthetic candidates in {time.perf_counter() - t0:.1f} s")
+        if synthetic:
+            n = load_demo(store, ui)
+            ui.line(f"demo dataset: {n} synthetic candidates in {time.perf_counter() - t0:.1f} s")
+        else:
+            loaded = load_published(store)
+            ui.line(
+                f"published snapshot: {loaded.n_candidates} candidates in {loaded.n_runs} runs, "
+                f"{loaded.n_workloads} serving workloads in {time.perf_counter() - t0:.1f} s"
+            )
     finally:
         store.close()
     return OK
