@@ -266,7 +266,7 @@ def _run_id_lists(
     uniq, inv = np.unique(runs, return_inverse=True)
     names = np.array([str(u) for u in uniq.tolist()], dtype=object)
     base, size = starts[which], counts[which]
-    out = names[inv[base]].copy()
+    out: np.ndarray = names[inv[base]].copy()
     multi = np.flatnonzero(size > 1)
     if len(multi):
         # only the pooled groups: their run ids sorted (a few repeats each)
@@ -276,7 +276,7 @@ def _run_id_lists(
             has = size[multi] > j
             grid[has, j] = inv[base[multi][has] + j]
         grid.sort(axis=1)
-        text = np.append(names, None)
+        text = np.concatenate([names, np.array([None], dtype=object)])
         joined = text[grid[:, 0]].copy()
         for j in range(1, width):
             has = grid[:, j] < len(uniq)

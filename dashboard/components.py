@@ -228,7 +228,9 @@ def loading(children: Any, loading_id: str) -> dcc.Loading:
 
 # The Plotly toolbar keeps only local actions: no "send data to cloud" / Chart Studio
 # upload (it posts the chart's data to a third-party service) and no plotly.com logo link.
-MODEBAR_REMOVE: tuple[str, ...] = ("sendDataToCloud",)
+# plotly.js 4 names the button "sendChartToCloud" ("Share chart..."); older builds
+# "sendDataToCloud" ("Edit in Chart Studio"). Both are removed.
+MODEBAR_REMOVE: tuple[str, ...] = ("sendChartToCloud", "sendDataToCloud")
 # (label of a column's several values, column): how slice_label names a mixed slice
 _SLICE_PARTS: tuple[tuple[str, str], ...] = (
     ("models", C.MODEL),

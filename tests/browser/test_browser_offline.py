@@ -18,7 +18,11 @@ pytestmark = pytest.mark.browser
 
 # /run needs a run; the published snapshot's runs have ids 1..48
 PATHS = [p + ("?run_id=1" if p == "/run" else "") for p in PAGES] + ["/docs"]
-_CLOUD = ".modebar-btn[data-title*='Chart Studio'], .modebar-btn[data-title*='loud']"
+# plotly.js 4: "Share chart..." (sendChartToCloud); older: "Edit in Chart Studio"
+_CLOUD = (
+    ".modebar-btn[data-title*='Share' i], .modebar-btn[data-title*='Chart Studio' i], "
+    ".modebar-btn[data-title*='cloud' i]"
+)
 _LOGO = ".modebar a[href*='plotly.com'], .modebar a[href*='plot.ly'], .modebar-btn--logo"
 
 
@@ -71,9 +75,9 @@ def test_the_snapshot_pages_have_charts(base: str, page: Any) -> None:
     # model · GPU · quant · world size(s) · phase
     assert title.startswith("deepseek_v4_pro · B300 · NVFP4 · ") and "decode" in title, title
     # the PNG download is named after the title: model, GPU, quant come first
-    page.hover(".js-plotly-plot")
+    page.hover("#pareto-graph .js-plotly-plot")
     with page.expect_download(timeout=30_000) as info:
-        page.locator(".modebar-btn[data-title*='png']").first.click()
+        page.locator("#pareto-graph .modebar-btn[data-title*='png' i]").first.click(force=True)
     name = info.value.suggested_filename
     assert name.endswith(".png") and "deepseek" in name and "b300" in name.lower(), name
     shots = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
