@@ -114,7 +114,9 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
         ui.with_synthetic_note(
             ans.synthetic,
             f"{view.n_matching:,} candidates match the filters; "
-            f"{view.n_cloud:,} successful; {len(view.frontier)} on the frontier.",
+            f"{view.n_cloud:,} successful; {len(view.frontier)} on the frontier. "
+            f"Routing: {ans.routing.label if ans.routing else 'not recorded'}; "
+            f"repeat runs: {'latest run only' if ans.repeats == 'latest' else 'median'}.",
         ),
         className="status",
         **{"data-testid": "pareto-count"},
