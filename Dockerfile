@@ -10,6 +10,8 @@ COPY dashboard dashboard
 COPY moedash moedash
 # static/ stays beside the working directory: the installed app serves ./static (moedash.app)
 COPY static static
+# the published-data snapshot (data/published, with its NOTICE), found from ./data
+COPY data data
 RUN pip install --no-cache-dir .
 ENV MOEDASH_HOST=0.0.0.0 MOEDASH_PORT=8050
 EXPOSE 8050

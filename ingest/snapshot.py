@@ -29,7 +29,13 @@ from analysis.serving_map import map_workloads
 from ingest.nvidia_dashboard import CSV_COLUMNS, dashboard_csv_identity
 from ingest.serving_configs import import_directory, points_frame, recipe_configs
 
-SNAPSHOT_DIR = Path(__file__).resolve().parents[1] / "data" / "published"
+# A source checkout keeps data/published beside the packages; an installed package (the
+# Docker image) finds it in the working directory instead, like static/.
+_CANDIDATES = (
+    Path(__file__).resolve().parents[1] / "data" / "published",
+    Path.cwd() / "data" / "published",
+)
+SNAPSHOT_DIR = next((d for d in _CANDIDATES if d.is_dir()), _CANDIDATES[0])
 NVIDIA_DIR = "nvidia"
 POINTS_FILE = "serving_points.parquet"
 WORKLOADS_FILE = "serving_workloads.parquet"

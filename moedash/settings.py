@@ -59,7 +59,9 @@ class Settings(BaseSettings):
         30, ge=1, description="Failed authentications per client address per minute before 429."
     )
     demo_on_empty: bool = Field(
-        True, description="`moedash serve` loads the synthetic demo dataset into an empty database."
+        True,
+        description="`moedash serve` loads the published snapshot (data/published) into an "
+        "empty database.",
     )
     enable_dashboard: bool = Field(
         True, description="Mount the Dash UI at / (the API is always on)."
