@@ -39,16 +39,7 @@ from analysis.derived import add_derived, as_float, rankable_mask
 from analysis.identity import N_REPEATS, Repeats, configuration_frame
 from analysis.tree import Deployment, Thresholds, recommend
 
-WORKLOAD_KEYS: tuple[str, ...] = (
-    C.MODEL,
-    C.HARDWARE,
-    C.QUANT,
-    C.WORLD_SIZE,
-    C.NUM_TOKENS,
-    C.DISPATCH,
-    C.ATTENTION_DP,
-    C.CUDA_GRAPH,
-)
+WORKLOAD_KEYS: tuple[str, ...] = C.WORKLOAD_KEYS
 SUMMARY_GROUP_COLS: tuple[str, ...] = (C.MODEL, C.HARDWARE, C.PHASE)
 _SHAPE = (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE)
 DETAIL_COLUMNS: tuple[str, ...] = (

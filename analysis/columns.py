@@ -202,3 +202,16 @@ BYTES_PER_ELEM: dict[str, float] = {
     "BF16": 2.0,
     "FP16": 2.0,
 }
+
+# One workload: every column that fixes what was measured, short of the recipe being compared.
+# Threshold checks, the agreement view and the pairwise threshold fits all group by it.
+WORKLOAD_KEYS: tuple[str, ...] = (
+    MODEL,
+    HARDWARE,
+    QUANT,
+    WORLD_SIZE,
+    NUM_TOKENS,
+    DISPATCH,
+    ATTENTION_DP,
+    CUDA_GRAPH,
+)

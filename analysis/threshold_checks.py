@@ -38,16 +38,7 @@ from analysis import columns as C
 from analysis.best import top_by_workload
 from analysis.derived import as_float, group_codes, rankable_mask
 
-WORKLOAD_KEYS: tuple[str, ...] = (
-    C.MODEL,
-    C.HARDWARE,
-    C.QUANT,
-    C.WORLD_SIZE,
-    C.NUM_TOKENS,
-    C.DISPATCH,
-    C.ATTENTION_DP,
-    C.CUDA_GRAPH,
-)
+WORKLOAD_KEYS: tuple[str, ...] = C.WORKLOAD_KEYS
 AXIS_VALUE = "axis_value"
 IS_X = "is_x"
 WINNER = "winner"

@@ -41,16 +41,7 @@ import pandas as pd
 from analysis import columns as C
 from analysis.derived import as_float, rankable_mask
 
-DEFAULT_WORKLOAD_COLS: tuple[str, ...] = (
-    C.MODEL,
-    C.HARDWARE,
-    C.QUANT,
-    C.WORLD_SIZE,
-    C.NUM_TOKENS,
-    C.DISPATCH,
-    C.ATTENTION_DP,
-    C.CUDA_GRAPH,
-)
+DEFAULT_WORKLOAD_COLS: tuple[str, ...] = C.WORKLOAD_KEYS
 Option = Mapping[str, object]
 
 

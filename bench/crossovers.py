@@ -43,17 +43,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from analysis import columns as C  # noqa: E402
+from bench._common import MODELS, run_dict  # noqa: E402
 from db.store import open_store  # noqa: E402
-from ingest.records import RUN_EXTRA_KEYS, Sweep, UploadMeta  # noqa: E402
+from ingest.records import Sweep, UploadMeta  # noqa: E402
 from service.crossovers import CrossoverQuery, crossover_answer  # noqa: E402
 from service.frames import DashData  # noqa: E402
 
-MODELS = {
-    "deepseek_v4_pro": (384, 6, 7168, 3072),
-    "kimi_k2": (384, 8, 7168, 2048),
-    "glm_5": (256, 8, 6144, 2048),
-    "qwen3_8": (512, 10, 8192, 2048),
-}
 HARDWARE = ("GB300", "B300")
 QUANTS = ("NVFP4", "W4A8_MXFP4_MXFP8")
 WORLD = (4, 8, 16, 32, 64)
@@ -157,29 +152,6 @@ def sweep_candidates(model: str, ws: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame({c: data[c] for c in C.CANDIDATE_COLUMNS})
 
 
-def run_dict(model: str, hardware: str, quant: str, ws: int, repeat: int) -> dict[str, Any]:
-    e, k, h, i = MODELS[model]
-    run: dict[str, Any] = {c: None for c in C.RUN_COLUMNS if c != C.RUN_ID}
-    run.update({c: None for c in RUN_EXTRA_KEYS})
-    run.update(
-        {
-            C.SOURCE_FORMAT: "bench_moe",
-            C.MODEL: model,
-            C.NUM_EXPERTS: e,
-            C.TOP_K: k,
-            C.HIDDEN_SIZE: h,
-            C.INTERMEDIATE_SIZE: i,
-            C.QUANT: quant,
-            C.HARDWARE: hardware,
-            C.WORLD_SIZE: ws,
-            C.TRTLLM_VERSION: "bench",
-            C.RUN_DATE: f"2026-11-{1 + repeat:02d}",
-            C.SYNTHETIC: True,
-        }
-    )
-    return run
-
-
 def build(url: str, rows: int) -> tuple[float, int, int]:
     """Store sweeps until ``rows`` candidates; returns (seconds, candidates, runs)."""
     store = open_store(url)
@@ -194,7 +166,11 @@ def build(url: str, rows: int) -> tuple[float, int, int]:
             if stored >= rows:
                 break
             cands = sweep_candidates(model, ws, seed=runs)
-            sweep = Sweep(key="", run=run_dict(model, hw, quant, ws, rep), candidates=cands)
+            sweep = Sweep(
+                key="",
+                run=run_dict(model, hw, quant, ws, f"2026-11-{1 + rep:02d}"),
+                candidates=cands,
+            )
             meta = UploadMeta(hardware=hw, synthetic=True, filename=f"bench-{runs}.json")
             store.ingest([sweep], f"xo-bench-{runs}".encode(), meta)
             stored += len(cands)

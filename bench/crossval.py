@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench._common import free_port, wait_healthy  # noqa: E402
 from dashboard.pages import crossval as page  # noqa: E402
 from db.store import open_store  # noqa: E402
 from moedash.cli import main as cli  # noqa: E402
@@ -52,12 +52,6 @@ def _timed(fn: Any, *args: Any) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn(*args)
     return time.perf_counter() - t0, out
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def in_process(url: str) -> dict[str, Any]:
@@ -85,7 +79,7 @@ def in_browser(url: str, token: str) -> dict[str, Any]:
     import httpx
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     log = open(os.devnull, "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [sys.executable, "-m", "moedash.cli", "serve", "--db", url, "--port", str(port),
@@ -95,16 +89,7 @@ def in_browser(url: str, token: str) -> dict[str, Any]:
     base = f"http://127.0.0.1:{port}"
     out: dict[str, Any] = {}
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(base + "/api/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not start")
-            time.sleep(0.3)
+        wait_healthy(base)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,17 +47,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from analysis import columns as C  # noqa: E402
+from bench._common import MODELS, free_port, run_dict, wait_healthy  # noqa: E402
 from dashboard.pages import best, pareto  # noqa: E402
 from db.store import Store, open_store  # noqa: E402
-from ingest.records import RUN_EXTRA_KEYS, Sweep, UploadMeta  # noqa: E402
+from ingest.records import Sweep, UploadMeta  # noqa: E402
 from service.frames import Cell, DashData  # noqa: E402
 
-MODELS = {
-    "deepseek_v4_pro": (384, 6, 7168, 3072),
-    "kimi_k2": (384, 8, 7168, 2048),
-    "glm_5": (256, 8, 6144, 2048),
-    "qwen3_8": (512, 10, 8192, 2048),
-}
 BACKENDS = np.array(["TRTLLM", "CUTEDSL", "CUTLASS", "MEGAMOE_CUTEDSL", "DENSEGEMM"], object)
 COMMS = np.array(
     ["NVLINK_ONE_SIDED", "NVLINK_TWO_SIDED", "DEEPEP", "DEEPEPLOWLATENCY", "ALLGATHER", "NONE"],
@@ -127,28 +121,6 @@ def make_candidates(n: int, ws: int, seed: int) -> pd.DataFrame:
     return frame
 
 
-def run_dict(model: str, ws: int) -> dict[str, Any]:
-    e, k, h, i = MODELS[model]
-    run: dict[str, Any] = {c: None for c in C.RUN_COLUMNS if c != C.RUN_ID}
-    run.update({c: None for c in RUN_EXTRA_KEYS})
-    run.update(
-        {
-            C.SOURCE_FORMAT: "bench_moe",
-            C.MODEL: model,
-            C.NUM_EXPERTS: e,
-            C.TOP_K: k,
-            C.HIDDEN_SIZE: h,
-            C.INTERMEDIATE_SIZE: i,
-            C.QUANT: "NVFP4",
-            C.HARDWARE: "GB300",
-            C.WORLD_SIZE: ws,
-            C.TRTLLM_VERSION: "bench",
-            C.SYNTHETIC: True,
-        }
-    )
-    return run
-
-
 def build(url: str, total: int, n_cells: int | None = None) -> tuple[float, list[Cell]]:
     """Store ``total`` rows in ``n_cells`` cells (default: 1 up to 1M rows, else 4);
     returns (seconds, cells)."""
@@ -164,7 +136,11 @@ def build(url: str, total: int, n_cells: int | None = None) -> tuple[float, list
         while stored < per_cell:
             ws = (4, 8, 16, 32)[seq % 4]
             n = min(per_run, per_cell - stored)
-            sweep = Sweep(key="", run=run_dict(model, ws), candidates=make_candidates(n, ws, seq))
+            sweep = Sweep(
+                key="",
+                run=run_dict(model, "GB300", "NVFP4", ws),
+                candidates=make_candidates(n, ws, seq),
+            )
             store.ingest(
                 [sweep],
                 f"bench-{total}-{seq}".encode(),
@@ -236,17 +212,10 @@ def measure_callbacks(store: Store, cell: Cell, repeats: int) -> dict[str, Any]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def measure_first_render(url: str, cell: Cell) -> dict[str, Any]:
-    import httpx
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     log = open(os.devnull, "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [
@@ -267,16 +236,7 @@ def measure_first_render(url: str, cell: Cell) -> dict[str, Any]:
     base = f"http://127.0.0.1:{port}"
     out: dict[str, Any] = {}
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(base + "/api/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not start")
-            time.sleep(0.3)
+        wait_healthy(base)
         path = (
             f"/pareto?model={cell.model}&hardware={cell.hardware}&quant={cell.quant}"
             "&ws=8&phase=decode"

@@ -191,6 +191,24 @@ def first(query: Mapping[str, Any], key: str, default: str | None = None) -> str
     return None if value is None else str(value)
 
 
+def choice(
+    value: Any, allowed: tuple[str, ...] | None = None, all_value: str = "all"
+) -> str | None:
+    """A dropdown or URL query value as a filter: the first item of a list, stripped; None
+    when missing, empty, ``all_value`` (the dropdown's "everything" entry) or, when
+    ``allowed`` is given, not one of ``allowed``."""
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text or text == all_value:
+        return None
+    if allowed is not None and text not in allowed:
+        return None
+    return text
+
+
 def as_int(value: str | None, default: int | None = None) -> int | None:
     try:
         return int(str(value))

@@ -34,7 +34,7 @@ from analysis.frontier import RANKABLE
 from analysis.identity import configuration_frame
 from service.errors import InvalidQuery
 from service.frames import DashData
-from service.scope import Scope
+from service.scope import Scope, equals
 
 OPTION_ALIASES: dict[str, str] = {
     "backend comm": "backend+comm",
@@ -164,18 +164,6 @@ def _param_value(param: str, value: Any) -> Any:
     if param == "world_size":
         return int(value)
     return str(value)
-
-
-def equals(series: pd.Series, value: Any) -> np.ndarray:
-    """``series == value`` as a bool array; missing values never match."""
-    out: np.ndarray
-    if isinstance(value, bool):
-        out = (series.astype("boolean") == value).to_numpy(dtype=bool, na_value=False)
-    elif isinstance(value, int):
-        out = series.to_numpy(dtype=np.float64, na_value=np.nan) == value
-    else:
-        out = (series == value).to_numpy(dtype=bool, na_value=False)
-    return out
 
 
 def stored_values(frame: pd.DataFrame, param: str, col: str, mask: np.ndarray) -> list[Any]:

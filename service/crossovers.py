@@ -22,14 +22,13 @@ from service.crossover_slice import (
     FILTER_COLUMNS,
     CrossoverQuery,
     column_value,
-    equals,
     query_filters,
     resolve,
     stored_values,
 )
 from service.errors import InvalidQuery
 from service.frames import DashData
-from service.scope import provenance
+from service.scope import equals, provenance
 
 __all__ = ["CrossoverAnswer", "CrossoverQuery", "crossover_answer", "slice_choices"]
 

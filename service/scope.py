@@ -152,8 +152,9 @@ def resolve_dispatch(labels: pd.Series, requested: str | None) -> Routing:
     )
 
 
-def _equals(series: pd.Series, value: Any) -> np.ndarray:
-    """``series == value`` with missing values never matching (SQL ``IN`` semantics)."""
+def equals(series: pd.Series, value: Any) -> np.ndarray:
+    """``series == value`` as a bool array, with missing values never matching (SQL ``IN``
+    semantics); bools compare as nullable booleans and ints as float64."""
     out: np.ndarray
     if isinstance(value, bool):
         out = (series.astype("boolean") == value).to_numpy(dtype=bool, na_value=False)
@@ -184,12 +185,12 @@ def scoped_frame(data: DashData, scope: Scope) -> pd.DataFrame:
         for col in (C.MODEL, C.HARDWARE, C.QUANT):
             filters.pop(col)
     for col, value in filters.items():
-        mask = mask & _equals(frame[col], value)
+        mask = mask & equals(frame[col], value)
     if scope.run_id is not None:
         mask = mask & frame[C.RUN_ID].isin(scope.run_id).to_numpy(dtype=bool, na_value=False)
     if scope.dispatch is not None and scope.dispatch.lower() != ALL_DISPATCH:
         routing = resolve_dispatch(frame[C.DISPATCH][mask], scope.dispatch)
-        mask = mask & _equals(frame[C.DISPATCH], routing.used[0])
+        mask = mask & equals(frame[C.DISPATCH], routing.used[0])
     return frame.loc[mask].reset_index(drop=True)
 
 
@@ -200,7 +201,7 @@ def route(df: pd.DataFrame, requested: str | None) -> tuple[pd.DataFrame, Routin
     routing = resolve_dispatch(labels, requested)
     if len(routing.used) != 1 or C.DISPATCH not in df or df.empty:
         return df, routing
-    keep = _equals(df[C.DISPATCH], routing.used[0])
+    keep = equals(df[C.DISPATCH], routing.used[0])
     return (df if keep.all() else df.loc[keep].reset_index(drop=True)), routing
 
 

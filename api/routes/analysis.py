@@ -17,17 +17,17 @@ import threading
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-import pandas as pd
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 
 from analysis import columns as C
 from analysis.concurrency import TokenCount
 from analysis.export import env_line
 from analysis.identity import Repeats
-from analysis.tables import plain_value, to_csv_text, to_json_records
+from analysis.tables import plain_value
 from analysis.tree import Recommendation
 from api.auth import get_store, require_read
 from api.jsonio import FastJSONResponse
+from api.tables import table_response
 from db.store import Store
 from service.agreement import agreement_table
 from service.best import best_table
@@ -84,16 +84,6 @@ def _answer(call: Callable[[], T]) -> T:
         ) from err
 
 
-def _table(df: pd.DataFrame, fmt: Format, name: str, extra: dict[str, Any]) -> Response:
-    if fmt == "csv":
-        return Response(
-            to_csv_text(df),
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
-        )
-    return FastJSONResponse({**extra, "items": to_json_records(df)})
-
-
 @router.get("/pareto", summary="Pareto frontier: tokens/s/GPU against latency or tokens per rank")
 def pareto(
     scope: ScopeQ,
@@ -110,7 +100,7 @@ def pareto(
         "dispatch": _routing(ans.routing),
         "repeats": ans.repeats,
     }
-    return _table(ans.items, format, "pareto", extra)
+    return table_response(ans.items, format, "pareto", extra)
 
 
 @router.get("/best", summary="Best configuration per workload with runner-up, margin, tie flag")
@@ -128,7 +118,7 @@ def best(
         "dispatch": _routing(ans.routing),
         "repeats": "per_run" if grouping == "bench_moe" else ans.repeats,
     }
-    return _table(ans.items, format, f"best_{grouping}", extra)
+    return table_response(ans.items, format, f"best_{grouping}", extra)
 
 
 def _rec_json(rec: Recommendation) -> dict[str, Any]:
@@ -276,4 +266,4 @@ def agreement(
         "repeats": ans.repeats,
         "compares": "backend and comm (the comm the tree's advice runs: forced, or AUTO's pick)",
     }
-    return _table(ans.items, format, name, extra)
+    return table_response(ans.items, format, name, extra)

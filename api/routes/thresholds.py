@@ -17,16 +17,15 @@ value the store does not hold is a 422 naming the parameter and the allowed valu
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
-import pandas as pd
 from fastapi import APIRouter, Depends, Query, Response
 
-from analysis.tables import to_csv_text, to_json_records
+from analysis.tables import to_json_records
 from api.auth import require_read
 from api.errors import http_error
-from api.jsonio import FastJSONResponse
 from api.routes.analysis import Data
+from api.tables import table_response
 from service.errors import NoData, ServiceError
 from service.frames import DashData
 from service.threshold_slice import ThresholdSlice, threshold_slice
@@ -62,16 +61,6 @@ def _slice(
     return _answer(lambda: threshold_slice(data, model, hardware, quant, dispatch))
 
 
-def _frame(df: pd.DataFrame, fmt: Format, name: str, extra: dict[str, Any]) -> Response:
-    if fmt == "csv":
-        return Response(
-            to_csv_text(df),
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
-        )
-    return FastJSONResponse({**extra, "items": to_json_records(df)})
-
-
 @router.get("/thresholds", summary="The guide's thresholds: published vs re-derived, per slice")
 def thresholds(
     data: Data,
@@ -94,7 +83,7 @@ def thresholds(
         "verdict_rule": RULE_TEXT,
         "provenance": report.provenance,
     }
-    return _frame(table, format, f"{kind}_{s.stem}", extra)
+    return table_response(table, format, f"{kind}_{s.stem}", extra)
 
 
 @router.get("/thresholds/validation", summary="Leave-one-model-out rows of each threshold")
@@ -109,7 +98,7 @@ def validation(
     s = _slice(data, model, hardware, quant, dispatch)
     report = threshold_report(data, s)
     extra = {"slice": s.as_dict(), "method": METHOD, "provenance": report.provenance}
-    return _frame(report.check.loo, format, f"thresholds_loo_{s.stem}", extra)
+    return table_response(report.check.loo, format, f"thresholds_loo_{s.stem}", extra)
 
 
 @router.get(
@@ -133,7 +122,7 @@ def agreement(
         "decisions": to_json_records(trees.decisions),
         "provenance": report.provenance,
     }
-    return _frame(trees.summary, format, f"thresholds_agreement_{s.stem}", extra)
+    return table_response(trees.summary, format, f"thresholds_agreement_{s.stem}", extra)
 
 
 @router.get("/thresholds/tree", summary="The guide's tree with re-derived numbers in place")

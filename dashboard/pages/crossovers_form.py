@@ -89,20 +89,6 @@ class Form:
         return "/api/v1/crossovers?" + urlencode(params)
 
 
-def _choice(value: Any, allowed: tuple[str, ...] | None = None) -> str | None:
-    """A control or URL value as a filter: None for empty, "all" or not allowed."""
-    if isinstance(value, list):
-        value = value[0] if value else None
-    if value is None:
-        return None
-    text = str(value).strip()
-    if not text or text == ALL:
-        return None
-    if allowed is not None and text not in allowed:
-        return None
-    return text
-
-
 def make_form(
     model: Any = None,
     hardware: Any = None,
@@ -118,21 +104,21 @@ def make_form(
     """A form from raw control values. Unknown phase/attention mean all; an unknown
     option or axis falls back to backend / num_tokens; a world size that is not a
     number means all."""
-    opt = _choice(option) or "backend"
+    opt = ui.choice(option) or "backend"
     opt = OPTION_ALIASES.get(opt, opt)
-    ax = _choice(axis) or C.NUM_TOKENS
-    hw = _choice(hardware)
+    ax = ui.choice(axis) or C.NUM_TOKENS
+    hw = ui.choice(hardware)
     return Form(
-        model=_choice(model),
+        model=ui.choice(model),
         hardware=hw.upper() if hw else None,
-        quant=_choice(quant),
-        world_size=ui.as_int(_choice(world_size)),
-        phase=_choice(phase, PHASES),
-        attention=_choice(attention, ATTENTIONS),
-        dispatch=_choice(dispatch),
+        quant=ui.choice(quant),
+        world_size=ui.as_int(ui.choice(world_size)),
+        phase=ui.choice(phase, PHASES),
+        attention=ui.choice(attention, ATTENTIONS),
+        dispatch=ui.choice(dispatch),
         option=opt if opt in OPTION_DIMS else "backend",
         axis=ax if ax in AXES else C.NUM_TOKENS,
-        series=_choice(series),
+        series=ui.choice(series),
     )
 
 

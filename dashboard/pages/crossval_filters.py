@@ -71,20 +71,6 @@ def _number(value: Any, lo: float, hi: float) -> float | None:
     return out if math.isfinite(out) and lo <= out <= hi else None
 
 
-def _choice(value: Any, allowed: tuple[str, ...] | None = None) -> str | None:
-    """A dropdown or query value as a filter: None for empty or "all" (or not allowed)."""
-    if isinstance(value, list):
-        value = value[0] if value else None
-    if value is None:
-        return None
-    text = str(value).strip()
-    if not text or text == ALL:
-        return None
-    if allowed is not None and text not in allowed:
-        return None
-    return text
-
-
 def make_filters(
     model: Any = None,
     hardware: Any = None,
@@ -123,16 +109,16 @@ def make_filters(
                 f" using {DEFAULT_NOISE_PCT:g} %"
             )
         noise_v = DEFAULT_NOISE_PCT
-    rule_v = _choice(rule, RULES)
-    if rule_v is None and _choice(rule) is not None:
+    rule_v = ui.choice(rule, RULES)
+    if rule_v is None and ui.choice(rule) is not None:
         notes.append(f"match rule must be one of {', '.join(RULES)}; using {DEFAULT_RULE}")
     shown = show if isinstance(show, list) else [show]
-    hw = _choice(hardware)
+    hw = ui.choice(hardware)
     return Filters(
-        model=_choice(model),
+        model=ui.choice(model),
         hardware=hw.upper() if hw else None,
-        phase=_choice(phase, PHASES),
-        status=_choice(status, STATUSES),
+        phase=ui.choice(phase, PHASES),
+        status=ui.choice(status, STATUSES),
         tol=tol_v,
         band=band_v,
         rule=rule_v or DEFAULT_RULE,

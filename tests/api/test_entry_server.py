@@ -66,6 +66,20 @@ def _status(sock: socket.socket) -> tuple[int, str]:
         data += chunk
     head, _, rest = data.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
+    # the body may arrive in later packets: read what content-length announces
+    length = next(
+        (
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")[1:]
+            if line.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
     return status, (head + b"\n" + rest).decode("latin-1")
 
 

@@ -28,8 +28,6 @@ from tests.factories.routing import seed_skew
 pytestmark = pytest.mark.browser
 
 SHOTS = REPO / "artifacts" / "screenshots"
-# Console noise that is not ours: software WebGL performance hints.
-_IGNORED = ("GL Driver Message", "GPU stall", "WebGL")
 
 
 def _free_port() -> int:
@@ -110,25 +108,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             proc.kill()
             proc.wait()
         log.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error" and not any(s in m.text for s in _IGNORED)
-            else None
-        ),
-    )
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.errors = errors
-    yield pg
-    context.close()
 
 
 def _settle(pg: Any) -> None:

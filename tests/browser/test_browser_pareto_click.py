@@ -25,7 +25,6 @@ from tests.factories.servers import running_server
 pytestmark = pytest.mark.browser
 
 PARETO = "/pareto?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&ws=8"
-_IGNORED = ("GL Driver Message", "GPU stall", "WebGL")  # software WebGL hints
 # (score_ms, tokens/s/GPU) of the fixture's decode candidates at world size 8:
 # tokens / (score_ms / 1000) / 8
 CANDIDATE_3 = (3.0, 1024 / 3.0e-3 / 8)  # MEGAMOE_CUTEDSL, dominated: only in a WebGL trace
@@ -41,25 +40,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     store.close()  # DuckDB: one process per file; the server opens it next
     with running_server(url) as base:
         yield {"base": base, "known": ids["known"]}
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
-    pg = context.new_page()
-    errors: list[str] = []
-    pg.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error" and not any(s in m.text for s in _IGNORED)
-            else None
-        ),
-    )
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.errors = errors
-    yield pg
-    context.close()
 
 
 def _open_pareto(pg: Any, base: str, extra: str = "") -> None:

@@ -5,7 +5,6 @@ the figure builder and the CSV download, on a real DuckDB store with known answe
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,44 +23,16 @@ from dashboard.pages import crossovers_form as F
 from db.store import Store, open_store
 from service.frames import Cell, DashData
 from tests.factories import make_candidates
-from tests.factories.dashboard import walk
+from tests.factories.dashboard import by_id, by_testid, callback, text, walk
 from tests.service.test_crossovers import GEMM_SLICE, seed_crossovers
 
 GEMM_LABEL = "toy_moe · H200 · FP8 · ws 1 · decode · attention DP · balanced"
 
 
 @pytest.fixture
-def duck(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(f"duckdb:///{tmp_path}/x.duckdb")
-    try:
-        yield s
-    finally:
-        s.close()
-
-
-@pytest.fixture
 def data(duck: Store) -> DashData:
     seed_crossovers(duck)
     return DashData(duck, version_ttl=0.0)
-
-
-def by_id(component: Any, cid: str) -> Any:
-    found = [c for c in walk(component) if getattr(c, "id", None) == cid]
-    return found[0] if found else None
-
-
-def by_testid(component: Any, test_id: str) -> Any:
-    found = [c for c in walk(component) if getattr(c, "data-testid", None) == test_id]
-    return found[0] if found else None
-
-
-def text(component: Any) -> str:
-    return " ".join(c for c in walk(component) if isinstance(c, str))
-
-
-def callback(app: Any, output: str) -> Any:
-    entry = next(v for k, v in app.callback_map.items() if output in k.split(".."))
-    return entry["callback"].__wrapped__
 
 
 def controls(**form: Any) -> list[Any]:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -28,24 +26,15 @@ from dashboard.pages import crossval as P
 from dashboard.pages import crossval_filters as CF
 from dashboard.pages import crossval_grids as G
 from dashboard.pages import crossval_render as R
-from db.store import Store, open_store
+from db.store import Store
 from ingest.records import Sweep, UploadMeta
 from service.crossval import LEDGER_VIEW_COLUMNS, CrossvalView
 from service.crossval_import import import_serving_directory
 from service.frames import DashData
 from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
 from tests.factories import make_candidates
-from tests.factories.dashboard import HOSTILE, walk
+from tests.factories.dashboard import HOSTILE, by_id, by_testid, text, walk
 from tests.factories.sweeps import make_run
-
-
-@pytest.fixture
-def duck(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(f"duckdb:///{tmp_path}/x.duckdb")
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 @pytest.fixture
@@ -63,20 +52,6 @@ def imported_only(duck: Store) -> DashData:
 def data(imported_only: DashData) -> DashData:
     ingest_h200_candidates(imported_only.store)
     return imported_only
-
-
-def by_testid(component: Any, test_id: str) -> Any:
-    found = [c for c in walk(component) if getattr(c, "data-testid", None) == test_id]
-    return found[0] if found else None
-
-
-def by_id(component: Any, cid: str) -> Any:
-    found = [c for c in walk(component) if getattr(c, "id", None) == cid]
-    return found[0] if found else None
-
-
-def text(component: Any) -> str:
-    return " ".join(c for c in walk(component) if isinstance(c, str))
 
 
 def ids_of(data: DashData, status: str, **filters: Any) -> list[str]:

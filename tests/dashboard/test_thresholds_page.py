@@ -4,8 +4,6 @@ downloads and empty states, on a real DuckDB store with known answers."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import dash
@@ -13,31 +11,16 @@ import pytest
 
 from dashboard.app import _NAV, PAGES, create_dash, render_page
 from dashboard.pages import thresholds as P
-from db.store import Store, open_store
+from db.store import Store
 from service.frames import DashData
 from tests.factories import thresholds as TF
-from tests.factories.dashboard import walk
-
-
-@pytest.fixture
-def duck(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(f"duckdb:///{tmp_path}/x.duckdb")
-    try:
-        yield s
-    finally:
-        s.close()
+from tests.factories.dashboard import callback, walk
 
 
 @pytest.fixture
 def data(duck: Store) -> DashData:
     TF.seed_threshold_store(duck)
     return DashData(duck, version_ttl=0.0)
-
-
-def callback(app: Any, output: str) -> Callable[..., Any]:
-    entry = next(v for k, v in app.callback_map.items() if output in k.split(".."))
-    fn: Callable[..., Any] = entry["callback"].__wrapped__
-    return fn
 
 
 def ids(tree: Any) -> set[str]:

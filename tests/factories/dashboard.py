@@ -10,7 +10,7 @@ form the latency / tokens-per-s frontier; 0 and 3 are dominated; 4 is prefill; 5
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -115,3 +115,28 @@ def walk(component: Any) -> Iterator[Any]:
             yield from walk(child)
     elif children is not None:
         yield from walk(children)
+
+
+def by_id(component: Any, cid: str) -> Any:
+    """The first component in the tree with ``id == cid``, or None."""
+    found = [c for c in walk(component) if getattr(c, "id", None) == cid]
+    return found[0] if found else None
+
+
+def by_testid(component: Any, test_id: str) -> Any:
+    """The first component in the tree with ``data-testid == test_id``, or None."""
+    found = [c for c in walk(component) if getattr(c, "data-testid", None) == test_id]
+    return found[0] if found else None
+
+
+def text(component: Any) -> str:
+    """Every string in the tree, joined by spaces."""
+    return " ".join(c for c in walk(component) if isinstance(c, str))
+
+
+def callback(app: Any, output: str) -> Callable[..., Any]:
+    """The undecorated function of the callback registered on ``app`` with ``output``
+    (``"component.prop"``) among its outputs."""
+    entry = next(v for k, v in app.callback_map.items() if output in k.split(".."))
+    fn: Callable[..., Any] = entry["callback"].__wrapped__
+    return fn

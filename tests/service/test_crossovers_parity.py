@@ -9,21 +9,16 @@ shared cache cannot hide a difference.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 from fastapi.testclient import TestClient
 
-from dashboard.app import create_dash
 from dashboard.pages import crossovers as P
 from dashboard.pages import crossovers_form as F
 from dashboard.pages.crossovers_render import GRID_COLUMNS
 from db.store import Store
-from moedash.app import create_app
-from moedash.settings import Settings
-from service.frames import DashData
 from tests.factories.dashboard import seed_store, walk
 from tests.service.test_crossovers import GEMM_SLICE, REPEAT_SLICE, seed_crossovers
 from tests.service.test_parity_analysis import callback
@@ -46,18 +41,6 @@ def seeded(store: Store) -> Store:
     seed_crossovers(store)
     seed_store(store)  # the dashboard's known sweep and a 40-candidate kimi_k2 cell
     return store
-
-
-@pytest.fixture
-def api(db_url: str, seeded: Store) -> Iterator[TestClient]:
-    settings = Settings(database_url=db_url, enable_dashboard=False)
-    with TestClient(create_app(settings, store=seeded)) as client:
-        yield client
-
-
-@pytest.fixture
-def page(seeded: Store) -> Any:
-    return create_dash(DashData(seeded, version_ttl=0.0))
 
 
 def _controls(params: dict[str, Any], series: str | None = None) -> list[Any]:

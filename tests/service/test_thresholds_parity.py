@@ -6,7 +6,6 @@ difference."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,12 +13,8 @@ from fastapi.testclient import TestClient
 
 from analysis.tree_text import number
 from dashboard import components as ui
-from dashboard.app import create_dash
 from dashboard.pages.thresholds_view import MAIN
 from db.store import Store
-from moedash.app import create_app
-from moedash.settings import Settings
-from service.frames import DashData
 from tests.factories import thresholds as TF
 from tests.factories.dashboard import walk
 from tests.service.test_parity_analysis import by_test_id, callback, cell_texts
@@ -37,18 +32,6 @@ COL = {name: i for i, (name, _) in enumerate(MAIN)}
 def seeded(store: Store) -> Store:
     TF.seed_threshold_store(store)
     return store
-
-
-@pytest.fixture
-def api(db_url: str, seeded: Store) -> Iterator[TestClient]:
-    settings = Settings(database_url=db_url, enable_dashboard=False)
-    with TestClient(create_app(settings, store=seeded)) as client:
-        yield client
-
-
-@pytest.fixture
-def page(seeded: Store) -> Any:
-    return create_dash(DashData(seeded, version_ttl=0.0))
 
 
 def _controls(s: dict[str, str], tree: str) -> list[Any]:
