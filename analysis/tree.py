@@ -371,14 +371,8 @@ def _step3(
     return "AUTO", False
 
 
-FORCEABLE_COMMS: tuple[str, ...] = (
-    "NVLINK_ONE_SIDED",
-    "NVLINK_TWO_SIDED",
-    "DEEPEP",
-    "DEEPEPLOWLATENCY",
-    "NCCL_EP",
-    "ALLGATHER",
-)  # the values TRTLLM_FORCE_COMM_METHOD accepts (the guide's strategy table)
+# the values TRTLLM_FORCE_COMM_METHOD accepts: one list, in analysis.capabilities
+FORCEABLE_COMMS: tuple[str, ...] = cap.COMM_STRATEGIES
 
 
 def auto_comm(dep: Deployment, backend: str, ep: int, tp: int) -> tuple[str, str, bool]:
