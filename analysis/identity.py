@@ -28,7 +28,8 @@ iteration spread (:func:`relative_spread`, "iteration_spread"), NaN when unknown
 Versions: the same configuration measured under several TensorRT-LLM versions is not
 pooled; the version of its latest run supersedes the older ones (``n_versions`` says how
 many versions measured it). Rows of one run that share every key column (they differ
-only in a knob the frame does not carry) count as one measurement, the fastest.
+only in a knob the frame does not carry) count as one measurement, the fastest (on
+equal scores the smaller known iteration spread, then the lower candidate index).
 
 Only rankable rows take part (``derived.rankable_mask``). ``tokens_per_s_per_gpu`` is
 rescaled to the aggregate score when present. The input is not modified; a frame that
@@ -189,7 +190,16 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
     if per_run.max(initial=-1) + 1 == n_all:  # the usual case: no such rows
         keep = np.arange(n_all)
     else:
-        first = np.lexsort((np.arange(n_all), score_all, per_run))
+        # ties on score: the known, smaller iteration spread, then the candidate index
+        # (row attributes, so the answer does not depend on row order)
+        tie = relative_spread(df.iloc[pos])
+        tie = np.where(np.isfinite(tie), tie, np.inf)
+        cand = (
+            as_float(df[C.CANDIDATE_INDEX])[pos]
+            if C.CANDIDATE_INDEX in df
+            else np.zeros(n_all)
+        )
+        first = np.lexsort((np.arange(n_all), cand, tie, score_all, per_run))
         keep = np.sort(first[_starts(per_run[first])])
     pos, g, g_cfg = pos[keep], g[keep], g_cfg[keep]
     score, runs, later = score_all[keep], runs_all[keep], later_all[keep]

@@ -114,6 +114,18 @@ def test_rows_of_one_run_with_the_same_key_are_one_measurement_the_fastest() -> 
     assert out[C.SCORE_MS].tolist() == [1.5] and out[N_REPEATS].tolist() == [1]
 
 
+def test_equal_scores_in_one_run_keep_the_known_spread_whatever_the_row_order() -> None:
+    rows = [
+        {C.CANDIDATE_INDEX: 0, C.SCORE_MS: 1.0, C.ITER_STDEV_MS: None},
+        {C.CANDIDATE_INDEX: 1, C.SCORE_MS: 1.0, C.ITER_STDEV_MS: 0.0},
+    ]
+    for order in (rows, rows[::-1]):
+        out = configuration_frame(make_candidates(order))
+        assert out[C.CANDIDATE_INDEX].tolist() == [1]
+        assert out[SCORE_SPREAD].tolist() == [0.0]
+        assert out[SPREAD_SOURCE].tolist() == ["iteration_spread"]
+
+
 def test_only_rankable_rows_and_idempotent() -> None:
     df = make_candidates([{C.SCORE_MS: 1.0}, {C.STATUS: "failed", C.BACKEND: "CUTEDSL"}])
     once = configuration_frame(df)
