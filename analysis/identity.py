@@ -194,11 +194,7 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
         # (row attributes, so the answer does not depend on row order)
         tie = relative_spread(df.iloc[pos])
         tie = np.where(np.isfinite(tie), tie, np.inf)
-        cand = (
-            as_float(df[C.CANDIDATE_INDEX])[pos]
-            if C.CANDIDATE_INDEX in df
-            else np.zeros(n_all)
-        )
+        cand = as_float(df[C.CANDIDATE_INDEX])[pos] if C.CANDIDATE_INDEX in df else np.zeros(n_all)
         first = np.lexsort((np.arange(n_all), cand, tie, score_all, per_run))
         keep = np.sort(first[_starts(per_run[first])])
     pos, g, g_cfg = pos[keep], g[keep], g_cfg[keep]
