@@ -14,7 +14,7 @@ COV_FLOOR ?= 91
 COV     := $(foreach p,$(SRC),--cov=$(p)) --cov-report=term:skip-covered --cov-report=xml \
            --cov-fail-under=$(COV_FLOOR)
 
-.PHONY: install browser-deps serve test test-unit test-pg test-realdata test-browser lint bench ci snapshot
+.PHONY: install browser-deps serve test test-unit test-pg test-realdata test-browser fuzz lint bench ci snapshot
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -48,6 +48,14 @@ test-realdata: install
 
 test-browser: install browser-deps
 	$(PYTEST) -m browser -q
+
+# The property tests (hypothesis) again with fresh random draws, FUZZ_ROUNDS times; CI
+# draws a fixed set (HYPOTHESIS_PROFILE=ci), this is where new counterexamples turn up.
+FUZZ_ROUNDS ?= 5
+fuzz: install
+	for i in $$(seq $(FUZZ_ROUNDS)); do HYPOTHESIS_PROFILE=fuzz $(PYTEST) -q \
+	  -m "not postgres and not realdata and not browser" \
+	  $$(grep -rl "from hypothesis" tests --include='test_*.py') || exit 1; done
 
 lint: install
 	$(BIN)/ruff format --check $(SRC) tests bench

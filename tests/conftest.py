@@ -14,12 +14,20 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from hypothesis import settings as hypothesis_settings
 
 from db.store import Store, open_store
 from moedash.app import create_app
 from moedash.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Property tests: random examples on a developer's machine (the default profile), a fixed,
+# reproducible set in CI (`HYPOTHESIS_PROFILE=ci`, set by .ci/run) so that a landing
+# decision never rests on the draw. `make fuzz` runs them again with fresh random seeds.
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+hypothesis_settings.register_profile("fuzz", print_blob=True)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 PG_URL = os.environ.get("MOEDASH_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
