@@ -14,7 +14,7 @@ COV_FLOOR ?= 91
 COV     := $(foreach p,$(SRC),--cov=$(p)) --cov-report=term:skip-covered --cov-report=xml \
            --cov-fail-under=$(COV_FLOOR)
 
-.PHONY: install browser-deps serve test test-unit test-pg test-realdata test-browser fuzz lint bench ci snapshot
+.PHONY: install assets browser-deps serve test test-unit test-pg test-realdata test-browser fuzz lint bench ci snapshot
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,17 +24,24 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Front-end assets from the npm registry, pinned with their sha512 (moedash/assets.py):
+# the plotly.js partial bundle (static/vendor/, git-ignored) and axe-core for the browser
+# tests (inside .venv). Optional for serving: without them the dashboard uses Dash's full
+# plotly.js, so a failed fetch only warns.
+assets: install
+	$(BIN)/python -m moedash.assets || echo "warning: front-end assets not fetched; the dashboard uses Dash's own plotly.js"
+
 # Debian's Chromium + driver for the browser tests (test tools cannot download browsers here).
 browser-deps:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
-serve: install
+serve: install assets
 	$(BIN)/moedash serve
 
 # The whole default suite: unit, store/API on DuckDB, CLI, browser; self-contained (reads
 # nothing outside the clone) and measured for coverage (term report + coverage.xml).
-test: install browser-deps
+test: install assets browser-deps
 	$(PYTEST) -m "not postgres and not realdata" -q $(COV)
 
 test-unit: install
@@ -46,7 +53,7 @@ test-pg: install
 test-realdata: install
 	$(PYTEST) -m realdata -q
 
-test-browser: install browser-deps
+test-browser: install assets browser-deps
 	$(PYTEST) -m browser -q
 
 # The property tests (hypothesis) again with fresh random draws, FUZZ_ROUNDS times; CI
@@ -68,9 +75,10 @@ lint: install
 snapshot: install
 	$(BIN)/python scripts/make_snapshot.py
 
-bench: install
+bench: install assets
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/analysis.py
 	$(BIN)/python bench/dashboard.py
+	$(BIN)/python bench/dashboard.py --published
 
 ci: test test-pg test-realdata

@@ -16,7 +16,17 @@ from api.entry_routes import add_docs
 from api.errors import install_error_handlers
 from api.jsonio import FastJSONResponse, frame_records
 from api.limits import AuthFailureLimiter, ParseBudget
-from api.routes import analysis, crossovers, crossval, planner, points, routing, runs, thresholds
+from api.routes import (
+    analysis,
+    compare,
+    crossovers,
+    crossval,
+    planner,
+    points,
+    routing,
+    runs,
+    thresholds,
+)
 from db.store import Store
 from service.crossval_refresh import LedgerRefresher
 
@@ -73,7 +83,17 @@ def create_api(
     def coverage(s: Store = Depends(get_store)) -> object:
         return FastJSONResponse({"items": frame_records(s.coverage())})
 
-    for module in (runs, analysis, crossval, planner, thresholds, points, crossovers, routing):
+    for module in (
+        runs,
+        analysis,
+        crossval,
+        planner,
+        thresholds,
+        points,
+        crossovers,
+        routing,
+        compare,
+    ):
         v1.include_router(module.router)
     app.include_router(v1)
     add_docs(app, closed=config.read_requires_token)

@@ -19,7 +19,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Match, Mount
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.auth import require_read
 from api.errors import error_response
@@ -101,3 +101,36 @@ class ApiFallback:
             not isinstance(route, Mount) and route.matches(probe)[0] is Match.FULL
             for route in self.api.router.routes
         )
+
+
+# Cache-Control by URL: a versioned URL (``?v=…``, as the page shell links the vendored
+# plotly.js) never changes, so browsers keep it a year without asking again; other static
+# files are revalidated on every use (their ETag makes that a cheap 304). An answer that
+# already carries Cache-Control (Dash's fingerprinted bundles) keeps its own.
+IMMUTABLE = b"public, max-age=31536000, immutable"
+REVALIDATE = b"no-cache"
+
+
+class CacheHeaders:
+    """Adds ``Cache-Control`` to successful GET/HEAD answers of the wrapped static app
+    (see above)."""
+
+    def __init__(self, inner: ASGIApp) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
+            await self.inner(scope, receive, send)
+            return
+        query = scope.get("query_string", b"")
+        versioned = any(part.startswith(b"v=") and len(part) > 2 for part in query.split(b"&"))
+        value = IMMUTABLE if versioned else REVALIDATE
+
+        async def with_cache_control(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] in (200, 304):
+                headers = list(message.get("headers", []))
+                if not any(k.lower() == b"cache-control" for k, _ in headers):
+                    message = {**message, "headers": [*headers, (b"cache-control", value)]}
+            await send(message)
+
+        await self.inner(scope, receive, with_cache_control)

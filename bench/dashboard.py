@@ -25,6 +25,10 @@ Usage: python bench/dashboard.py [--sizes 1000000 10000000] [--repeats 40]
 Prints a table and writes bench/results/dashboard.json (the first results written there
 stay under "baseline"). Goals: p95 <= 150 ms at 1M,
 <= 400 ms at 10M, payload <= 500 KB, first render <= 1.5 s.
+
+``python bench/dashboard.py --published [--repeats N]`` instead times the first render
+of Overview, Pareto, Best and Recommend on the real published snapshot, with the
+plotly.js partial bundle and with Dash's full one (bench/first_render.py).
 """
 
 from __future__ import annotations
@@ -282,6 +286,10 @@ def layouts(sizes: list[int], huge_cell: bool) -> list[tuple[int, int]]:
 
 
 def main() -> int:
+    if "--published" in sys.argv[1:]:
+        from bench.first_render import main as first_render
+
+        return first_render([a for a in sys.argv[1:] if a != "--published"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--repeats", type=int, default=40)

@@ -6,7 +6,9 @@ Latency is per file, from the first byte sent to the answer, retries included (a
 retried after its ``Retry-After``; the count is reported). Afterwards the database is
 read back: *lost* = files answered 201 whose run is not stored, or never answered 2xx;
 *duplicated* = stored runs beyond the number of distinct files, or two files answered
-with the same run id. Reports are synthetic (ingest.demo, one per seed, so every file is
+with the same run id. *cpu ms* is the server process's CPU time (all threads, background
+work included) during the run, per upload: on a shared machine the latencies depend on
+the load, this much less. Reports are synthetic (ingest.demo, one per seed, so every file is
 distinct bytes and distinct measurements). Prints a table and writes
 bench/results/upload_concurrency.json.
 
@@ -19,12 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +52,48 @@ for i in range(n):
 """
 
 
+@contextmanager
+def isolated(db_url: str | None, tmp: Path) -> Iterator[str]:
+    """The database the run writes to: a fresh DuckDB file in ``tmp`` by default; for a
+    PostgreSQL URL a fresh schema in that database (its ``search_path``), dropped
+    afterwards, so the run neither sees nor leaves rows beside anyone else's."""
+    if db_url is None:
+        yield f"duckdb:///{tmp / 'conc.duckdb'}"
+        return
+    if not db_url.startswith("postgres"):
+        yield db_url
+        return
+    import sqlalchemy as sa
+
+    name = f"bench_conc_{os.getpid()}_{time.time_ns() % 10**9}"
+    admin = sa.create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with admin.begin() as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA {name}")
+    try:
+        yield f"{db_url}{'&' if '?' in db_url else '?'}options=-csearch_path%3D{name}"
+    finally:
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {name} CASCADE")
+        admin.dispose()
+
+
 def percentile(values: list[float], q: float) -> float:
     """The ``q``-th percentile (0-100) by linear interpolation between order statistics."""
     ordered = sorted(values)
     k = (len(ordered) - 1) * q / 100
     lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process (all its threads) has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def uploader(
@@ -96,7 +137,10 @@ def main() -> None:
     ap.add_argument("--uploaders", type=int, default=32)
     ap.add_argument("--files", type=int, default=20)
     ap.add_argument("--num-tokens", default="64", help="comma-separated token counts per report")
-    ap.add_argument("--db", help="database URL (default: a fresh DuckDB file)")
+    ap.add_argument(
+        "--db",
+        help="database URL (default: a fresh DuckDB file; PostgreSQL: a fresh schema in it)",
+    )
     ap.add_argument(
         "--server-repo",
         type=Path,
@@ -114,8 +158,9 @@ def main() -> None:
 
     server_env = {"MOEDASH_WARM_CACHE": "false", **dict(e.split("=", 1) for e in args.env)}
     n = args.uploaders * args.files
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, ExitStack() as stack:
         tmp = Path(d)
+        db = stack.enter_context(isolated(args.db, tmp))
         subprocess.run(
             [sys.executable, "-c", _GENERATE, str(tmp), str(n), args.num_tokens],
             cwd=REPO,
@@ -124,13 +169,12 @@ def main() -> None:
         )
         paths = sorted(tmp.glob("r*.json"))
         mean_kb = statistics.mean(p.stat().st_size for p in paths) / 1e3
-        db = args.db or f"duckdb:///{tmp / 'conc.duckdb'}"
         store = open_store(db)
         token = store.tokens.create_token(f"bench-{time.time_ns()}", ["upload"])[1]
         before = store.table_counts()["runs"]
         store.close()
         results: list[dict[str, Any]] = []
-        with served(db, server_env, args.server_repo) as (base, _pid):
+        with served(db, server_env, args.server_repo) as (base, pid):
             start = threading.Event()
             threads = [
                 threading.Thread(
@@ -141,11 +185,15 @@ def main() -> None:
             ]
             for t in threads:
                 t.start()
-            t0 = time.perf_counter()
+            cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+            client0 = _own_cpu()
             start.set()
             for t in threads:
                 t.join()
             wall = time.perf_counter() - t0
+            # the server's own CPU while it took the uploads (its background work too)
+            server_cpu = cpu_seconds(pid) - cpu0
+            client_cpu = _own_cpu() - client0  # the 32 uploaders share the 2 cores too
         store = open_store(db)
         stored = store.table_counts()["runs"] - before
         store.close()
@@ -159,6 +207,9 @@ def main() -> None:
         "report_kb": round(mean_kb),
         "wall_s": round(wall, 2),
         "uploads_per_s": round(n / wall, 1),
+        "server_cpu_ms_per_upload": round(1000 * server_cpu / n, 1),
+        "client_cpu_ms_per_upload": round(1000 * client_cpu / n, 1),
+        "load_average_1m": round(os.getloadavg()[0], 1),
         "p50_s": round(percentile(secs, 50), 3),
         "p95_s": round(percentile(secs, 95), 3),
         "p99_s": round(percentile(secs, 99), 3),
@@ -172,11 +223,13 @@ def main() -> None:
     }
     print(
         f"{'db':10} {'clients':>7} {'files':>5} {'KB':>5} {'wall s':>7} {'up/s':>6} "
-        f"{'p50 s':>6} {'p95 s':>6} {'p99 s':>6} {'max s':>6} {'429s':>5} {'lost':>4} {'dup':>4}"
+        f"{'cpu ms':>6} {'p50 s':>6} {'p95 s':>6} {'p99 s':>6} {'max s':>6} {'429s':>5} "
+        f"{'lost':>4} {'dup':>4}"
     )
     print(
         f"{row['database']:10} {row['uploaders']:>7} {row['files']:>5} {row['report_kb']:>5} "
-        f"{row['wall_s']:>7} {row['uploads_per_s']:>6} {row['p50_s']:>6} {row['p95_s']:>6} "
+        f"{row['wall_s']:>7} {row['uploads_per_s']:>6} {row['server_cpu_ms_per_upload']:>6} "
+        f"{row['p50_s']:>6} {row['p95_s']:>6} "
         f"{row['p99_s']:>6} {row['max_s']:>6} {row['retries_429']:>5} {row['lost']:>4} "
         f"{row['duplicated']:>4}"
     )

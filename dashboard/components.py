@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import dash_ag_grid as dag
+import numpy as np
 import pandas as pd
 from dash import dcc, html
 
@@ -239,9 +240,30 @@ def download_button(button_id: str, text: str) -> html.Button:
     return html.Button(text, id=button_id, className="button", n_clicks=0)
 
 
-def loading(children: Any, loading_id: str) -> dcc.Loading:
-    """``dcc.Loading`` that only shows its spinner after 300 ms (fast updates stay calm)."""
-    return dcc.Loading(children, id=loading_id, type="default", delay_show=300)
+# While an area reloads its previous content stays in place, dimmed, under the spinner:
+# the page does not jump, and what is being replaced stays readable.
+LOADING_OVERLAY: dict[str, Any] = {"visibility": "visible", "opacity": 0.45}
+
+
+def loading(
+    children: Any, loading_id: str, target_components: Mapping[str, Any] | None = None
+) -> dcc.Loading:
+    """The default wrapper of any area that can take longer than 300 ms to fill:
+    ``dcc.Loading`` whose spinner only shows after 300 ms (fast updates stay calm), over
+    the dimmed previous content. ``target_components`` ({component id: prop or list of
+    props}) limits it to those outputs, so e.g. the page-wide wrapper does not also spin
+    for every inner callback."""
+    extra: dict[str, Any] = {}
+    if target_components:
+        extra["target_components"] = dict(target_components)
+    return dcc.Loading(
+        children,
+        id=loading_id,
+        type="default",
+        delay_show=300,
+        overlay_style=LOADING_OVERLAY,
+        **extra,
+    )
 
 
 # The Plotly toolbar keeps only local actions: no "send data to cloud" / Chart Studio
@@ -305,3 +327,105 @@ def graph_config(filename: str | None = None) -> dict[str, Any]:
 
 
 GRAPH_CONFIG: dict[str, Any] = graph_config()
+
+
+# ------------------------------------------------------------------------- log axes
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+# mantissas labelled per decade, by how many decades the data spans: wide ranges label
+# the powers of ten only, narrower ones 1-2-5, under one decade every leading digit
+_MAJOR_MANTISSAS = ((3.0, (1,)), (1.0, (1, 2, 5)), (0.0, (1, 2, 3, 4, 5, 6, 7, 8, 9)))
+_MINOR_GRID = "#eef0f3"
+
+
+def tick_text(value: float) -> str:
+    """A log-axis tick label: ``1``, ``20``, ``500``, ``1k``, ``300k``, ``1.5M``,
+    ``0.01`` (SI suffixes from a thousand up; never the leading digit alone)."""
+    for scale, suffix in _SI:
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str], list[float]]:
+    """(major tick values, their labels, minor gridline values) for a log axis over the
+    positive data range ``lo``..``hi``. The ticks cover the whole decades around the
+    data (plotly pads the range a little); values are ``m × 10^k`` rounded to 12
+    significant digits so labels never read ``0.30000000000000004``. Data within less
+    than a third of a decade gets evenly spaced round ticks instead."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 or hi <= 0:
+        raise ValueError(f"log axis range must be positive and finite, got {lo}..{hi}")
+    lo, hi = min(lo, hi), max(lo, hi)
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    last = max(last, first + 1)
+    span = math.log10(hi / lo)
+    mantissas = next(m for floor_, m in _MAJOR_MANTISSAS if span > floor_ or floor_ == 0.0)
+    majors: list[float] = []
+    minors: list[float] = []
+    for exp in range(first, last + 1):
+        for m in range(1, 10):
+            if exp == last and m > 1:
+                break
+            (majors if m in mantissas else minors).append(_round(m * 10.0**exp))
+    if span <= 1.0:  # under one decade: only the labels near the data
+        majors = [v for v in majors if lo / 2 <= v <= hi * 2] or majors
+    if span < 0.5 and hi > lo:
+        majors = _even_ticks(lo, hi)
+        minors = []
+    return majors, [tick_text(v) for v in majors], minors
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.12g}")
+
+
+def _even_ticks(lo: float, hi: float) -> list[float]:
+    """Round, evenly spaced ticks (step 1, 2 or 5 × 10^k, about four of them) from just
+    below ``lo`` to just above ``hi``."""
+    raw = (hi - lo) / 4
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    start = math.floor(lo / step) * step
+    count = math.ceil((hi - start) / step) + 1
+    return [_round(start + i * step) for i in range(count + 1) if start + i * step > 0]
+
+
+def log_axis(title: str, *values: Any) -> dict[str, Any]:
+    """Layout properties of a log axis titled ``title`` (units belong in the title):
+    ticks read 1, 10, 100, 1k, 10k … over the positive finite entries of the array-likes
+    ``values`` (1-2-5 and finer when the data spans few decades), light minor gridlines
+    between them. With no positive value: plotly's own ticks, one per decade, SI
+    suffixes."""
+    arr = _positive(values)
+    axis: dict[str, Any] = {"type": "log", "title": {"text": title}}
+    if not arr.size:
+        return {**axis, "dtick": 1, "exponentformat": "SI"}
+    majors, texts, minors = log_ticks(float(arr.min()), float(arr.max()))
+    return {
+        **axis,
+        "tickmode": "array",
+        "tickvals": majors,
+        "ticktext": texts,
+        "minor": {
+            "tickmode": "array",
+            "tickvals": minors,
+            "showgrid": True,
+            "gridcolor": _MINOR_GRID,
+            "ticks": "",
+        },
+    }
+
+
+def axis(title: str, *values: Any, log: bool = False) -> dict[str, Any]:
+    """:func:`log_axis` when ``log``, else a linear axis titled ``title``."""
+    return log_axis(title, *values) if log else {"type": "linear", "title": {"text": title}}
+
+
+def _positive(values: Sequence[Any]) -> np.ndarray:
+    parts = [
+        pd.to_numeric(pd.Series(np.asarray(v, dtype=object).ravel()), errors="coerce").to_numpy(
+            float
+        )
+        for v in values
+    ]
+    arr = np.concatenate(parts) if parts else np.empty(0)
+    return arr[np.isfinite(arr) & (arr > 0)]

@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 
 from analysis import columns as C
 from analysis.crossovers import AXIS_VALUE, OPTION, RANK, SERIES
+from dashboard.components import log_axis
 from dashboard.figures import BACKEND_COLORS, _layout, message_figure
 
 AXIS_TITLES: dict[str, str] = {
@@ -129,12 +130,10 @@ def crossover_figure(
     # a tick at each measured axis value (when few): log axes otherwise label 2..9 too
     ticks = {"tickvals": xs, "ticktext": [f"{v:.6g}" for v in xs]} if len(xs) <= 16 else {}
     fig.update_xaxes(
-        type="log",
-        title={"text": AXIS_TITLES.get(axis, axis)},
+        **{**log_axis(AXIS_TITLES.get(axis, axis), xs), **ticks},
         range=[float(np.log10(edges[0])), float(np.log10(edges[-1]))],
-        **ticks,
     )
-    fig.update_yaxes(type="log", title={"text": "score (ms), best configuration"})
+    fig.update_yaxes(**log_axis("score (ms), best configuration", points[C.SCORE_MS]))
     fig = _layout(fig, height)
     fig.update_layout(title={"text": title, "font": {"size": 14}}, margin={"t": 60})
     return fig

@@ -16,7 +16,8 @@ import plotly.graph_objects as go
 
 from analysis import columns as C
 from analysis.frontier import AXES, KEY
-from dashboard.components import MODEBAR_REMOVE, label, slice_label
+from dashboard.components import MODEBAR_REMOVE, label, log_axis, slice_label
+from dashboard.components import axis as axis_props
 
 # AXES (the Pareto page's axes and which direction is better) and KEY (a row's position
 # in the cell frame, sent back in customdata on click) come from analysis.frontier.
@@ -216,6 +217,11 @@ def pareto_figure(
     # and update_layout with the template another ~30 ms.
     traces: list[dict] = []
     shown_backends: set[str] = set()
+    drawn = len(cloud)  # the title counts every candidate, the frontier's included
+    if len(cloud) and len(frontier) and KEY in cloud and KEY in frontier:
+        # each point drawn once: a cloud copy under a frontier point would take its hover
+        # (SVG scatter -- the partial plotly.js bundle -- hovers the first trace on a tie)
+        cloud = cloud[~cloud[KEY].isin(frontier[KEY])]
     if len(cloud):
         recipe_cols = [c for c in _RECIPE if c in cloud]
         # world size, attention and routing get a trace each too, so the hover names them
@@ -297,7 +303,6 @@ def pareto_figure(
                 hovertemplate=_hover(x, y, third, "<b>frontier</b> %{text}"),
             )
         )
-    drawn = len(cloud)
     if title is None:
         title = f"{drawn:,} candidates"
         if n_cloud_total is not None and n_cloud_total > drawn:
@@ -311,8 +316,8 @@ def pareto_figure(
         title={"text": title, "font": {"size": 14}},
         legend={**layout["legend"], "title": {"text": "backend"}},
         clickmode="event",
-        xaxis={"title": {"text": label(x)}, "type": "log" if logx else "linear"},
-        yaxis={"title": {"text": label(y)}, "type": "log" if logy else "linear"},
+        xaxis=axis_props(label(x), cloud.get(x, ()), frontier.get(x, ()), log=logx),
+        yaxis=axis_props(label(y), cloud.get(y, ()), frontier.get(y, ()), log=logy),
     )
     return go.Figure(data=traces, layout=layout, _validate=False)
 
@@ -353,7 +358,8 @@ def path_figure(steps: Sequence[dict]) -> go.Figure:
     fig.update_layout(
         barmode="group", title={"text": "threshold vs observed value", "font": {"size": 14}}
     )
-    fig.update_xaxes(type="log", title_text="value (tokens per rank, KiB or GPUs — see row)")
+    values = [s[k] for s in rows for k in ("threshold_value", "observed")]
+    fig.update_xaxes(**log_axis("value (tokens per rank, KiB or GPUs — see row)", values))
     return _layout(fig, 140 + 70 * len(rows))
 
 
@@ -423,6 +429,6 @@ def evidence_figure(
             )
     fig.update_layout(title={"text": title, "font": {"size": 14}})
     positive = (evidence["axis_value"] > 0).all()
-    fig.update_xaxes(title_text=label(axis), type="log" if positive else "linear")
+    fig.update_xaxes(**axis_props(label(axis), evidence["axis_value"], log=bool(positive)))
     fig.update_yaxes(title_text="winner's margin (%)")
     return _layout(fig, 380)

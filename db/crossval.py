@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
+from analysis import columns as C
 from analysis import crossval_columns as cc
 from analysis.serving_map import map_workloads
 from db.crossval_records import (
@@ -162,6 +163,17 @@ class CrossvalRepository:
             n = conn.execute(sa.select(sa.func.count()).select_from(t).where(*conds)).scalar()
         return int(n or 0)
 
+    def serving_choices(self) -> tuple[list[str], list[str]]:
+        """(models, hardware) of the stored workloads, distinct and sorted (NULL left
+        out), without reading the workloads themselves."""
+        t = serving_workloads
+        out: list[list[str]] = []
+        with self._db.read("serving_choices") as conn:
+            for col in (t.c[C.MODEL], t.c[C.HARDWARE]):
+                vals = conn.execute(sa.select(col).where(col.is_not(None)).distinct()).scalars()
+                out.append(sorted(str(v) for v in vals))
+        return out[0], out[1]
+
     # ------------------------------------------------------------------ outcomes
     def add_outcomes(
         self, records: Sequence[OutcomeRecord | Mapping[str, Any]], *, replace: bool = False
@@ -205,6 +217,15 @@ class CrossvalRepository:
             frame[name] = pd.to_numeric(frame[name]).astype("float64")
         return frame
 
+    def outcomes_version(self) -> tuple[int, str]:
+        """(stored outcomes, newest created/updated time as text): changes with every
+        add or replace, without reading the outcomes."""
+        t = crossval_outcomes
+        newest = sa.func.max(sa.func.coalesce(t.c.updated_at, t.c.created_at))
+        with self._db.read("outcomes_version") as conn:
+            n, at = conn.execute(sa.select(sa.func.count(), newest)).one()
+        return int(n or 0), str(at)
+
     # ------------------------------------------------------------------ stored ledger
     def stored_ledger(self, key: str) -> list[dict[str, Any]] | None:
         """The ledger rows stored under ``key`` (JSON-decoded records), None if absent."""
@@ -215,15 +236,29 @@ class CrossvalRepository:
             ).scalar_one_or_none()
         return None if text is None else list(json.loads(text))
 
-    def store_ledger(self, key: str, rows: list[dict[str, Any]], compute_ms: float) -> None:
-        """Store ledger ``rows`` (JSON-safe records) under ``key`` and drop every other
-        key in the same transaction (a new sweep or import supersedes them). A
-        concurrent writer of the same key wins silently (same inputs, same rows)."""
+    def store_ledger(
+        self,
+        key: str,
+        rows: list[dict[str, Any]],
+        compute_ms: float,
+        supersedes: str | None = None,
+        keep: int = 3,
+    ) -> None:
+        """Store ledger ``rows`` (JSON-safe records) under ``key``, in one transaction
+        with dropping what it supersedes: every other key when ``supersedes`` is None,
+        else the other keys ending with ``supersedes`` (e.g. the same token tolerance);
+        of the rest, only the ``keep`` newest (this one included) stay. Until this
+        commits, readers keep seeing the previous ledger. A concurrent writer of the
+        same key wins silently (same inputs, same rows)."""
         t = crossval_ledgers
         text = json.dumps(rows, separators=(",", ":"), allow_nan=False)
         try:
             with self._db.write("store_ledger") as conn:
-                conn.execute(t.delete())
+                gone = t.delete().where(t.c.ledger_key != key)
+                if supersedes is not None:
+                    gone = gone.where(t.c.ledger_key.endswith(supersedes, autoescape=True))
+                conn.execute(gone)
+                conn.execute(t.delete().where(t.c.ledger_key == key))
                 conn.execute(
                     t.insert().values(
                         ledger_key=key,
@@ -233,15 +268,18 @@ class CrossvalRepository:
                         ledger_json=text,
                     )
                 )
+                newest = sa.select(t.c.ledger_key).order_by(t.c.computed_at.desc()).limit(keep)
+                conn.execute(t.delete().where(t.c.ledger_key.not_in(newest.scalar_subquery())))
         except UniqueViolation:
             return
 
     def stored_ledger_keys(self) -> pd.DataFrame:
-        """Stored ledger keys with computed_at, n_rows and compute_ms (no rows)."""
+        """Stored ledger keys with computed_at, n_rows and compute_ms (no rows), newest
+        first."""
         t = crossval_ledgers
         cols = [t.c.ledger_key, t.c.computed_at, t.c.n_rows, t.c.compute_ms]
         with self._db.read("stored_ledger_keys") as conn:
-            rows = conn.execute(sa.select(*cols)).all()
+            rows = conn.execute(sa.select(*cols).order_by(t.c.computed_at.desc())).all()
         return pd.DataFrame([tuple(r) for r in rows], columns=[c.name for c in cols])
 
     def crossval_counts(self) -> dict[str, int]:

@@ -2,10 +2,18 @@
 
 Contract
 - ``ingest`` is atomic (one transaction: the upload, its runs and all their candidates
-  land together or not at all, also if the process dies midway) and idempotent: the
+  land together or not at all, also if the process dies midway; on DuckDB concurrent
+  uploads may share that transaction, :mod:`db.group_commit`, and one that fails is
+  retried alone, so it never takes the others down) and idempotent: the
   identity of an upload is the SHA-256 of its bytes. Sending the same bytes again, also
   concurrently, returns the existing runs with ``already_existed=True`` and writes
-  nothing. The same bytes with different upload metadata raise :class:`Conflict`.
+  nothing but a sighting (:mod:`db.sightings`: the arrival's ci_url, notes, filename,
+  counted when identical). The same bytes with another value of a field that states a
+  fact (``db.uploads.CONTRADICTING_FIELDS``) raise :class:`Conflict`. The same
+  measurements (equal ``sweep_fingerprint``) in other bytes are not stored twice: they
+  point at the stored runs, the bytes are kept as a sighting, and the result says
+  ``same_measurements_other_bytes``; a stored block derived from those measurements
+  with another value (``db.uploads.CONTRADICTING_BLOCKS``) raises :class:`Conflict`.
 - Lookups of a missing run raise :class:`NotFound`.
 - Lists are ordered newest first (descending run_id).
 - Every database failure raises :class:`StoreError` (see :mod:`db.session`).
@@ -26,6 +34,7 @@ import zstandard
 from db import schema
 from db.errors import NotFound, StoreError, UniqueViolation
 from db.session import Database
+from db.sightings import delete_sightings, record_sighting, sightings_of_upload
 from db.uploads import IngestResult, existing_upload, insert_upload, sweep_fingerprint
 from ingest.records import Sweep, UploadMeta
 
@@ -77,12 +86,16 @@ class RunRepository:
         with self._db.read("ingest") as conn:
             existing = existing_upload(conn, sha, meta)
         if existing is not None:
-            return existing
+            return self._sighted(existing, meta, uploaded_by)
         keys = [sweep_fingerprint(s) for s in sweeps]
         for attempt in range(2):
             try:
-                with self._db.write("ingest") as conn:
-                    return insert_upload(conn, sha, sweeps, keys, raw, meta, uploaded_by)
+                # several concurrent uploads may share one transaction (group commit,
+                # db.group_commit); each is still stored whole or not at all
+                return self._db.write_grouped(
+                    "ingest",
+                    lambda conn: insert_upload(conn, sha, sweeps, keys, raw, meta, uploaded_by),
+                )
             except UniqueViolation:
                 if attempt:
                     raise
@@ -90,7 +103,34 @@ class RunRepository:
                 with self._db.read("ingest") as conn:
                     again = existing_upload(conn, sha, meta)
                 if again is not None:
-                    return again
+                    return self._sighted(again, meta, uploaded_by)
+        raise AssertionError("unreachable")
+
+    def ingest_known(
+        self, raw: bytes, meta: UploadMeta, *, uploaded_by: str | None = None
+    ) -> IngestResult | None:
+        """:meth:`ingest` for bytes already stored, without parsing them: the stored
+        upload (``already_existed=True``, the arrival recorded as a sighting), or None
+        when these bytes are not stored (parse them and call :meth:`ingest`). Raises
+        :class:`Conflict` as :meth:`ingest` does for contradicting metadata."""
+        sha = hashlib.sha256(raw).hexdigest()
+        with self._db.read("ingest") as conn:
+            existing = existing_upload(conn, sha, meta)
+        return None if existing is None else self._sighted(existing, meta, uploaded_by)
+
+    def _sighted(
+        self, result: IngestResult, meta: UploadMeta, uploaded_by: str | None
+    ) -> IngestResult:
+        """``result`` (the same bytes again) with this arrival recorded as a sighting;
+        a concurrent identical arrival is counted on the second attempt."""
+        for attempt in range(2):
+            try:
+                with self._db.write("ingest") as conn:
+                    ref = record_sighting(conn, result.upload_id, result.sha256, meta, uploaded_by)
+                return dataclasses.replace(result, sighting=ref)
+            except UniqueViolation:
+                if attempt:
+                    raise
         raise AssertionError("unreachable")
 
     def list_runs(
@@ -135,9 +175,11 @@ class RunRepository:
 
     def get_run(self, run_id: int) -> dict[str, Any]:
         """Every stored field of one run plus its upload's metadata; the JSON blobs
-        (``model_json`` …) are decoded into ``result["blocks"]["model"]`` etc.
-        A missing run raises :class:`NotFound`."""
+        (``model_json`` …) are decoded into ``result["blocks"]["model"]`` etc., and
+        ``result["sightings"]`` lists the later arrivals of its upload (oldest first,
+        see :mod:`db.sightings`). A missing run raises :class:`NotFound`."""
         r, u = schema.runs, schema.uploads
+        sightings: list[dict[str, Any]] = []
         with self._db.read("get_run") as conn:
             row = conn.execute(
                 sa.select(
@@ -146,9 +188,12 @@ class RunRepository:
                 .join(u, u.c.upload_id == r.c.upload_id)
                 .where(r.c.run_id == run_id)
             ).first()
+            if row is not None:
+                sightings = sightings_of_upload(conn, int(row.upload_id))
         if row is None:
             raise NotFound("run", run_id)
         out = dict(row._mapping)
+        out["sightings"] = sightings
         # Decoded JSON blobs live under "blocks" (model, environment, search, ...) so
         # they never shadow the flat run columns of the same name.
         out["blocks"] = {
@@ -196,6 +241,7 @@ class RunRepository:
             ).scalar()
             if not left:
                 conn.execute(u.delete().where(u.c.upload_id == upload_id))
+                delete_sightings(conn, int(upload_id))
 
     def table_counts(self) -> dict[str, int]:
         """Row count of every core table (tests use it to prove writes did not happen)."""

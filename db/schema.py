@@ -22,6 +22,7 @@ metadata = sa.MetaData()
 upload_id_seq = sa.Sequence("upload_id_seq", metadata=metadata)
 run_id_seq = sa.Sequence("run_id_seq", metadata=metadata)
 token_id_seq = sa.Sequence("token_id_seq", metadata=metadata)
+sighting_id_seq = sa.Sequence("sighting_id_seq", metadata=metadata)
 
 
 def _column_type(name: str) -> sa.types.TypeEngine[Any]:
@@ -89,6 +90,28 @@ api_tokens = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("revoked_at", sa.DateTime(timezone=True)),
     sa.Column("last_used_at", sa.DateTime(timezone=True)),
+)
+
+# Later arrivals of stored measurements (revision 0006; see db.sightings).
+upload_sightings = sa.Table(
+    "upload_sightings",
+    metadata,
+    sa.Column("sighting_id", sa.BigInteger, sighting_id_seq, primary_key=True),
+    sa.Column("upload_id", sa.BigInteger, nullable=False),
+    sa.Column("sighting_key", sa.Text, nullable=False, unique=True),
+    sa.Column("sha256", sa.Text, nullable=False),
+    sa.Column("same_bytes", sa.Boolean, nullable=False),
+    sa.Column("ci_url", sa.Text),
+    sa.Column("notes", sa.Text),
+    sa.Column("filename", sa.Text),
+    sa.Column("uploaded_by", sa.Text),
+    sa.Column("first_seen_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("last_seen_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("n_seen", sa.BigInteger, nullable=False),
+    sa.Column("size_bytes", sa.BigInteger),
+    sa.Column("compression", sa.Text),
+    sa.Column("content", sa.LargeBinary),
+    sa.Index("upload_sightings_upload", "upload_id"),
 )
 
 RUN_TABLE_COLUMNS: tuple[str, ...] = tuple(c.name for c in runs.columns)

@@ -12,15 +12,18 @@ breaks the database under every public method to prove none does).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
 from db import dialects
 from db.errors import DatabaseLocked, StoreError, UniqueViolation
+from db.group_commit import GroupCommit
+
+T = TypeVar("T")
 
 
 def normalise_url(url: str) -> str:
@@ -67,6 +70,7 @@ class Database:
         # DuckDB is one process by design; concurrent writers inside it conflict on the
         # same keys instead of waiting, so writes are serialised here.
         self._write_lock = threading.Lock() if dialects.is_duckdb(engine) else None
+        self._groups: dict[str, GroupCommit] = {}
 
     @property
     def dialect(self) -> str:
@@ -87,6 +91,19 @@ class Database:
         lock = self._write_lock if self._write_lock is not None else nullcontext()
         with self.translating(op, writing=True), lock, self.engine.begin() as conn:
             yield conn
+
+    def write_grouped(self, op: str, fn: Callable[[sa.Connection], T]) -> T:
+        """``fn(conn)`` in a write transaction like :meth:`write`; on DuckDB, concurrent
+        calls with the same ``op`` share transactions (:mod:`db.group_commit`: one
+        commit for several uploads; each stays all-or-nothing). ``fn`` may run twice (a
+        shared transaction that failed is retried member by member)."""
+        if self._write_lock is None:  # PostgreSQL: concurrent transactions, own commits
+            with self.write(op) as conn:
+                return fn(conn)
+        group = self._groups.get(op)
+        if group is None:  # setdefault is atomic: racing callers end up with one group
+            group = self._groups.setdefault(op, GroupCommit(lambda: self.write(op)))
+        return group.run(fn)
 
     @contextmanager
     def translating(self, op: str, *, writing: bool) -> Iterator[None]:

@@ -13,7 +13,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
 import sqlalchemy as sa
 import zstandard
 
@@ -21,10 +20,29 @@ from analysis import columns as C
 from db import dialects, schema
 from db.dialects import plain_scalar as _plain
 from db.errors import Conflict
+from db.fingerprint import candidate_hashes
+from db.sightings import SightingRef, record_sighting
 from ingest.records import RUN_EXTRA_KEYS, Sweep, UploadMeta
 
-# Upload metadata fields compared when the same bytes arrive twice.
-_META_FIELDS = tuple(f.name for f in dataclasses.fields(UploadMeta) if f.name != "filename")
+# Upload metadata that states facts about the measurement. The same bytes (or the same
+# measurements) sent again with another value contradict what is stored: Conflict (409).
+# The other fields (ci_url, notes, filename) annotate an arrival: a new value is
+# recorded as a sighting (db.sightings), never refused, so a CI retry is a 200.
+CONTRADICTING_FIELDS = ("hardware", "trtllm_version", "trtllm_commit", "run_date", "dispatch")
+
+# Run fields derived from the same measurements as the candidates (bench_moe's ranking
+# of them, the search space and base config that produced them). Same candidates with
+# another value of one of these is a contradiction (409 naming the block), not a new run:
+# storing it as a second run would count one measurement twice as a repeat.
+CONTRADICTING_BLOCKS = {
+    "rankings_json": "rankings",
+    "search_json": "search",
+    "base_config_json": "base_config",
+    "routing_method": "model.routing_method",
+}
+# Stored run fields whose difference is reported (``differing_fields``) but accepted:
+# unknown top-level keys (kept in the new bytes, which the sighting keeps).
+NOTED_BLOCKS = {"extra_json": "extra_json"}
 
 # Run facts that identify what was measured; upload annotations (notes, CI URL,
 # filename) do not change the identity of a run.
@@ -64,6 +82,14 @@ class IngestResult:
     sha256: str
     already_existed: bool
     runs: tuple[RunRef, ...]
+    # The measurements were stored from other bytes: ``upload_id`` / ``stored_sha256``
+    # name that upload; ``sha256`` is of the bytes just sent (kept as a sighting).
+    same_measurements_other_bytes: bool = False
+    stored_sha256: str | None = None
+    # Stored fields whose value in the new bytes differs although the measurements are
+    # the same (see NOTED_BLOCKS); reported, not silently dropped.
+    differing_fields: tuple[str, ...] = ()
+    sighting: SightingRef | None = None
 
     @property
     def n_candidates(self) -> int:
@@ -77,18 +103,11 @@ def sweep_fingerprint(sweep: Sweep) -> str:
     digest = hashlib.sha256()
     facts = {k: _plain(sweep.run.get(k)) for k in _IDENTITY_RUN_KEYS}
     digest.update(json.dumps(facts, sort_keys=True, default=str).encode())
-    frame = sweep.candidates
-    for name in C.CANDIDATE_COLUMNS:
-        col = frame[name]
-        if name in C.INT_COLUMNS or name in C.FLOAT_COLUMNS:
-            # one numeric dtype for both, so 4 and 4.0 hash alike across parsers
-            col = pd.to_numeric(col, errors="coerce").astype("Float64")
-        elif name in C.BOOL_COLUMNS:
-            col = col.astype("boolean")
-        else:
-            col = col.astype("string")
+    # the candidates' hashes, per column (db.fingerprint: same bytes as hashing each
+    # column with pandas in its canonical dtype, ~20x cheaper)
+    for name, hashed in candidate_hashes(sweep.candidates):
         digest.update(name.encode())
-        digest.update(pd.util.hash_pandas_object(col, index=False).to_numpy().tobytes())
+        digest.update(hashed)
     return digest.hexdigest()
 
 
@@ -112,7 +131,8 @@ def compress(raw: bytes) -> bytes:
 
 def existing_upload(conn: sa.Connection, sha: str, meta: UploadMeta) -> IngestResult | None:
     """The stored upload with these bytes (``already_existed=True``), or None. Raises
-    :class:`Conflict` naming the first metadata field given with another value."""
+    :class:`Conflict` naming the first of :data:`CONTRADICTING_FIELDS` given with
+    another value than the stored upload's (annotations never conflict)."""
     row = conn.execute(
         sa.select(schema.uploads.c.upload_id, schema.uploads.c.meta_json).where(
             schema.uploads.c.sha256 == sha
@@ -121,7 +141,7 @@ def existing_upload(conn: sa.Connection, sha: str, meta: UploadMeta) -> IngestRe
     if row is None:
         return None
     upload_id, meta_json = int(row[0]), json.loads(row[1])
-    for name in _META_FIELDS:
+    for name in CONTRADICTING_FIELDS:
         new = getattr(meta, name)
         if new is not None and meta_json.get(name) != new:
             raise Conflict(
@@ -153,26 +173,56 @@ def insert_upload(
     meta: UploadMeta,
     uploaded_by: str | None,
 ) -> IngestResult:
-    """Write the upload and every sweep whose fingerprint (``keys``) is not stored yet;
-    when all are stored already, write nothing and point at the stored runs."""
-    r = schema.runs
+    """Write the upload and every sweep whose fingerprint (``keys``) is not stored yet.
+
+    A sweep whose measurements are stored already is pointed at, after checking that
+    nothing the new bytes say about it contradicts the stored run
+    (:data:`CONTRADICTING_BLOCKS`, a ``run_date`` given with another value:
+    :class:`Conflict`). When every sweep is stored already (e.g. NVIDIA's CSVs after
+    their data.js) no upload is written: the bytes are kept as a sighting of the stored
+    upload and the result says ``same_measurements_other_bytes``."""
+    r, u = schema.runs, schema.uploads
     found = {
-        row[0]: row
+        row.run_key: row
         for row in conn.execute(
             sa.select(
-                r.c.run_key, r.c.run_id, r.c.sweep_key, r.c.n_candidates, r.c.upload_id
-            ).where(r.c.run_key.in_(list(keys)))
+                r.c.run_key,
+                r.c.run_id,
+                r.c.sweep_key,
+                r.c.n_candidates,
+                r.c.upload_id,
+                r.c.run_date,
+                u.c.sha256,
+                *(r.c[name] for name in (*CONTRADICTING_BLOCKS, *NOTED_BLOCKS)),
+            )
+            .join(u, u.c.upload_id == r.c.upload_id)
+            .where(r.c.run_key.in_(list(keys)))
         ).all()
     }
+    differing: list[str] = []
+    for sweep, key in zip(sweeps, keys, strict=True):
+        if key in found:
+            for name in _differences(found[key], sweep, meta):
+                if name not in differing:
+                    differing.append(name)
     if len(found) == len(set(keys)):
-        # Every sweep is already stored (e.g. NVIDIA's CSVs after their data.js):
-        # same content in other bytes. Nothing is written.
         rows = [found[k] for k in keys]
+        sighting = None
+        packed = compress(raw)
+        for upload_id in dict.fromkeys(int(x.upload_id) for x in rows):
+            ref = record_sighting(
+                conn, upload_id, sha, meta, uploaded_by, content=packed, size_bytes=len(raw)
+            )
+            sighting = sighting or ref
         return IngestResult(
-            upload_id=int(rows[0][4]),
+            upload_id=int(rows[0].upload_id),
             sha256=sha,
             already_existed=True,
             runs=tuple(RunRef(int(x[1]), str(x[2]), int(x[3]), created=False) for x in rows),
+            same_measurements_other_bytes=True,
+            stored_sha256=str(rows[0].sha256),
+            differing_fields=tuple(differing),
+            sighting=sighting,
         )
     now = dt.datetime.now(dt.UTC)
     upload_id = conn.execute(
@@ -206,7 +256,43 @@ def insert_upload(
         dialects.bulk_insert_frame(conn, "candidates", frame)
         new[key] = RunRef(run_id, sweep.key, len(sweep.candidates))
         refs.append(new[key])
-    return IngestResult(int(upload_id), sha, False, tuple(refs))
+    return IngestResult(int(upload_id), sha, False, tuple(refs), differing_fields=tuple(differing))
+
+
+def _json_value(text: Any) -> Any:
+    """A stored JSON text block as a value (key order and spacing do not count)."""
+    if text is None or not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _differences(stored: sa.Row[Any], sweep: Sweep, meta: UploadMeta) -> list[str]:
+    """The accepted differences (:data:`NOTED_BLOCKS`) between a stored run and a sweep
+    with the same measurements; raises :class:`Conflict` for a contradiction."""
+    row = stored._mapping
+    if meta.run_date is not None and row[C.RUN_DATE] != meta.run_date:
+        raise Conflict(
+            "run_date",
+            f"these measurements are stored already (run {row[C.RUN_ID]}) with "
+            f"run_date={row[C.RUN_DATE]!r}, not {meta.run_date!r}; delete that run "
+            "first to store them with another date",
+        )
+    for column, field in CONTRADICTING_BLOCKS.items():
+        if _json_value(row[column]) != _json_value(_plain(sweep.run.get(column))):
+            raise Conflict(
+                field,
+                f"the candidates are identical to stored run {row[C.RUN_ID]} but "
+                f"{field} differs; bench_moe derives it from the same measurements, so "
+                "one of the two files was edited. Delete that run first to store this one",
+            )
+    return [
+        field
+        for column, field in NOTED_BLOCKS.items()
+        if _json_value(row[column]) != _json_value(_plain(sweep.run.get(column)))
+    ]
 
 
 def _insert_run(

@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from api.app import create_api
 from api.config import ApiConfig
 from db.store import Store, open_store
+from moedash.assets import plotly_bundle
 from moedash.settings import Settings
 
 # A source checkout keeps static/ beside the packages; an installed package (the Docker
@@ -46,16 +47,26 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.settings = settings
     static = next((d for d in STATIC_DIRS if d.is_dir()), None)
     if static is not None:
-        app.mount("/static", StaticFiles(directory=static), name="static")
+        from api.compress import CachedGZipMiddleware
+        from api.entry_routes import CacheHeaders
+
+        # gzip (each file compressed once) and Cache-Control (versioned URLs immutable)
+        files = CacheHeaders(CachedGZipMiddleware(StaticFiles(directory=static)))
+        app.mount("/static", files, name="static")
     if settings.enable_dashboard:
-        _mount_dashboard(app, store, settings, on_start)
+        _mount_dashboard(app, store, settings, on_start, static)
     return app
 
 
 def _mount_dashboard(
-    app: FastAPI, store: Store, settings: Settings, on_start: list[Callable[[], object]]
+    app: FastAPI,
+    store: Store,
+    settings: Settings,
+    on_start: list[Callable[[], object]],
+    static: Path | None,
 ) -> None:
     from a2wsgi import WSGIMiddleware
+    from plotly.offline import get_plotlyjs_version
 
     from api.auth import DashboardGate
     from api.compress import CachedGZipMiddleware
@@ -64,7 +75,9 @@ def _mount_dashboard(
     from service.frames import DashData
 
     app.state.data = DashData(store)  # one read path: the API's answers and the pages'
-    dash_app = create_dash(app.state.data)
+    # the plotly.js partial bundle `make assets` vendors, when it matches plotly.py
+    plotly_js = plotly_bundle(static, get_plotlyjs_version()) if settings.plotly_partial else None
+    dash_app = create_dash(app.state.data, plotly_js=plotly_js)
     # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
     # stalls the event loop serving the API (measured in stack-notes). Responses are
     # gzipped, the JS bundles compressed once (api/compress.py).
@@ -76,5 +89,7 @@ def _mount_dashboard(
     app.mount("/", ApiFallback(app, ui))
     if settings.warm_cache:  # a daemon thread: serving starts at once
         from dashboard.app import start_warm_cache
+        from dashboard.pages.crossval import start_warm as start_crossval_warm
 
         on_start.append(lambda: start_warm_cache(dash_app.server.config["MOEDASH_DATA"]))
+        on_start.append(lambda: start_crossval_warm(dash_app.server.config["MOEDASH_DATA"]))

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.regressions import RegressionThresholds
+
 DEFAULT_DB = "duckdb:///var/moedash.duckdb"
 
 
@@ -74,8 +76,20 @@ class Settings(BaseSettings):
     migrate_on_start: bool = Field(
         True, description="Create/upgrade the schema when the app starts."
     )
+    plotly_partial: bool = Field(
+        True,
+        description="Draw with the plotly.js partial bundle `make assets` puts in "
+        "static/vendor (1.2 MB, SVG only) when present; false: Dash's full plotly.js "
+        "(4.8 MB, WebGL for large candidate clouds).",
+    )
     shared_data: str | None = Field(
         None,
         description="Directory of third-party data (../shared/data); used by the real-data "
         "test tier and `moedash import-serving` defaults.",
+    )
+    regression_thresholds: RegressionThresholds = Field(
+        default_factory=RegressionThresholds,
+        description="Regression thresholds in percent for the upload check, as JSON: "
+        '{"default_pct": 5, "overrides": {"<model>": 4, "<model>/<hardware>": 3, '
+        '"*/<hardware>": 8}} (most specific wins).',
     )

@@ -3,11 +3,13 @@
 The ledger (``analysis.crossval.ledger``) of every stored workload is computed once per
 input version - the stored runs (count, newest id), the serving-config imports (count,
 newest id) and the token tolerance - and stored (``store.crossval.store_ledger``): at
-``import-serving`` time, else on the first read after a sweep upload. Every read (API,
-page, CLI) goes through :func:`compute_ledger`, which filters that stored ledger, then
-applies a match rule (``analysis.crossval_rules``). ``GET /api/v1/crossval/ledger`` and
-``/summary`` call :func:`compute_ledger` and :func:`summary_table`; the /crossval page
-calls :func:`crossval_view`, the same functions.
+``import-serving`` time, in the background after a sweep upload
+(``service.crossval_refresh``), else on the first read. Every read (API, page, CLI) goes
+through :func:`compute_ledger`, which filters that stored ledger, then applies a match
+rule (``analysis.crossval_rules``). ``GET /api/v1/crossval/ledger`` and ``/summary`` call
+:func:`compute_ledger` and :func:`summary_table`; the /crossval page calls
+``service.crossval_page.crossval_view``, the same functions over the same stored ledger
+(the page may show the previous one, marked, while a refresh runs).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis import crossval_columns as cc
-from analysis.crossval import DEFAULT_BAND_PCT, DEFAULT_TOKEN_TOLERANCE, ledger, outcomes_frame
+from analysis.crossval import DEFAULT_TOKEN_TOLERANCE, ledger, outcomes_frame
 from analysis.crossval import summary as summary_of
 from analysis.crossval_guide import compare
 from analysis.crossval_rules import DEFAULT_NOISE_PCT, DEFAULT_RULE, RULES, apply_rule, match_flags
@@ -28,7 +30,6 @@ from analysis.crossval_sweeps import row_command
 from db.crossval_records import iter_outcome_records
 from db.dialects import plain_scalar
 from db.store import Store
-from service.frames import DashData
 
 PHASES: tuple[str, ...] = ("prefill", "decode")
 STATUSES: tuple[str, ...] = (cc.MATCH, cc.MISMATCH, cc.NO_DATA, cc.NOT_MAPPABLE)
@@ -124,7 +125,19 @@ def ledger_key(store: Store, token_tolerance: float) -> str:
     newest = int(page.items[C.RUN_ID].iloc[0]) if len(page.items) else 0
     imports = store.crossval.serving_imports()
     latest = int(imports["import_id"].max()) if len(imports) else 0
-    return f"runs={page.total}:{newest}|imports={len(imports)}:{latest}|tol={token_tolerance!r}"
+    return key_for((page.total, newest), (len(imports), latest), token_tolerance)
+
+
+def key_for(runs: tuple[int, int], imports: tuple[int, int], token_tolerance: float) -> str:
+    """:func:`ledger_key` from (runs, newest run id) and (imports, newest import id)."""
+    return f"runs={runs[0]}:{runs[1]}|imports={imports[0]}:{imports[1]}" + tol_suffix(
+        token_tolerance
+    )
+
+
+def tol_suffix(token_tolerance: float) -> str:
+    """How every ledger key of one token tolerance ends."""
+    return f"|tol={token_tolerance!r}"
 
 
 def full_ledger(store: Store, token_tolerance: float = DEFAULT_TOKEN_TOLERANCE) -> pd.DataFrame:
@@ -143,7 +156,11 @@ def refresh_ledger(store: Store, token_tolerance: float = DEFAULT_TOKEN_TOLERANC
     start = time.perf_counter()
     led = build_ledger(store, {}, token_tolerance)
     ms = (time.perf_counter() - start) * 1000
-    store.crossval.store_ledger(key, ledger_records(led), ms)
+    # other tolerances' ledgers stay (a few): a page with a custom tolerance does not
+    # push the default one out
+    store.crossval.store_ledger(
+        key, ledger_records(led), ms, supersedes=tol_suffix(token_tolerance)
+    )
     return led
 
 
@@ -244,52 +261,7 @@ def view_counts(view: pd.DataFrame) -> ViewCounts:
     return ViewCounts(len(view), by_status, nearest, int(view[cc.OUTCOME].notna().sum()))
 
 
-# ------------------------------------------------------------------ the page's cached reads
-def import_key(data: DashData) -> tuple[int, int]:
-    """(imports, newest import id): changes with every serving-config import."""
-    imports = data.store.crossval.serving_imports()
-    newest = int(imports["import_id"].max()) if len(imports) else 0
-    return len(imports), newest
-
-
-def has_workloads(data: DashData) -> bool:
-    """True once any serving workload is stored."""
-    return data.store.crossval.serving_workload_count() > 0
-
-
-def choices(data: DashData) -> tuple[list[str], list[str]]:
-    """(models, hardware) of the stored workloads, sorted (unknown models left out)."""
-
-    def load() -> tuple[list[str], list[str]]:
-        w = data.store.crossval.serving_workloads()
-        models = sorted({str(m) for m in w[C.MODEL].dropna()}) if len(w) else []
-        hardware = sorted({str(h) for h in w[C.HARDWARE].dropna()}) if len(w) else []
-        return models, hardware
-
-    return data.cached(("crossval-choices", import_key(data)), load)
-
-
-def cached_ledger(
-    data: DashData,
-    model: str | None,
-    hardware: str | None,
-    tol: float,
-    rule: str = DEFAULT_RULE,
-    noise: float = DEFAULT_NOISE_PCT,
-) -> pd.DataFrame:
-    """:func:`compute_ledger` of every stored workload of one model and hardware (None:
-    all; every phase), cached in memory per store version and serving-config import."""
-
-    version = (data.version(), import_key(data))
-
-    def load() -> pd.DataFrame:
-        base = data.cached(("crossval-full", tol, version), lambda: full_ledger(data.store, tol))
-        filters = workload_filters(model, hardware, None)
-        return compute_ledger(data.store, filters, tol, rule, noise, base)
-
-    return data.cached(("crossval-ledger", model, hardware, tol, rule, noise, version), load)
-
-
+# ------------------------------------------------------------------ shared by the page
 def rules_side_by_side(exact: pd.DataFrame, noise: float = DEFAULT_NOISE_PCT) -> pd.DataFrame:
     """Per (Model, Hardware) with compared workloads: the summary's Match cell under each
     rule (columns Model, Hardware, then one per rule in ``RULES`` order), from the
@@ -316,61 +288,6 @@ def visible_summary(table: pd.DataFrame, show_empty: bool) -> pd.DataFrame:
         order = (table[cc.N_COMPARED] == 0).astype(int).sort_values(kind="mergesort").index
         return table.loc[order].reset_index(drop=True)
     return table[table[cc.N_COMPARED] > 0].reset_index(drop=True)
-
-
-@dataclass(frozen=True)
-class CrossvalView:
-    """What the /crossval page shows for one set of filters."""
-
-    ledger: pd.DataFrame  # model/hardware scope, all phases and statuses, rule applied
-    view: pd.DataFrame  # ledger_view: the ledger grid's rows
-    summary: pd.DataFrame  # SUMMARY_COLUMNS (rows without compared workloads hidden unless asked)
-    rules: pd.DataFrame  # rules_side_by_side
-    guide: pd.DataFrame  # analysis.crossval_guide.compare under the chosen rule
-
-
-def crossval_view(
-    data: DashData,
-    model: str | None = None,
-    hardware: str | None = None,
-    phase: str | None = None,
-    status: str | None = None,
-    tol: float = DEFAULT_TOKEN_TOLERANCE,
-    band: float = DEFAULT_BAND_PCT,
-    rule: str = DEFAULT_RULE,
-    noise: float = DEFAULT_NOISE_PCT,
-    show_empty: bool = False,
-) -> CrossvalView:
-    """Ledger (under ``rule``), narrowed view, summary, every rule's Match side by side
-    and the guide's table beside ours, for one model and hardware. Phase and status
-    narrow the view only; the summary always splits prefill and decode. Without
-    ``show_empty``, not-mappable rows and summary rows with nothing compared are hidden.
-    The view lists mappable rows first. Outcomes are read every time (small, replaceable
-    in place)."""
-    led = cached_ledger(data, model, hardware, tol, rule, noise)
-    outcomes = outcome_table(data.store, band)
-    view = mappable_first(ledger_view(led, outcomes, phase, status))
-    if not show_empty:
-        view = view[view[cc.STATUS] != cc.NOT_MAPPABLE].reset_index(drop=True)
-    table = visible_summary(summary_table(data.store, led, band), show_empty)
-    rules, guide = _cached_tables(data, model, hardware, tol, rule, noise)
-    return CrossvalView(led, view, table, rules, guide)
-
-
-def _cached_tables(
-    data: DashData, model: str | None, hardware: str | None, tol: float, rule: str, noise: float
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(rules side by side for the page's scope, the guide's table beside ours over every
-    imported workload - the guide's rows span models and hardware, as ``GET /guide``),
-    cached like the ledger (they depend on no outcome)."""
-
-    def load() -> tuple[pd.DataFrame, pd.DataFrame]:
-        exact = cached_ledger(data, model, hardware, tol, "exact", noise)
-        everything = cached_ledger(data, None, None, tol, "exact", noise)
-        return rules_side_by_side(exact, noise), compare(everything, rule, noise)
-
-    version = (data.version(), import_key(data))
-    return data.cached(("crossval-tables", model, hardware, tol, rule, noise, version), load)
 
 
 def mappable_first(view: pd.DataFrame) -> pd.DataFrame:

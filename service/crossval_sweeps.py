@@ -2,8 +2,8 @@
 
 ``GET /api/v1/crossval/sweeps`` (JSON, or the shell script with ``format=sh``) and the
 /crossval page's "Sweeps to run next" section both call :func:`sweep_report` on a ledger
-from ``service.crossval`` (the API's ``compute_ledger``, the page's cached one: the same
-stored ledger), so the commands are the same on every surface.
+from ``service.crossval`` (the API's ``compute_ledger``, the page's cached one from
+``service.crossval_page``: the same stored ledger), so the commands are the same on every surface.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pandas as pd
 
 from analysis import crossval_columns as cc
 from analysis.crossval_sweeps import coverage, script_name, sweep_plan, sweep_script
-from service.crossval import cached_ledger, import_key
+from service.crossval_page import LedgerState, cached_ledger, ledger_state, page_cached
 from service.frames import DashData
 
 
@@ -42,13 +42,20 @@ def sweep_report(
 
 
 def cached_sweep_report(
-    data: DashData, model: str | None, hardware: str | None, phase: str | None, tol: float
+    data: DashData,
+    model: str | None,
+    hardware: str | None,
+    phase: str | None,
+    tol: float,
+    state: LedgerState | None = None,
 ) -> SweepReport:
-    """:func:`sweep_report` of the page's cached exact-rule ledger (the "no data" rows do
-    not depend on the rule), cached per store version and serving-config import."""
+    """:func:`sweep_report` of the page's exact-rule ledger (the "no data" rows do not
+    depend on the rule) of the shown stored ledger (``state``, else
+    ``ledger_state``), cached under its key."""
+    st = state if state is not None else ledger_state(data, tol)
 
     def load() -> SweepReport:
-        return sweep_report(cached_ledger(data, model, hardware, tol), model, hardware, phase)
+        led = cached_ledger(data, model, hardware, tol, state=st)
+        return sweep_report(led, model, hardware, phase)
 
-    key = ("crossval-sweeps", model, hardware, phase, tol, data.version(), import_key(data))
-    return data.cached(key, load)
+    return page_cached(data, ("sweeps", st.key, model, hardware, phase, tol), load)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from analysis import columns as C
@@ -21,6 +22,8 @@ from ingest.errors import InputError
 from ingest.metadata import MetadataError, UploadMetadata, validate_metadata
 from ingest.records import UploadMeta
 from service.crossval_refresh import LedgerRefresher
+from service.raw_download import run_raw_download
+from service.regressions import RegressionThresholds, regressions_for_runs
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -47,13 +50,68 @@ def error(status: int, loc: list[str | int], msg: str, kind: str) -> HTTPExcepti
     return HTTPException(status_code=status, detail=[{"loc": loc, "msg": msg, "type": kind}])
 
 
-def _result_body(result: IngestResult, request: Request) -> dict[str, Any]:
+class UploadParams(UploadMetadata):
+    """The upload's query parameters: the upload metadata plus how to answer."""
+
+    regression_threshold_pct: float | None = Field(
+        None,
+        ge=0,
+        le=1000,
+        description="Regression threshold in percent for this answer's `regressions`, "
+        "replacing the server's MOEDASH_REGRESSION_THRESHOLDS",
+    )
+
+    def metadata(self) -> UploadMetadata:
+        """The upload metadata alone."""
+        return UploadMetadata(**self.model_dump(exclude={"regression_threshold_pct"}))
+
+
+def _thresholds(request: Request, pct: float | None) -> RegressionThresholds:
+    if pct is not None:
+        return RegressionThresholds(default_pct=pct)
+    settings = getattr(request.app.state, "settings", None)
+    configured = getattr(settings, "regression_thresholds", None)
+    return configured if isinstance(configured, RegressionThresholds) else RegressionThresholds()
+
+
+def _regressions(
+    store: Store, result: IngestResult, thresholds: RegressionThresholds
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Regressions of the runs this upload created (none when it created none). A
+    failure here does not undo the stored upload: it is reported in ``errors``."""
+    created = [r.run_id for r in result.runs if r.created and not result.already_existed]
+    if not created:
+        return [], []
+    try:
+        return regressions_for_runs(store, created, thresholds), []
+    except Exception as exc:  # the upload is stored; the check is reported, not fatal
+        return [], [f"regressions: {type(exc).__name__}: {exc}"]
+
+
+def _result_body(
+    result: IngestResult,
+    request: Request,
+    regressions: list[dict[str, Any]],
+    errors: list[str],
+) -> dict[str, Any]:
     base = str(request.url_for("get_run", run_id=0)).rsplit("/", 1)[0]
+    sighting = result.sighting
     return {
         "already_existed": result.already_existed,
+        "same_measurements_other_bytes": result.same_measurements_other_bytes,
         "upload_id": result.upload_id,
         "sha256": result.sha256,
+        "stored_upload": {"upload_id": result.upload_id, "sha256": result.stored_sha256}
+        if result.same_measurements_other_bytes
+        else None,
+        "differing_fields": list(result.differing_fields),
+        "sighting": None
+        if sighting is None
+        else {"sighting_id": sighting.sighting_id, "n_seen": sighting.n_seen},
         "n_candidates": result.n_candidates,
+        "run_ids": [r.run_id for r in result.runs],
+        "regressions": regressions,
+        "errors": errors,
         "runs": [
             {
                 "run_id": r.run_id,
@@ -81,8 +139,25 @@ def _check_body_type(request: Request) -> str:
     return ctype
 
 
+def _parse_and_store(store: Store, raw: bytes, meta: UploadMeta, token: TokenInfo) -> IngestResult:
+    """Parse the body and store what it holds (a refused report: its 4xx)."""
+    try:
+        sweeps = parse_upload(raw, meta, meta.filename)
+    except InputError as exc:
+        loc: list[str | int] = ["body", exc.field] if exc.field else ["body"]
+        if exc.field in UploadMetadata.model_fields:
+            loc = ["query", exc.field]
+        raise error(exc.status, loc, exc.problem, "invalid_report") from exc
+    return store.ingest(sweeps, raw, meta, uploaded_by=token.name)
+
+
 async def _ingest(
-    request: Request, body: SpooledUpload, meta: UploadMeta, token: TokenInfo, store: Store
+    request: Request,
+    body: SpooledUpload,
+    meta: UploadMeta,
+    token: TokenInfo,
+    store: Store,
+    thresholds: RegressionThresholds,
 ) -> Response:
     """Parse and store a spooled body once the parse budget has room for it."""
     if body.size == 0:
@@ -93,25 +168,26 @@ async def _ingest(
         if raw.isspace():  # isspace, not strip(): no copy of a big body
             raise error(400, ["body"], "the request body is empty", "empty")
         try:
-            sweeps = await run_in_threadpool(parse_upload, raw, meta, meta.filename)
-        except InputError as exc:
-            loc: list[str | int] = ["body", exc.field] if exc.field else ["body"]
-            if exc.field in UploadMetadata.model_fields:
-                loc = ["query", exc.field]
-            raise error(exc.status, loc, exc.problem, "invalid_report") from exc
-        try:
-            result = await run_in_threadpool(
-                store.ingest, sweeps, raw, meta, uploaded_by=token.name
+            # a retry of stored bytes is answered without parsing them again
+            known = await run_in_threadpool(
+                store.runs.ingest_known, raw, meta, uploaded_by=token.name
             )
+            if known is None:
+                result = await run_in_threadpool(_parse_and_store, store, raw, meta, token)
+            else:
+                result = known
         except Conflict as exc:
-            raise error(409, ["query", exc.field], exc.problem, "conflict") from exc
-        del raw, sweeps  # the budget is released below: free the memory first
+            where = "query" if exc.field in UploadMetadata.model_fields else "body"
+            raise error(409, [where, exc.field], exc.problem, "conflict") from exc
+        del raw  # the budget is released below: free the memory first
     status = 200 if result.already_existed else 201
     if not result.already_existed:  # new sweeps: re-derive the stored ledger off-request
         refresher: LedgerRefresher | None = getattr(request.app.state, "ledger_refresher", None)
         if refresher is not None:
             refresher.request()
-    return FastJSONResponse(_result_body(result, request), status_code=status)
+    regressions, errors = await run_in_threadpool(_regressions, store, result, thresholds)
+    body_out = _result_body(result, request, regressions, errors)
+    return FastJSONResponse(body_out, status_code=status)
 
 
 @router.post(
@@ -119,11 +195,18 @@ async def _ingest(
     status_code=201,
     summary="Upload a bench_moe report (or NVIDIA dashboard data.js / CSV)",
     responses={
-        200: {"description": "The same bytes were already stored; existing runs returned"},
+        200: {
+            "description": "The same bytes, or the same measurements in other bytes, were "
+            "already stored: existing runs returned, the arrival recorded as a sighting"
+        },
         400: {"description": "Empty body"},
         401: {"description": "Missing or invalid token"},
         403: {"description": "Token lacks the upload scope"},
-        409: {"description": "Same bytes already stored with different metadata"},
+        409: {
+            "description": "Contradicts what is stored: the same bytes with another "
+            "hardware / trtllm_version / trtllm_commit / run_date / dispatch, or the same "
+            "candidates with other rankings / search / base_config"
+        },
         413: {"description": "Body larger than MOEDASH_MAX_UPLOAD_BYTES"},
         415: {"description": "Unsupported content type or file format"},
         422: {"description": "Invalid report or metadata (field path in detail.loc)"},
@@ -131,14 +214,18 @@ async def _ingest(
 )
 async def upload_run(
     request: Request,
-    meta_in: Annotated[UploadMetadata, Query()],
+    params: Annotated[UploadParams, Query()],
     token: TokenInfo = Depends(require_scope("upload")),
     store: Store = Depends(get_store),
     config: ApiConfig = Depends(get_config),
 ) -> Response:
     """Upload one report. The body streams to a temporary file first (the entry layer
-    has already bounded its size and its pace) and is parsed from there."""
+    has already bounded its size and its pace) and is parsed from there. The answer
+    lists the regressions of the runs it created against the latest earlier version
+    on their slice (``service.regressions``)."""
     ctype = _check_body_type(request)
+    meta_in = params.metadata()
+    thresholds = _thresholds(request, params.regression_threshold_pct)
     if ctype == "multipart/form-data":
         upload, fields = await spool_form(request, config.max_upload_bytes)
         try:
@@ -149,13 +236,14 @@ async def upload_run(
             except MetadataError as exc:
                 raise error(422, ["form", exc.field], exc.problem, "invalid") from exc
             body = SpooledUpload(upload.file, upload_size(upload), upload.filename)
-            return await _ingest(request, body, form_meta.to_meta(upload.filename), token, store)
+            meta = form_meta.to_meta(upload.filename)
+            return await _ingest(request, body, meta, token, store, thresholds)
         finally:
             await upload.close()
     with spooled_raw_file() as handle:
         size = await spool_raw(request, handle)
         return await _ingest(
-            request, SpooledUpload(handle, size), meta_in.to_meta(None), token, store
+            request, SpooledUpload(handle, size), meta_in.to_meta(None), token, store, thresholds
         )
 
 
@@ -245,22 +333,19 @@ def list_candidates(
 
 @router.get(
     "/{run_id}/raw",
-    summary="The original uploaded bytes",
+    summary="The original uploaded bytes (a dashboard-format run: its own rows, as CSV)",
     dependencies=[Depends(require_read)],
     response_class=Response,
 )
 def raw_upload(run_id: RunId, store: Store = Depends(get_store)) -> Response:
     try:
-        raw = store.raw_upload(run_id)
+        raw = run_raw_download(store, run_id)
     except NotFound as exc:
         raise _not_found(exc) from exc
-    name = (raw.filename or f"run-{run_id}.json").rsplit("/", 1)[-1]
-    safe = "".join(ch for ch in name if ch.isalnum() or ch in "._-") or f"run-{run_id}"
-    media = "text/csv" if safe.endswith(".csv") else "application/json"
     return Response(
         raw.content,
-        media_type=media,
-        headers={"Content-Disposition": f'attachment; filename="{safe}"'},
+        media_type=raw.media_type,
+        headers={"Content-Disposition": f'attachment; filename="{raw.filename}"'},
     )
 
 

@@ -19,6 +19,7 @@ from analysis import columns as C
 from analysis.identity import known_dispatch
 from analysis.tables import to_csv_text
 from dashboard import components as ui
+from dashboard.labelled import action, control
 from dashboard.pages.agreement_grid import COLUMNS, EVIDENCE, agreement_grid
 from service.agreement_view import (
     REGRET_DEFINITION,
@@ -141,8 +142,7 @@ def _options(values: list[str]) -> list[dict[str, Any]]:
     return [{"label": "all", "value": "all"}, *ui.options(values)]
 
 
-def _control(text: str, component: Any) -> html.Div:
-    return html.Div([html.Label(text), component], className="control")
+_control = control  # the label names the dropdown or radio group (dashboard.labelled)
 
 
 def layout(data: DashData, **query: Any) -> html.Div:
@@ -265,9 +265,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             **radio,
                         ),
                     ),
-                    _control(
-                        "\u00a0", html.Div(ui.download_button("agreement-csv-btn", "Download CSV"))
-                    ),
+                    action(ui.download_button("agreement-csv-btn", "Download CSV")),
                 ],
                 className="controls",
             ),

@@ -16,91 +16,28 @@ import dash
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from analysis import columns as C
 from analysis.best import (
     GROUPINGS,
     IS_TIE,
-    MARGIN_PCT,
-    N_CANDIDATES,
-    NOISE_BAND_PCT,
-    NOISE_SOURCE,
 )
 from analysis.identity import REPEATS
 from analysis.tables import to_csv_text
 from dashboard import components as ui
+from dashboard import grid_state as gs
 from dashboard.pages.best_controls import controls, dispatch_choice_options
+from dashboard.pages.best_grid import best_grid, display_columns, with_decision_columns
 from service.best import CellBest, cell_best, dispatch_options, world_sizes
+from service.defaults import default_cell
 from service.errors import ServiceError
 from service.frames import Cell, DashData
 
 PATH = "/best"
-_HEADERS = {
-    "best_backend": "best backend",
-    "best_comm": "best comm",
-    "best_parallel_mode": "best parallel mode",
-    "best_moe_ep_size": "EP",
-    "best_moe_tp_size": "TP",
-    "best_cuda_graph": "CUDA graph",
-    "best_score_ms": "best score (ms)",
-    "runner_up_backend": "runner-up backend",
-    "runner_up_comm": "runner-up comm",
-    "runner_up_parallel_mode": "runner-up mode",
-    "runner_up_score_ms": "runner-up score (ms)",
-    MARGIN_PCT: "margin (%)",
-    NOISE_BAND_PCT: "noise band (%)",
-    NOISE_SOURCE: "noise from",
-    IS_TIE: "tie (within noise)",
-    N_CANDIDATES: "configurations",
-    "best_n_repeats": "best: runs",
-    "best_spread_pct": "best spread (%)",
-    "runner_up_n_repeats": "runner-up: runs",
-    "runner_up_spread_pct": "runner-up spread (%)",
-    C.DISPATCH_KB: "dispatch_KB (KiB)",
-    "best_run_id": "run",
-    C.RUN_ID: "run",
-}
+__all__ = ["PATH", "csv_download", "display_columns", "layout", "register", "update_table"]
 
 
-def display_columns(grouping: str) -> list[str]:
-    keys = [k for k in GROUPINGS[grouping] if k not in (C.MODEL, C.HARDWARE, C.QUANT)]
-    extra = [C.WORLD_SIZE, C.PHASE, C.DISPATCH] if grouping == "bench_moe" else [C.PHASE]
-    return [
-        *keys,
-        *extra,
-        "best_backend",
-        "best_comm",
-        "best_parallel_mode",
-        "best_moe_ep_size",
-        "best_moe_tp_size",
-        "best_cuda_graph",
-        "best_score_ms",
-        "best_n_repeats",
-        "best_spread_pct",
-        C.TOKENS_PER_S_PER_GPU,
-        C.ACTIVATED_TOKENS_PER_RANK,
-        C.DISPATCH_KB,
-        "runner_up_backend",
-        "runner_up_comm",
-        "runner_up_score_ms",
-        "runner_up_n_repeats",
-        MARGIN_PCT,
-        NOISE_BAND_PCT,
-        NOISE_SOURCE,
-        IS_TIE,
-        N_CANDIDATES,
-        "best_run_id",
-    ]
-
-
-def _grid(table: pd.DataFrame, grouping: str) -> Any:
-    cols = display_columns(grouping)
-    overrides: dict[str, dict[str, Any]] = {c: {"headerName": h} for c, h in _HEADERS.items()}
-    overrides[IS_TIE] = {
-        "headerName": _HEADERS[IS_TIE],
-        "cellClassRules": {"tie-cell": "params.value === true"},
-    }
-    overrides[MARGIN_PCT] = {**overrides[MARGIN_PCT], "sort": None}
-    return ui.grid("best-grid", table, cols, page_size=50, height="600px", col_overrides=overrides)
+def grid_fields() -> list[str]:
+    """The fields a URL sort or filter may name (every grouping's columns)."""
+    return list(dict.fromkeys(display_columns("bench_moe") + display_columns("dashboard")))
 
 
 def _answer(
@@ -131,7 +68,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
         ui.first(query, "hardware") or "",
         ui.first(query, "quant") or "",
     )
-    cell = want if want in cells else cells[0]
+    cell = want if want in cells else (default_cell(data) or cells[0])
     grouping = ui.first(query, "grouping") or "bench_moe"
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
     ws = ui.as_int(ui.first(query, "ws"))
@@ -141,9 +78,14 @@ def layout(data: DashData, **query: Any) -> html.Div:
     dispatch = dispatch if dispatch in patterns else default
     repeats = ui.first(query, "repeats") or "median"
     repeats = repeats if repeats in REPEATS else "median"
+    state = gs.parse(query, grid_fields()).to_store()
+    # The first table comes with the page (no blank area, no callback round trip; the
+    # table callback fires on changes only).
+    body, _ = update_table(data, cell.key, grouping, ws, dispatch, repeats, state)
     return html.Div(
         [
             dcc.Location(id="best-url", refresh=False),
+            dcc.Store(id="best-gridstate", data=state),
             html.H2("Best configuration by workload"),
             html.P(
                 "Winner per workload with its runner-up. Margin = how much slower the "
@@ -154,7 +96,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 className="lead",
             ),
             controls(cells, cell, grouping, ws, sizes, patterns, default, dispatch, repeats),
-            ui.loading(html.Div(id="best-body"), "best-loading"),
+            ui.loading(html.Div(body, id="best-body"), "best-loading"),
             dcc.Download(id="best-download"),
         ]
     )
@@ -167,23 +109,16 @@ def update_table(
     ws: Any,
     dispatch: Any = None,
     repeats: Any = None,
+    gridstate: Any = None,
 ) -> tuple[Any, str]:
-    """Controls -> (grid or empty state, URL search)."""
+    """Controls and the grid's kept sort/filter (``best-gridstate``) -> (grid or empty
+    state, URL search)."""
     cell = Cell.from_key(cell_key)
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
     wsi = None if ws in (None, "all") else ui.as_int(ws)
     mode = repeats if repeats in REPEATS else "median"
-    search = ui.search_string(
-        {
-            "model": cell and cell.model,
-            "hardware": cell and cell.hardware,
-            "quant": cell and cell.quant,
-            "grouping": grouping,
-            "ws": wsi,
-            "dispatch": dispatch if isinstance(dispatch, str) and dispatch else None,
-            "repeats": None if mode == "median" else mode,
-        }
-    )
+    state = gs.from_store(gridstate, grid_fields())
+    search = best_search(cell_key, grouping, ws, dispatch, repeats, state)
     if cell is None:
         return ui.empty_state("Pick a model · hardware · precision."), search
     got = _answer(data, cell, grouping, wsi, dispatch, mode)
@@ -203,16 +138,42 @@ def update_table(
         if grouping == "bench_moe"
         else ("median over repeat runs" if mode == "median" else "latest run only")
     )
+    where = cell.label + (f" · {wsi} GPUs" if wsi else "")
     counts = (
-        f"{len(table):,} workloads; {n_tie} ties within noise. Routing: {got.routing.label}. "
-        f"Repeats: {pooled}."
+        f"{where}: {len(table):,} workloads; {n_tie} ties within noise. "
+        f"Routing: {got.routing.label}. Repeats: {pooled}."
     )
     summary = html.P(
         ui.with_synthetic_note(data.is_synthetic(cell), counts),
         className="status",
         **{"data-testid": "best-count"},
     )
-    return html.Div([summary, _grid(table, grouping)]), search
+    return html.Div([summary, best_grid(table, grouping, state)]), search
+
+
+def best_search(
+    cell_key: str | None,
+    grouping: str | None,
+    ws: Any,
+    dispatch: Any,
+    repeats: Any,
+    state: gs.GridState | None = None,
+) -> str:
+    """The page's URL query: controls, then the grid's sort and filter."""
+    cell = Cell.from_key(cell_key)
+    mode = repeats if repeats in REPEATS else "median"
+    return ui.search_string(
+        {
+            "model": cell and cell.model,
+            "hardware": cell and cell.hardware,
+            "quant": cell and cell.quant,
+            "grouping": grouping if grouping in GROUPINGS else "bench_moe",
+            "ws": None if ws in (None, "all") else ui.as_int(ws),
+            "dispatch": dispatch if isinstance(dispatch, str) and dispatch else None,
+            "repeats": None if mode == "median" else mode,
+            **(state or gs.GridState()).params(),
+        }
+    )
 
 
 def csv_download(
@@ -239,12 +200,13 @@ def csv_download(
     name = (
         f"best_{cell.model}_{cell.hardware}_{cell.quant}{ws_part}_{grouping}_{pattern}_{mode}.csv"
     )
+    shown = with_decision_columns(got.table, grouping)
     cols = (
-        [c for c in display_columns(grouping) if c in got.table]
-        if not got.table.empty
-        else (display_columns(grouping))
+        [c for c in display_columns(grouping) if c in shown]
+        if not shown.empty
+        else display_columns(grouping)
     )
-    table = got.table if not got.table.empty else pd.DataFrame(columns=cols)
+    table = shown if not shown.empty else pd.DataFrame(columns=cols)
     return {"content": to_csv_text(table, cols), "filename": name, "type": "text/csv"}
 
 
@@ -268,15 +230,33 @@ def register(app: dash.Dash, data: DashData) -> None:
     def _cell(cell_key: str | None) -> tuple[list[dict[str, Any]], str, list[Any], Any]:
         return cell_controls(data, cell_key)
 
-    @app.callback(Output("best-body", "children"), Output("best-url", "search"), *controls)
+    @app.callback(
+        Output("best-body", "children"),
+        Output("best-url", "search"),
+        *controls,
+        State("best-gridstate", "data"),
+        prevent_initial_call=True,  # layout() drew the first table
+    )
     def _table(
         cell_key: str | None,
         grouping: str | None,
         ws: Any,
         dispatch: Any = None,
         repeats: Any = None,
+        gridstate: Any = None,
     ) -> tuple[Any, str]:
-        return update_table(data, cell_key, grouping, ws, dispatch, repeats)
+        return update_table(data, cell_key, grouping, ws, dispatch, repeats, gridstate)
+
+    @app.callback(
+        Output("best-gridstate", "data"),
+        Output("best-url", "search", allow_duplicate=True),
+        Input("best-grid", "columnState"),
+        Input("best-grid", "filterModel"),
+        *[State(c.component_id, c.component_property) for c in controls],
+        prevent_initial_call=True,
+    )
+    def _gridstate(column_state: Any, filter_model: Any, *values: Any) -> tuple[Any, str]:
+        return grid_changed(column_state, filter_model, *values)
 
     @app.callback(
         Output("best-download", "data"),
@@ -299,6 +279,20 @@ def register(app: dash.Dash, data: DashData) -> None:
         if not n:
             return dash.no_update
         return csv_download(data, cell_key, grouping, ws, dispatch, repeats)
+
+
+def grid_changed(
+    column_state: Any,
+    filter_model: Any,
+    cell_key: str | None,
+    grouping: str | None,
+    ws: Any,
+    dispatch: Any = None,
+    repeats: Any = None,
+) -> tuple[dict[str, Any], str]:
+    """The grid sorted or filtered -> (kept grid state, URL search with it)."""
+    state = gs.from_grid(column_state, filter_model, grid_fields())
+    return state.to_store(), best_search(cell_key, grouping, ws, dispatch, repeats, state)
 
 
 def cell_controls(

@@ -7,6 +7,7 @@ from typing import Any
 from dash import dcc, html
 
 from dashboard import components as ui
+from dashboard import labelled as lb
 from service.frames import Cell
 
 REPEAT_OPTIONS = [
@@ -34,80 +35,67 @@ def controls(
     """Cell, grouping, world size, routing pattern, repeats and the CSV button."""
     return html.Div(
         [
-            html.Div(
-                [
-                    html.Label("model · hardware · precision"),
-                    dcc.Dropdown(
-                        id="best-cell",
-                        options=[{"label": c.label, "value": c.key} for c in cells],
-                        value=cell.key,
-                        clearable=False,
-                    ),
-                ],
-                className="control wide",
+            lb.control(
+                "model · hardware · precision",
+                dcc.Dropdown(
+                    id="best-cell",
+                    options=[{"label": c.label, "value": c.key} for c in cells],
+                    value=cell.key,
+                    clearable=False,
+                ),
+                wide=True,
             ),
-            html.Div(
-                [
-                    html.Label("grouping"),
-                    dcc.RadioItems(
-                        id="best-grouping",
-                        options=[
-                            {
-                                "label": "bench_moe (num_tokens, parallel mode)",
-                                "value": "bench_moe",
-                            },
-                            {
-                                "label": "NVIDIA dashboard "
-                                "(ws, num_tokens, dispatch, CUDA graph, attention)",
-                                "value": "dashboard",
-                            },
-                        ],
-                        value=grouping,
-                    ),
-                ],
-                className="control wide",
+            lb.control(
+                "grouping",
+                dcc.RadioItems(
+                    id="best-grouping",
+                    options=[
+                        {
+                            "label": "bench_moe (num_tokens, parallel mode)",
+                            "value": "bench_moe",
+                        },
+                        {
+                            "label": "NVIDIA dashboard "
+                            "(ws, num_tokens, dispatch, CUDA graph, attention)",
+                            "value": "dashboard",
+                        },
+                    ],
+                    value=grouping,
+                ),
+                wide=True,
             ),
-            html.Div(
-                [
-                    html.Label("world size (GPUs)"),
-                    dcc.Dropdown(
-                        id="best-ws",
-                        options=[{"label": "all", "value": "all"}, *ui.options(sizes)],
-                        value="all" if ws is None else ws,
-                        clearable=False,
-                    ),
-                ],
-                className="control",
+            lb.control(
+                "world size (GPUs)",
+                dcc.Dropdown(
+                    id="best-ws",
+                    options=[{"label": "all", "value": "all"}, *ui.options(sizes)],
+                    value="all" if ws is None else ws,
+                    clearable=False,
+                ),
+                wide=False,
             ),
-            html.Div(
-                [
-                    html.Label("routing pattern (dispatch)"),
-                    dcc.Dropdown(
-                        id="best-dispatch",
-                        options=dispatch_choice_options(patterns, default),
-                        value=dispatch or None,
-                        clearable=False,
-                        placeholder="no pattern recorded",
-                    ),
-                ],
-                className="control",
+            lb.control(
+                "routing pattern (dispatch)",
+                dcc.Dropdown(
+                    id="best-dispatch",
+                    options=dispatch_choice_options(patterns, default),
+                    value=dispatch or None,
+                    clearable=False,
+                    placeholder="no pattern recorded",
+                ),
+                wide=False,
             ),
-            html.Div(
-                [
-                    html.Label("repeat runs"),
-                    dcc.RadioItems(
-                        id="best-repeats",
-                        options=REPEAT_OPTIONS,
-                        value=repeats,
-                        inline=True,
-                    ),
-                ],
-                className="control wide",
+            lb.control(
+                "repeat runs",
+                dcc.RadioItems(
+                    id="best-repeats",
+                    options=REPEAT_OPTIONS,
+                    value=repeats,
+                    inline=True,
+                ),
+                wide=True,
             ),
-            html.Div(
-                [html.Label("\u00a0"), ui.download_button("best-csv-btn", "Download CSV")],
-                className="control",
-            ),
+            lb.action(ui.download_button("best-csv-btn", "Download CSV")),
         ],
         className="controls",
     )

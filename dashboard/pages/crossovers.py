@@ -17,6 +17,7 @@ from dash import Input, Output, State, dcc, html
 
 from analysis.tables import to_csv_text
 from dashboard import components as ui
+from dashboard.labelled import action, control
 from dashboard.pages.crossovers_form import (
     ALL,
     AXIS_LABELS,
@@ -28,6 +29,7 @@ from dashboard.pages.crossovers_form import (
 )
 from dashboard.pages.crossovers_render import compute, render
 from service.crossovers import slice_choices
+from service.defaults import default_cell
 from service.errors import InvalidQuery
 from service.frames import DashData
 
@@ -95,10 +97,7 @@ def csv_download(data: DashData, form: Form) -> dict[str, Any] | None:
     }
 
 
-def _control(text: str, comp: Any, wide: bool = False) -> html.Div:
-    return html.Div(
-        [html.Label(text, htmlFor=comp.id), comp], className="control wide" if wide else "control"
-    )
+_control = control  # the label names the dropdown or radio group (dashboard.labelled)
 
 
 def layout(data: DashData, **query: Any) -> html.Div:
@@ -109,7 +108,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     cells = data.cells()
     if not cells:
         return html.Div([*head, ui.empty_state("No runs in the database yet.")])
-    form = parse_query(query, cells[0])
+    form = parse_query(query, default_cell(data, cells))
     options = filter_options(data, form)
     filters = [
         _control(
@@ -148,10 +147,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
             dcc.Dropdown(id="xo-series", options=[], value=form.series, clearable=False),
             wide=True,
         ),
-        html.Div(
-            [html.Label("\u00a0"), ui.download_button("xo-csv-btn", "Download switches CSV")],
-            className="control",
-        ),
+        action(ui.download_button("xo-csv-btn", "Download switches CSV")),
     ]
     return html.Div(
         [

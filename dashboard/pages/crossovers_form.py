@@ -4,8 +4,9 @@ URL: ``/crossovers?model=&hardware=&quant=&world_size=&phase=decode|prefill&atte
 dp|tp&dispatch=&option=backend|comm|backend+comm|parallel_mode&axis=num_tokens|
 activated_tokens_per_rank|dispatch_kb&series=<series label>`` -- the API's parameter
 names, so a page URL's query is also the ``GET /api/v1/crossovers`` question. ``all``
-(or no value) means no filter; model, hardware and quant default to the first stored
-cell when the URL does not name them (the page then reads one cell frame, not all data)
+(or no value) means no filter; model, hardware and quant default to the default cell
+(``service.defaults.default_cell``: the cell with the most data) when the URL does not
+name them (the page then reads one cell frame, not all data)
 and are always written back, so a permalink keeps its slice when new cells arrive.
 """
 

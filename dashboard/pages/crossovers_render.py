@@ -12,6 +12,7 @@ from dash import dcc, html
 from analysis.crossover_switches import NOT_COMPARED, ROBUST, TIE
 from analysis.crossovers import AXIS_UNITS, OPTION, SERIES, SERIES_LABEL
 from dashboard import components as ui
+from dashboard.chart_names import chart_name, file_stem
 from dashboard.crossover_figures import crossover_figure, option_colors
 from dashboard.pages.crossovers_form import AXIS_LABELS, OPTION_LABELS, Form
 from service.crossovers import CrossoverAnswer, crossover_answer
@@ -129,11 +130,13 @@ def render(data: DashData, form: Form) -> tuple[Any, str | None, list[Any]]:
     chosen = _pick_series(ans, form.series)
     s_id = int(res.series.loc[res.series[SERIES_LABEL] == chosen, SERIES].iloc[0])
     colors = option_colors(res.points[OPTION].astype(str).unique().tolist())
+    # the series label names model · GPU · quant · world size · phase · attention · dispatch
+    what = f"rank-1 {OPTION_LABELS[ans.option]} along {AXIS_LABELS[ans.axis]}"
     fig = crossover_figure(
         res.points[res.points[SERIES] == s_id],
         res.segments[res.segments[SERIES] == s_id],
         ans.axis,
-        f"{chosen}: rank-1 {OPTION_LABELS[ans.option]} along {AXIS_LABELS[ans.axis]}",
+        chart_name(what, chosen),
         colors,
     )
     table = (
@@ -149,7 +152,11 @@ def render(data: DashData, form: Form) -> tuple[Any, str | None, list[Any]]:
         [
             _summary(data, ans),
             html.Div(
-                dcc.Graph(id="xo-graph", figure=fig, config=ui.GRAPH_CONFIG),
+                dcc.Graph(
+                    id="xo-graph",
+                    figure=fig,
+                    config=ui.graph_config(filename=file_stem(what, chosen)),
+                ),
                 className="pareto-graph",
             ),
             html.H3("Switches (every series in the slice)"),

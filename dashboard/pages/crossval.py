@@ -12,12 +12,18 @@ the rules side by side are ``/rules``, the guide's table beside ours ``/guide`` 
 sweeps ``/sweeps`` (``service.crossval_sweeps.sweep_report``). Phase and status narrow the
 ledger only; the summary always splits prefill and decode, as the guide's table does.
 The ledger is stored (computed at import or after a sweep upload, not per view) and
-cached in memory per store version and serving-config import; outcomes are read on
-every update (they are small and can be replaced in place).
+what the page derives from it is cached in memory under the stored ledger's key
+(``service.crossval_page``); outcomes are read on every update (they are small and can
+be replaced in place). Right after an upload the page shows the previous stored ledger
+with an "Updating…" note (``cv-stale``) and polls (``cv-poll``, every
+``POLL_MS``) until the new one is stored, then redraws. The ledger grid gets its first
+``FIRST_ROWS`` rows; ``rows=all`` loads every row.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 import dash
@@ -28,12 +34,20 @@ from analysis.crossval_rules import RULE_DEFINITIONS, RULES
 from analysis.tables import to_csv_text
 from dashboard import components as ui
 from dashboard import crossval_figures as XF
-from dashboard.pages.crossval_filters import ALL, SHOW_ALL, Filters, make_filters, parse_query
+from dashboard.pages.crossval_filters import (
+    ALL,
+    ALL_ROWS,
+    SHOW_ALL,
+    Filters,
+    make_filters,
+    parse_query,
+)
 from dashboard.pages.crossval_render import (
     render_figure,
     render_guide,
     render_ledger,
     render_rules,
+    render_stale,
     render_summary,
     render_sweeps,
 )
@@ -44,14 +58,21 @@ from service.crossval import (
     PHASES,
     STATUSES,
     TOL_RANGE,
+)
+from service.crossval_page import (
     CrossvalView,
+    LedgerState,
     choices,
     crossval_view,
     has_workloads,
+    ledger_state,
+    page_cached,
 )
+from service.crossval_refresh import refresher_for
 from service.crossval_sweeps import SweepReport, cached_sweep_report
 from service.frames import DashData
 
+_log = logging.getLogger(__name__)
 PATH = "/crossval"
 NO_IMPORT_HINTS: tuple[str, ...] = (
     "run `moedash import-serving DIR` (DIR laid out like shared/data: InferenceX masters "
@@ -61,26 +82,33 @@ NO_IMPORT_HINTS: tuple[str, ...] = (
 )
 
 
-def compute(data: DashData, f: Filters) -> CrossvalView:
+def compute(data: DashData, f: Filters, state: LedgerState | None = None) -> CrossvalView:
     """Ledger, view, summaries and the guide's table for the page's filters
-    (``service.crossval``)."""
+    (``service.crossval_page``)."""
     return crossval_view(
         data, f.model, f.hardware, f.phase, f.status, f.tol, f.band, f.rule, f.noise,
-        f.show_empty,
+        f.show_empty, state,
     )  # fmt: skip
 
 
-def sweeps(data: DashData, f: Filters) -> SweepReport:
+def sweeps(data: DashData, f: Filters, state: LedgerState | None = None) -> SweepReport:
     """The sweeps to run next for the page's model, hardware and phase."""
-    return cached_sweep_report(data, f.model, f.hardware, f.phase, f.tol)
+    return cached_sweep_report(data, f.model, f.hardware, f.phase, f.tol, state)
 
 
 N_OUTPUTS = 8
+POLL_MS = 2000  # while the shown ledger is stale: how often to look for the new one
 
 
 def update(data: DashData, *values: Any) -> tuple[Any, ...]:
     """Controls -> (notes, summary, rules, guide, figure, ledger, sweeps, URL search)."""
-    f, notes = make_filters(*values)
+    return page_update(data, *values)[:N_OUTPUTS]
+
+
+def page_update(data: DashData, *values: Any) -> tuple[Any, ...]:
+    """:func:`update`'s outputs, then the stale-ledger note and whether the poll is off
+    (the callback's outputs)."""
+    f, notes = make_filters(*values[: len(IDS)])
     note = (
         html.Ul([html.Li(n) for n in notes], className="notes", **{"data-testid": "cv-notes"})
         if notes
@@ -90,19 +118,55 @@ def update(data: DashData, *values: Any) -> tuple[Any, ...]:
         empty = ui.empty_state(
             "No serving configs imported yet.", list(NO_IMPORT_HINTS), test_id="cv-no-imports"
         )
-        return note, empty, None, None, None, None, None, f.search()
-    res = compute(data, f)
-    rep = sweeps(data, f)
+        return note, empty, None, None, None, None, None, f.search(), None, True
+    st = ledger_state(data, f.tol)
+    # Everything shown derives from the stored ledger, the filters and the outcomes: an
+    # unchanged view is answered from memory (and stays so right after an upload, while
+    # the previous ledger is shown).
+    key = ("page", st.key, f, tuple(notes), data.store.crossval.outcomes_version())
+    body = page_cached(data, key, lambda: _render(data, f, note, st))
+    return (*body, render_stale(st), not st.stale)
+
+
+def _render(data: DashData, f: Filters, note: Any, st: LedgerState) -> tuple[Any, ...]:
+    res = compute(data, f, st)
+    rep = sweeps(data, f, st)
     return (
         note,
         render_summary(res, f),
         render_rules(res),
         render_guide(res, f),
         render_figure(res),
-        render_ledger(res),
+        render_ledger(res, f.all_rows),
         render_sweeps(rep),
         f.search(),
     )
+
+
+def warm(data: DashData) -> None:
+    """Compute and cache the page's default view (the first visitor's), so it is
+    answered from memory; errors are logged (the page computes it on demand)."""
+    try:
+        data.invalidate()  # called right after a store: read the new version now
+        if has_workloads(data):
+            page_update(data)
+    except Exception:  # noqa: BLE001 - warming is best effort
+        _log.exception("cross-validation warm-up failed")
+
+
+def start_warm(data: DashData) -> threading.Thread:
+    """:func:`warm` in a daemon thread (started with the server: serving starts at once,
+    and a first view arriving meanwhile waits for the same computation, not a second)."""
+    thread = threading.Thread(target=warm, args=(data,), name="moedash-crossval-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def poll(data: DashData, tol: Any) -> str | None:
+    """The stored ledger key once the ledger for the current inputs is stored (the
+    page then redraws), else None (keep polling)."""
+    st = ledger_state(data, make_filters(tol=tol)[0].tol)
+    return None if st.stale else st.key
 
 
 def summary_csv(data: DashData, f: Filters) -> dict[str, Any]:
@@ -258,8 +322,11 @@ def layout(data: DashData, **query: Any) -> html.Div:
     return html.Div(
         [
             dcc.Location(id="cv-url", refresh=False),
+            dcc.Interval(id="cv-poll", interval=POLL_MS, disabled=True),
+            dcc.Store(id="cv-ledger-seen"),
             *head,
             controls,
+            html.Div(id="cv-stale", role="status"),
             html.Div(id="cv-notes"),
             html.H3("Match rules"),
             rules,
@@ -285,7 +352,18 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 "CSV holds every ledger column for the page's filters.",
                 className="muted",
             ),
-            ui.download_button("cv-ledger-csv-btn", "Download ledger CSV"),
+            html.Div(
+                [
+                    ui.download_button("cv-ledger-csv-btn", "Download ledger CSV"),
+                    dcc.Checklist(
+                        id="cv-rows",
+                        options=[{"label": "every ledger row in the grid", "value": ALL_ROWS}],
+                        value=[ALL_ROWS] if f.all_rows else [],
+                        inline=True,
+                    ),
+                ],
+                className="row",
+            ),
             ui.loading(html.Div(id="cv-ledger"), "cv-ledger-loading"),
             html.H3("Sweeps to run next"),
             html.P(
@@ -313,10 +391,14 @@ IDS: tuple[tuple[str, str], ...] = (
     ("cv-rule", "value"),
     ("cv-noise", "value"),
     ("cv-show", "value"),
+    ("cv-rows", "value"),
 )
 
 
 def register(app: dash.Dash, data: DashData) -> None:
+    # a sweep upload's refresh stored the new ledger: compute the default view for it
+    refresher_for(data.store).on_stored(lambda: warm(data))
+
     @app.callback(
         Output("cv-notes", "children"),
         Output("cv-summary", "children"),
@@ -326,10 +408,23 @@ def register(app: dash.Dash, data: DashData) -> None:
         Output("cv-ledger", "children"),
         Output("cv-sweeps", "children"),
         Output("cv-url", "search"),
+        Output("cv-stale", "children"),
+        Output("cv-poll", "disabled"),
         *[Input(i, p) for i, p in IDS],
+        Input("cv-ledger-seen", "data"),  # set by the poll: the new ledger is stored
     )
     def _update(*values: Any) -> tuple[Any, ...]:
-        return update(data, *values)
+        return page_update(data, *values)
+
+    @app.callback(
+        Output("cv-ledger-seen", "data"),
+        Input("cv-poll", "n_intervals"),
+        State("cv-tol", "value"),
+        prevent_initial_call=True,
+    )
+    def _poll(_n: int | None, tol: Any) -> Any:
+        key = poll(data, tol)
+        return dash.no_update if key is None else key
 
     for button, target, build in (
         ("cv-summary-csv-btn", "cv-summary-download", summary_csv),

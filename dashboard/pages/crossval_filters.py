@@ -1,7 +1,8 @@
 """The /crossval filters and their URL: ``?model=&hardware=&phase=prefill|decode&status=
 Match|Mismatch|no data|not mappable&tol=<token tolerance>&band=<±band %>&rule=exact|
-backend|within_noise|same_layout&noise=<noise band %>&show=all`` (``show=all``: also the
-rows without mapped workloads).
+backend|within_noise|same_layout&noise=<noise band %>&show=all&rows=all`` (``show=all``:
+also the rows without mapped workloads; ``rows=all``: every ledger row in the grid, not
+only the first page).
 
 Ranges are the API's (``service.crossval.TOL_RANGE``/``BAND_RANGE``): a value outside
 them, or not a number, falls back to its default with a note; an unknown phase or status
@@ -21,6 +22,7 @@ from service.crossval import BAND_RANGE, NOISE_RANGE, PHASES, STATUSES, TOL_RANG
 
 ALL = "all"
 SHOW_ALL = "all"  # the "show rows without mapped workloads" toggle's value
+ALL_ROWS = "all"  # the "every ledger row in the grid" toggle's value
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Filters:
     rule: str = DEFAULT_RULE
     noise: float = DEFAULT_NOISE_PCT
     show_empty: bool = False
+    all_rows: bool = False
 
     def query(self) -> dict[str, Any]:
         return {
@@ -49,6 +52,7 @@ class Filters:
             "rule": None if self.rule == DEFAULT_RULE else self.rule,
             "noise": None if self.noise == DEFAULT_NOISE_PCT else _txt(self.noise),
             "show": SHOW_ALL if self.show_empty else None,
+            "rows": ALL_ROWS if self.all_rows else None,
         }
 
     def search(self) -> str:
@@ -81,6 +85,7 @@ def make_filters(
     rule: Any = None,
     noise: Any = None,
     show: Any = None,
+    rows: Any = None,
 ) -> tuple[Filters, list[str]]:
     """Filters from raw control or query values, and notes on values that were replaced
     by their default (out of range or not a number). Unknown phase/status -> all."""
@@ -113,6 +118,7 @@ def make_filters(
     if rule_v is None and ui.choice(rule) is not None:
         notes.append(f"match rule must be one of {', '.join(RULES)}; using {DEFAULT_RULE}")
     shown = show if isinstance(show, list) else [show]
+    all_rows = rows if isinstance(rows, list) else [rows]
     hw = ui.choice(hardware)
     return Filters(
         model=ui.choice(model),
@@ -124,11 +130,12 @@ def make_filters(
         rule=rule_v or DEFAULT_RULE,
         noise=noise_v,
         show_empty=SHOW_ALL in shown,
+        all_rows=ALL_ROWS in all_rows,
     ), notes
 
 
 def parse_query(query: dict[str, Any]) -> tuple[Filters, list[str]]:
     """:func:`make_filters` of a parsed query string (first value of each key)."""
-    keys = ("model", "hardware", "phase", "status", "tol", "band", "rule", "noise", "show")
+    keys = ("model", "hardware", "phase", "status", "tol", "band", "rule", "noise", "show", "rows")
     q = {k: ui.first(query, k) for k in keys}
     return make_filters(**q)

@@ -20,6 +20,10 @@ from service.crossval import STATUSES
 # long reasons) is ~5 MB of JSON unfiltered; beyond this the grid shows the compared rows
 # first and says so, and the CSV keeps every row.
 MAX_GRID_ROWS = 2000
+# Rows in the grid on first load (five of its 20-row pages): all ~1,070 compared rows
+# were ~1 MB of JSON for the browser to parse and lay out before the page was usable;
+# the "every ledger row" toggle (``rows=all``) loads the rest.
+FIRST_ROWS = 100
 
 # Ledger grid: (group header, columns); every other ledger column is in the CSV only.
 LEDGER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (

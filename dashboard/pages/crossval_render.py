@@ -1,6 +1,6 @@
 """The /crossval result areas (summary, rules side by side, the guide's table beside
 ours, status figure, ledger, sweeps to run next) as Dash components, from a
-``service.crossval.CrossvalView`` and a ``service.crossval_sweeps.SweepReport``. Counts
+``service.crossval_page.CrossvalView`` and a ``service.crossval_sweeps.SweepReport``. Counts
 come from ``service.crossval.view_counts``, the figure from
 ``dashboard.crossval_figures``."""
 
@@ -16,7 +16,7 @@ from analysis.crossval_sweeps import N_ROWS
 from dashboard import components as ui
 from dashboard import crossval_figures as XF
 from dashboard.pages.crossval_filters import Filters
-from dashboard.pages.crossval_grids import grid_rows, ledger_grid, summary_grid
+from dashboard.pages.crossval_grids import FIRST_ROWS, grid_rows, ledger_grid, summary_grid
 from dashboard.pages.crossval_tables import (
     coverage_grid,
     guide_grid,
@@ -24,7 +24,8 @@ from dashboard.pages.crossval_tables import (
     published_grid,
     rules_grid,
 )
-from service.crossval import CrossvalView, ViewCounts, view_counts
+from service.crossval import ViewCounts, view_counts
+from service.crossval_page import CrossvalView, LedgerState
 from service.crossval_sweeps import SweepReport
 
 
@@ -73,8 +74,10 @@ def render_summary(res: CrossvalView, f: Filters) -> Any:
     return html.Div([head, summary_grid(res.summary)])
 
 
-def render_ledger(res: CrossvalView) -> Any:
-    """The ledger area: counts, a note when the grid is capped, and the grid."""
+def render_ledger(res: CrossvalView, all_rows: bool = False, first: int = FIRST_ROWS) -> Any:
+    """The ledger area: counts, a note when the grid holds part of the rows, and the
+    grid: the first ``first`` rows of the view (Match and Mismatch first), or every row
+    (up to ``MAX_GRID_ROWS``) with ``all_rows``."""
     view = res.view
     if view.empty:
         return ui.empty_state(
@@ -82,15 +85,24 @@ def render_ledger(res: CrossvalView) -> Any:
             ["set phase or status to “all”", "choose another model or hardware"],
             test_id="cv-ledger-empty",
         )
-    shown = grid_rows(view)
-    cap = None
-    if len(shown) < len(view):
-        cap = html.P(
+    shown = grid_rows(view) if all_rows else view.head(first)
+    part = None
+    if len(shown) < len(view) and all_rows:
+        part = html.P(
             f"The grid shows {len(shown):,} of {len(view):,} rows (Match and "
             "Mismatch first); narrow the filters to see the rest here. The ledger "
             "CSV holds every row.",
             className="status",
             **{"data-testid": "cv-ledger-capped"},
+        )
+    elif len(shown) < len(view):
+        part = html.P(
+            f"The grid holds the first {len(shown):,} of {len(view):,} rows (Match and "
+            "Mismatch first); sorting and filtering in its headers apply to these. Tick "
+            "“every ledger row in the grid” to sort and filter all of them; the ledger "
+            "CSV holds every row.",
+            className="status",
+            **{"data-testid": "cv-ledger-first-page"},
         )
     return html.Div(
         [
@@ -99,10 +111,34 @@ def render_ledger(res: CrossvalView) -> Any:
                 className="status",
                 **{"data-testid": "cv-ledger-count"},
             ),
-            cap,
+            part,
             ledger_grid(shown),
         ]
     )
+
+
+def render_stale(state: LedgerState | None) -> Any:
+    """A visible note while the ledger shown predates the newest sweeps or serving
+    configs (None when it is current)."""
+    if state is None or not state.stale:
+        return None
+    if state.failed and not state.refreshing:
+        head = (
+            "The ledger could not be brought up to date (the refresh failed; see the server log)."
+        )
+        hints = [
+            "every table on this page shows the previous stored ledger, computed before "
+            "the newest sweeps or serving configs",
+            "GET /api/v1/crossval/ledger computes the current one",
+        ]
+    else:
+        head = "Updating… new sweeps or serving configs are stored; the ledger is being recomputed."
+        hints = [
+            "until it is stored, every table on this page shows the previous ledger "
+            "(computed before them), not a mix",
+            "the page reloads by itself when the new ledger is stored",
+        ]
+    return ui.empty_state(head, hints, test_id="cv-stale")
 
 
 def render_figure(res: CrossvalView) -> Any:

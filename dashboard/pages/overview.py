@@ -15,6 +15,7 @@ from dash import dcc, html
 
 from analysis import columns as C
 from dashboard import components as ui
+from service.filenames import display_filename
 from service.frames import DashData
 
 PATH = "/"
@@ -104,7 +105,7 @@ def recent_table(runs: pd.DataFrame) -> html.Table:
             html.Tr(
                 [
                     html.Td(dcc.Link(str(r[C.RUN_ID]), href=f"/run?id={r[C.RUN_ID]}")),
-                    html.Td(ui.fmt(r.get("filename")), className="wrap"),
+                    html.Td(ui.fmt(display_filename(r.get("filename"))), className="wrap"),
                     html.Td(str(uploaded)[:16] if uploaded is not None else "—"),
                     html.Td(ui.fmt(r.get(C.RUN_DATE))),
                     html.Td(ui.fmt(r.get(C.TRTLLM_VERSION))),

@@ -23,6 +23,7 @@ from dashboard.pages.pareto_detail import (
     point_from_click,
     render_detail,
 )
+from dashboard.pages.pareto_downloads import BUTTONS, DOWNLOADS, csv_buttons, csv_download
 from dashboard.pages.pareto_query import (
     CONTROLS,
     MULTI,
@@ -31,8 +32,10 @@ from dashboard.pages.pareto_query import (
     query_from_controls,
     relax_hints,
 )
+from service.defaults import default_cell
 from service.frames import Cell, DashData
 from service.pareto import cell_pareto, filter_values
+from service.pareto_csv import Which
 
 PATH = "/pareto"
 
@@ -126,7 +129,7 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
 
 def layout(data: DashData, **query: Any) -> html.Div:
     cells = data.cells()
-    q = parse_query(query, cells)
+    q = parse_query(query, cells, default_cell(data))
     if q.cell is None:
         return html.Div(
             [
@@ -154,6 +157,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 className="lead",
             ),
             controls(cells, q, opts),
+            csv_buttons(),
             ui.loading(
                 html.Div(
                     [
@@ -171,6 +175,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
             html.Div(id="pareto-detail", className="detail"),
             dcc.Download(id="pareto-download"),
             dcc.Download(id="pareto-env-download"),
+            *[dcc.Download(id=d) for d in DOWNLOADS.values()],
         ]
     )
 
@@ -235,6 +240,9 @@ def register(app: dash.Dash, data: DashData) -> None:
     def _url(*values: Any) -> str:
         return query_from_controls(*values).search()
 
+    _register_csv(app, data, "frontier")
+    _register_csv(app, data, "points")
+
     @app.callback(
         Output("pareto-download", "data"),
         Input("pareto-download-btn", "n_clicks"),
@@ -254,3 +262,16 @@ def register(app: dash.Dash, data: DashData) -> None:
     )
     def _download_env(n: int | None, cell_key: str | None, point: str | None) -> Any:
         return download_env(data, cell_key, point) if n else dash.no_update
+
+
+def _register_csv(app: dash.Dash, data: DashData, which: Which) -> None:
+    @app.callback(
+        Output(DOWNLOADS[which], "data"),
+        Input(BUTTONS[which], "n_clicks"),
+        *[State(f"pareto-{c}", "value") for c in CONTROLS],
+        prevent_initial_call=True,
+    )
+    def _csv(n: int | None, *values: Any) -> Any:
+        if not n:
+            return dash.no_update
+        return csv_download(data, which, query_from_controls(*values)) or dash.no_update

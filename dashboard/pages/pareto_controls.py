@@ -8,6 +8,7 @@ from dash import dcc, html
 
 from analysis.frontier import AXES
 from dashboard import components as ui
+from dashboard import labelled as lb
 from dashboard.pages.pareto_query import MULTI, ParetoQuery
 from service.frames import Cell
 
@@ -35,8 +36,9 @@ def default_dispatch(opts: dict[str, list[dict[str, Any]]]) -> str | None:
     )
 
 
-def _control(text: str, component: Any, wide: bool = False) -> html.Div:
-    return html.Div([html.Label(text), component], className="control wide" if wide else "control")
+def _control(text: str, component: Any, wide: bool = False) -> Any:
+    """``component`` under its label, the label naming it (``dashboard.labelled``)."""
+    return lb.control(text, component, wide=wide)
 
 
 def _multi(key: str, text: str, q: ParetoQuery, opts: dict[str, list[dict[str, Any]]]) -> Any:

@@ -86,14 +86,19 @@ class ParetoQuery:
         )
 
 
-def parse_query(query: dict[str, Any], cells: list[Cell]) -> ParetoQuery:
-    """Query string values -> ParetoQuery; unknown or invalid values fall back."""
+def parse_query(
+    query: dict[str, Any], cells: list[Cell], default: Cell | None = None
+) -> ParetoQuery:
+    """Query string values -> ParetoQuery; unknown or invalid values fall back. A cell
+    the URL does not name (or that is not stored) is ``default`` when it is one of
+    ``cells`` (the pages pass ``service.defaults.default_cell``), else the first."""
     want = Cell(
         ui.first(query, "model") or "",
         ui.first(query, "hardware") or "",
         ui.first(query, "quant") or "",
     )
-    cell = want if want in cells else (cells[0] if cells else None)
+    fallback = default if default in cells else (cells[0] if cells else None)
+    cell = want if want in cells else fallback
 
     def multi(key: str) -> tuple[str, ...]:
         v = query.get(key, [])

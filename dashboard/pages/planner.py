@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from analysis.planner import GPUS, MODELS
 from dashboard import components as ui
+from dashboard.labelled import control
 from dashboard.pages.planner_form import (
     DEFAULT_MODEL,
     GPU_LABELS,
@@ -79,8 +80,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str, Any]:
 
 
 # ------------------------------------------------------------------ layout
-def _ctl(text: str, comp: Any, wide: bool = False) -> html.Div:
-    return html.Div([html.Label(text), comp], className="control wide" if wide else "control")
+_ctl = control  # the label names the input, dropdown or group (dashboard.labelled)
 
 
 def layout(data: DashData, **query: Any) -> html.Div:
@@ -243,33 +243,25 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             value=["1"] if form.ff else [],
                         ),
                     ),
-                    _ctl(
-                        "compare plans side by side (ranks, 1 = best)",
-                        html.Div(
-                            [
-                                dcc.Input(
-                                    id="plan-ca",
-                                    type="number",
-                                    min=1,
-                                    max=TOP_ALTERNATIVES,
-                                    step=1,
-                                    value=form.ca,
-                                    debounce=True,
-                                    placeholder="first plan rank",
-                                ),
-                                dcc.Input(
-                                    id="plan-cb",
-                                    type="number",
-                                    min=1,
-                                    max=TOP_ALTERNATIVES,
-                                    step=1,
-                                    value=form.cb,
-                                    debounce=True,
-                                    placeholder="second plan rank",
-                                ),
-                            ]
-                        ),
-                    ),
+                    *[
+                        _ctl(
+                            f"compare side by side: {which} plan (rank, 1 = best)",
+                            dcc.Input(
+                                id=cid,
+                                type="number",
+                                min=1,
+                                max=TOP_ALTERNATIVES,
+                                step=1,
+                                value=value,
+                                debounce=True,
+                                placeholder=f"{which} plan rank",
+                            ),
+                        )
+                        for which, cid, value in (
+                            ("first", "plan-ca", form.ca),
+                            ("second", "plan-cb", form.cb),
+                        )
+                    ],
                     _ctl(
                         "sensitivity",
                         dcc.Checklist(

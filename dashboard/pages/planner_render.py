@@ -12,11 +12,13 @@ import math
 from typing import Any
 
 import pandas as pd
-from dash import dcc, html
+from dash import html
 
 from analysis.planner.plans import ALTERNATIVE_COLUMNS
 from dashboard import components as ui
 from dashboard import planner_figures as PF
+from dashboard.chart_names import named_graph
+from dashboard.labelled import scroll_box
 
 ALT_HEADERS = {
     "attention_gpu": "attention GPU", "expert_gpu": "expert GPU", "tpa": "TP attn",
@@ -42,8 +44,32 @@ def fmt(value: Any) -> str:
     return ui.fmt(value)
 
 
+def plan_slice(payload: dict[str, Any]) -> str:
+    """What the plan's charts show, for their titles and PNG names: ``model · attention
+    GPU + expert GPU · N GPUs · decode`` (the planner plans decode), or ``model · the
+    GPUs searched`` without a best plan."""
+    model = str((payload.get("model") or {}).get("name") or "")
+    best = payload.get("best")
+    if not best:
+        gpus = ", ".join(str(g["name"]) for g in payload.get("gpus") or [])
+        return " · ".join(p for p in (model, gpus, "decode") if p)
+    pair = (
+        str(best["attention_gpu"])
+        if best["attention_gpu"] == best["expert_gpu"]
+        else f"{best['attention_gpu']} attention + {best['expert_gpu']} experts"
+    )
+    return f"{model} · {pair} · {best['gpus']} GPUs · decode"
+
+
 def _table(
     rows: list[dict[str, Any]], test_id: str, row_class: Any = None, hide: tuple[str, ...] = ()
+) -> html.Div:
+    """A small table in its own horizontal scroll box (narrow windows stay usable)."""
+    return scroll_box(_plain_table(rows, test_id, row_class, hide), test_id.replace("-", " "))
+
+
+def _plain_table(
+    rows: list[dict[str, Any]], test_id: str, row_class: Any, hide: tuple[str, ...]
 ) -> html.Table:
     if not rows:
         return html.Table(className="small", **{"data-testid": test_id})
@@ -106,6 +132,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
     and the plans ranked ``compare`` side by side."""
     best = payload.get("best")
     colo = payload.get("colocated")
+    where = plan_slice(payload)
     gain = payload.get("disaggregation_gain")
     pays = gain is None or gain >= 1
     verdict = html.P(
@@ -137,9 +164,10 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
             html.H3("Expert time Te (per expert, one GPU)"),
             _table(PF.fit_rows(payload["expert_fits"]), "planner-fits", _fit_class),
             *[
-                dcc.Graph(
-                    figure=PF.fit_points_figure(f),
-                    config=ui.GRAPH_CONFIG,
+                named_graph(
+                    PF.fit_points_figure(f),
+                    f"Te fit on {f.get('gpu')}",
+                    where,
                     id=f"plan-fit-{f['gpu']}",
                 )
                 for f in payload["expert_fits"]
@@ -232,28 +260,21 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
             html.Div(
                 [
                     html.Div(
-                        dcc.Graph(
+                        named_graph(
+                            PF.na_sweep_figure(payload["na_sweep"], best["na"]),
+                            f"throughput per GPU against na (m = {best['m']})",
+                            where,
                             id="plan-sweep",
-                            figure=PF.na_sweep_figure(
-                                payload["na_sweep"],
-                                best["na"],
-                                f"Throughput per GPU against na "
-                                f"({best['attention_gpu']} attention × "
-                                f"{best['expert_gpu']} experts, m = {best['m']})",
-                            ),
-                            config=ui.GRAPH_CONFIG,
                         ),
                         className="half",
                     ),
                     html.Div(
-                        dcc.Graph(
+                        named_graph(
+                            PF.timeline_figure(payload["timeline"]),
+                            f"ping-pong timeline of one layer (m = {best['m']}, Tf = "
+                            f"{best['tf_ms']:.3f} ms)",
+                            where,
                             id="plan-timeline",
-                            figure=PF.timeline_figure(
-                                payload["timeline"],
-                                f"Ping-pong timeline of one layer (m = {best['m']}, Tf = "
-                                f"{best['tf_ms']:.3f} ms)",
-                            ),
-                            config=ui.GRAPH_CONFIG,
                         ),
                         className="half",
                     ),

@@ -25,8 +25,11 @@ import dash
 from dash import Input, Output, State, dcc, html
 
 from analysis import capabilities as cap
+from analysis import columns as C
 from dashboard import components as ui
+from dashboard.chart_names import deployment_frame, file_stem, named_figure, slice_of
 from dashboard.figures import path_figure
+from dashboard.labelled import control
 from dashboard.pages.recommend_form import (
     FIELDS,
     QUANTS,
@@ -37,7 +40,7 @@ from dashboard.pages.recommend_form import (
     parse_form,
 )
 from dashboard.pages.recommend_view import (
-    evidence_for,
+    evidence_named,
     export_block,
     measured_block,
     path_list,
@@ -45,6 +48,7 @@ from dashboard.pages.recommend_view import (
     threshold_table,
     workload_block,
 )
+from service.defaults import default_cell
 from service.errors import NoData, ServiceError
 from service.export import ExportAnswer, export_config
 from service.frames import DashData
@@ -131,6 +135,12 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
         else (next((d for d in reversed(decided) if d in names), names[0] if names else ""))
     )
     steps = [dataclasses.asdict(s) for s in rec.path]
+    dep = ans.deployment
+    where = slice_of(
+        deployment_frame(dep.model, dep.hardware, dep.quant, dep.world_size, rec.phase)
+    )
+    path_what = "threshold vs observed value"
+    evidence_fig, evidence_config = evidence_named(check, chosen)
     body = html.Div(
         [
             workload_block(ans.tokens, ans.deployment.num_tokens),
@@ -141,7 +151,11 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
                 ],
                 className="row",
             ),
-            dcc.Graph(figure=path_figure(steps), config=ui.GRAPH_CONFIG),
+            dcc.Graph(
+                id="rec-path-graph",
+                figure=named_figure(path_figure(steps), path_what, where),
+                config=ui.graph_config(filename=file_stem(path_what, where)),
+            ),
             html.H3(
                 ui.with_synthetic_note(
                     data.is_synthetic(None), "Measured best at the nearest workload"
@@ -150,17 +164,16 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
             measured_block(ans, ans.deployment.num_tokens),
             html.H3("Published vs data-derived thresholds"),
             threshold_table(check),
-            html.Div(
-                [
-                    html.Label("evidence for"),
-                    dcc.Dropdown(
-                        id="rec-check", options=ui.options(names), value=chosen, clearable=False
-                    ),
-                ],
-                className="control wide",
+            control(
+                "evidence for threshold",
+                dcc.Dropdown(
+                    id="rec-check", options=ui.options(names), value=chosen, clearable=False
+                ),
+                wide=True,
             ),
-            dcc.Graph(
-                id="rec-evidence", figure=evidence_for(check, chosen), config=ui.GRAPH_CONFIG
+            ui.loading(
+                dcc.Graph(id="rec-evidence", figure=evidence_fig, config=evidence_config),
+                "rec-evidence-loading",
             ),
             html.H3("Config"),
             export_block(export, "rec", "the tree's recommendation"),
@@ -183,8 +196,29 @@ def patterns_for(data: DashData, form: Form) -> list[str]:
         return []
 
 
+def default_form(data: DashData, query: dict[str, Any] | None = None) -> Form:
+    """The form a URL opens on when it names no model, hardware or quant: the default
+    cell (``service.defaults.default_cell``, the cell with the most data) at its world
+    size with the most candidates; :class:`Form`'s defaults when the URL names any of
+    them or the database is empty."""
+    if any(ui.first(query or {}, k) for k in ("model", "hardware", "quant")):
+        return Form()
+    cell = default_cell(data)
+    if cell is None:
+        return Form()
+    cov = data.coverage()
+    rows = cov[
+        (cov[C.MODEL] == cell.model)
+        & (cov[C.HARDWARE] == cell.hardware)
+        & (cov[C.QUANT] == cell.quant)
+    ]
+    by_ws = rows.groupby(C.WORLD_SIZE)["candidates"].sum().sort_index()
+    ws = int(by_ws.idxmax()) if len(by_ws) else Form().ws
+    return Form(hardware=cell.hardware, model=cell.model, quant=cell.quant, ws=ws)
+
+
 def layout(data: DashData, **query: Any) -> html.Div:
-    form = parse_form(query)
+    form = parse_form(query, default_form(data, query))
     models = sorted(set(known_models(data)) | {form.model})
     hardware = sorted(set(cap.HARDWARE) | {form.hardware})
     quants = sorted(set(QUANTS) | {form.quant})
@@ -221,8 +255,10 @@ def download(data: DashData, which: str, form: Form, source: str = "tree") -> di
             return None
         export = got[1]
     tokens = export.recommendation.deployment.num_tokens
-    stem = f"moedash_{form.model}_{form.hardware}_{form.quant}_ws{form.ws}_{form.phase}" + (
-        "" if source == "tree" else f"_{tokens}tok_measured"
+    # what the file holds: the deployment, the workload size and whose config it is
+    stem = (
+        f"moedash_{form.model}_{form.hardware}_{form.quant}_ws{form.ws}_{form.phase}"
+        f"_{tokens}tok_{'tree' if source == 'tree' else 'measured'}"
     )
     if which == "yaml":
         return {"content": export.yaml, "filename": stem + ".yaml", "type": "text/yaml"}
@@ -244,14 +280,16 @@ def register(app: dash.Dash, data: DashData) -> None:
 
     @app.callback(
         Output("rec-evidence", "figure"),
+        Output("rec-evidence", "config"),
         Output("rec-url", "search", allow_duplicate=True),
         Input("rec-check", "value"),
         *[State(f"rec-{f}", "value") for f in FIELDS[:-1]],
         prevent_initial_call=True,
     )
-    def _evidence(name: str, *values: Any) -> tuple[Any, str]:
+    def _evidence(name: str, *values: Any) -> tuple[Any, Any, str]:
         form = dataclasses.replace(form_from_controls(*values), check=name)
-        return evidence_for(guide_check(data), name), form.search()
+        fig, config = evidence_named(guide_check(data), name)
+        return fig, config, form.search()
 
     @app.callback(
         Output("rec-download", "data"),

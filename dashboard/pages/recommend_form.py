@@ -18,6 +18,7 @@ from dash import dcc, html
 
 from analysis.identity import REPEATS
 from dashboard import components as ui
+from dashboard.labelled import control, number
 
 QUANTS = (
     "NVFP4",
@@ -91,8 +92,10 @@ def _pos(query: dict[str, Any], key: str, default: int | None) -> int | None:
     return value if value is None or value >= 1 else default
 
 
-def parse_form(query: dict[str, Any]) -> Form:
-    d = Form()
+def parse_form(query: dict[str, Any], base: Form | None = None) -> Form:
+    """The form of a URL query; a missing or bad value takes ``base``'s (default:
+    :class:`Form`'s defaults)."""
+    d = base or Form()
     hw = (ui.first(query, "hardware") or d.hardware).upper()
     attn = ui.first(query, "attn") or d.attn
     phase = ui.first(query, "phase") or d.phase
@@ -138,19 +141,15 @@ def load_values(form: Form) -> dict[str, Any]:
     return {"max_num_tokens": form.mnt, "isl": form.isl, "max_batch_size": form.mbs}
 
 
-def _ctl(text: str, comp: Any, wide: bool = False) -> html.Div:
-    return html.Div([html.Label(text), comp], className="control wide" if wide else "control")
-
-
 def _number(cid: str, value: int | None, minimum: int = 1) -> dcc.Input:
-    return dcc.Input(id=cid, type="number", min=minimum, step=1, value=value, debounce=True)
+    return number(cid, value, minimum)
 
 
 def size_controls(form: Form) -> html.Div:
     """How the workload is given: num_tokens, or the serving load (shown by phase)."""
     return html.Div(
         [
-            _ctl(
+            control(
                 "workload from",
                 dcc.RadioItems(
                     id="rec-size",
@@ -164,7 +163,7 @@ def size_controls(form: Form) -> html.Div:
                 wide=True,
             ),
             html.Div(
-                _ctl(
+                control(
                     "num_tokens (tokens; global under DP, per rank under TP)",
                     _number("rec-tokens", form.tokens),
                     wide=True,
@@ -173,17 +172,17 @@ def size_controls(form: Form) -> html.Div:
             ),
             html.Div(
                 [
-                    _ctl(
+                    control(
                         "concurrency (requests in flight, decode)", _number("rec-conc", form.conc)
                     ),
-                    _ctl("MTP draft tokens (decode)", _number("rec-mtp", form.mtp, minimum=0)),
-                    _ctl(
+                    control("MTP draft tokens (decode)", _number("rec-mtp", form.mtp, minimum=0)),
+                    control(
                         "max_batch_size (requests per rank; optional)", _number("rec-mbs", form.mbs)
                     ),
-                    _ctl(
+                    control(
                         "max_num_tokens (tokens per forward, prefill)", _number("rec-mnt", form.mnt)
                     ),
-                    _ctl("ISL (tokens, prefill; optional)", _number("rec-isl", form.isl)),
+                    control("ISL (tokens, prefill; optional)", _number("rec-isl", form.isl)),
                 ],
                 id="rec-load-box",
                 className="controls",
@@ -208,7 +207,7 @@ def controls(
     )
     return html.Div(
         [
-            _ctl(
+            control(
                 "GPU / system",
                 dcc.Dropdown(
                     id="rec-hardware",
@@ -217,24 +216,24 @@ def controls(
                     clearable=False,
                 ),
             ),
-            _ctl(
+            control(
                 "model",
                 dcc.Dropdown(
                     id="rec-model", options=ui.options(models), value=form.model, clearable=False
                 ),
             ),
-            _ctl(
+            control(
                 "quantization",
                 dcc.Dropdown(
                     id="rec-quant", options=ui.options(quants), value=form.quant, clearable=False
                 ),
             ),
-            _ctl("world size (GPUs)", _number("rec-ws", form.ws)),
-            _ctl(
+            control("world size (GPUs)", _number("rec-ws", form.ws)),
+            control(
                 "attention",
                 dcc.RadioItems(id="rec-attn", options=["DP", "TP"], value=form.attn, inline=True),
             ),
-            _ctl(
+            control(
                 "phase",
                 dcc.RadioItems(
                     id="rec-phase",
@@ -248,7 +247,7 @@ def controls(
                 wide=True,
             ),
             size_controls(form),
-            _ctl(
+            control(
                 "thresholds",
                 dcc.RadioItems(
                     id="rec-th",
@@ -262,7 +261,7 @@ def controls(
                 ),
                 wide=True,
             ),
-            _ctl(
+            control(
                 "routing pattern of the measurements (dispatch)",
                 dcc.Dropdown(
                     id="rec-dispatch",
@@ -271,7 +270,7 @@ def controls(
                     clearable=False,
                 ),
             ),
-            _ctl(
+            control(
                 "repeat runs",
                 dcc.RadioItems(
                     id="rec-repeats",

@@ -14,7 +14,10 @@ from analysis.measured import RANK
 from analysis.thresholds import GuideCheck
 from analysis.tree import Recommendation
 from dashboard import components as ui
+from dashboard.chart_names import file_stem, named_figure, slice_of
 from dashboard.figures import evidence_figure
+from dashboard.labelled import scroll_box
+from dashboard.pages.thresholds_view import UNITS
 from service.export import ExportAnswer
 from service.recommend import RecommendationAnswer
 
@@ -37,6 +40,7 @@ _MEASURED_HEADERS = {
 }
 _THRESHOLD_COLUMNS = (
     "name",
+    "unit",
     "published",
     "derived",
     "bracket_lo",
@@ -123,23 +127,32 @@ def measured_block(ans: RecommendationAnswer, asked_tokens: int) -> Any:
                     html.Strong(verdict_text(ans), **{"data-testid": "rec-verdict"}),
                 ]
             ),
-            html.Table(
-                [
-                    html.Thead(
-                        html.Tr(
-                            [
-                                html.Th(_MEASURED_HEADERS.get(c) or ui.label(c))
-                                for c in _MEASURED_COLUMNS
-                            ]
-                        )
-                    ),
-                    html.Tbody(rows),
-                ],
-                className="small",
-                **{"data-testid": "rec-measured"},
+            _scroll(
+                html.Table(
+                    [
+                        html.Thead(
+                            html.Tr(
+                                [
+                                    html.Th(_MEASURED_HEADERS.get(c) or ui.label(c))
+                                    for c in _MEASURED_COLUMNS
+                                ]
+                            )
+                        ),
+                        html.Tbody(rows),
+                    ],
+                    className="small",
+                    **{"data-testid": "rec-measured"},
+                ),
+                "measured best and runners-up",
             ),
         ]
     )
+
+
+def _scroll(table: html.Table, name: str) -> html.Div:
+    """A wide table scrolls inside its own box, so a narrow window (800 px) does not
+    scroll the whole page sideways."""
+    return scroll_box(table, name)
 
 
 def _cell(row: dict[str, Any], col: str) -> str:
@@ -220,11 +233,19 @@ def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> 
         [
             html.H4(title),
             warnings,
-            html.Pre(export.yaml, className="code", id=f"{prefix}-yaml"),
+            html.Pre(
+                export.yaml,
+                className="code",
+                id=f"{prefix}-yaml",
+                tabIndex="0",
+                **{"aria-label": f"YAML of {title}"},
+            ),
             html.Pre(
                 export.env or "comm: leave AUTO (no environment variable needed)",
                 className="code",
                 id=f"{prefix}-env",
+                tabIndex="0",
+                **{"aria-label": f"environment line of {title}"},
             ),
             html.Div(
                 [
@@ -236,7 +257,7 @@ def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> 
     )
 
 
-def threshold_table(check: GuideCheck) -> html.Table:
+def threshold_table(check: GuideCheck) -> html.Div:
     """Published vs data-derived thresholds, the verdict cell coloured."""
     rows = [
         html.Tr(
@@ -247,29 +268,46 @@ def threshold_table(check: GuideCheck) -> html.Table:
                 for c in _THRESHOLD_COLUMNS
             ]
         )
-        for r in check.table.to_dict("records")
+        for r in (
+            {**row, "unit": UNITS.get(str(row.get("axis")), str(row.get("axis")))}
+            for row in check.table.to_dict("records")
+        )
     ]
-    return html.Table(
-        [
-            html.Thead(html.Tr([html.Th(c.replace("_", " ")) for c in _THRESHOLD_COLUMNS])),
-            html.Tbody(rows),
-        ],
-        className="small",
-        **{"data-testid": "rec-thresholds"},
+    return _scroll(
+        html.Table(
+            [
+                html.Thead(html.Tr([html.Th(c.replace("_", " ")) for c in _THRESHOLD_COLUMNS])),
+                html.Tbody(rows),
+            ],
+            className="small",
+            **{"data-testid": "rec-thresholds"},
+        ),
+        "published vs data-derived thresholds",
     )
 
 
-def evidence_for(check: GuideCheck, name: str) -> Any:
-    """The evidence chart of threshold ``name`` (an empty chart for an unknown name)."""
+def evidence_named(check: GuideCheck, name: str) -> tuple[Any, dict[str, Any]]:
+    """(the evidence chart of threshold ``name``, its ``dcc.Graph`` config), both named
+    for the threshold and the slice of its comparison points."""
+    ev = check.evidence[check.evidence["name"] == name] if len(check.evidence) else pd.DataFrame()
+    where = slice_of(ev)
+    what = f"evidence for {name}"
+    config = ui.graph_config(filename=file_stem(what, where))
+    fig = _evidence(check, ev, name)
+    # keep the threshold's description from the figure's own title
+    return named_figure(fig, f"evidence for {fig.layout.title.text or name}", where), config
+
+
+def _evidence(check: GuideCheck, ev: pd.DataFrame, name: str) -> Any:
     row = check.table[check.table["name"] == name]
     if row.empty:
         return evidence_figure(pd.DataFrame(), C.ACTIVATED_TOKENS_PER_RANK, None, None, None, name)
     r = row.iloc[0]
-    ev = check.evidence[check.evidence["name"] == name]
     derived = float(r["derived"]) if pd.notna(r["derived"]) else None
     bracket = (
         (float(r["bracket_lo"]), float(r["bracket_hi"])) if pd.notna(r["bracket_lo"]) else None
     )
-    return evidence_figure(
+    fig = evidence_figure(
         ev, str(r["axis"]), float(r["published"]), derived, bracket, f"{name}: {r['description']}"
     )
+    return fig

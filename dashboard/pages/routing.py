@@ -18,7 +18,9 @@ from dash import Input, Output, State, dcc, html
 
 from analysis import columns as C
 from dashboard import components as ui
+from dashboard.labelled import action, control
 from dashboard.pages.routing_view import render
+from service.defaults import default_cell
 from service.errors import ServiceError
 from service.frames import Cell, DashData
 from service.routing import RoutingSkew, SkewQuery, routing_skew, skew_workloads
@@ -114,12 +116,14 @@ def parse_state(data: DashData, query: dict[str, Any]) -> RoutingState:
 
 
 def _default_cell(data: DashData, cells: list[Cell]) -> Cell:
-    """The first cell holding a workload with two routing patterns, else the first."""
-    for cell in cells:
-        table = skew_workloads(data, cell)
-        if len(table) and int(table["n_patterns"].iloc[0]) > 1:
-            return cell
-    return cells[0]
+    """The default cell (``service.defaults.default_cell``: the most data) among the
+    cells holding a workload with two routing patterns; among all cells when none does."""
+    skewed = [
+        cell
+        for cell in cells
+        if len(table := skew_workloads(data, cell)) and int(table["n_patterns"].iloc[0]) > 1
+    ]
+    return default_cell(data, skewed or cells) or cells[0]
 
 
 def answer(data: DashData, state: RoutingState) -> RoutingSkew | str:
@@ -148,8 +152,7 @@ def csv_download(data: DashData, state: RoutingState) -> dict[str, Any] | None:
     return {"content": got.csv(), "filename": got.filename, "type": "text/csv"}
 
 
-def _control(text: str, component: Any, wide: bool = False) -> html.Div:
-    return html.Div([html.Label(text), component], className="control wide" if wide else "control")
+_control = control  # the label names the dropdown or radio group (dashboard.labelled)
 
 
 def pattern_options(data: DashData, state: RoutingState) -> list[dict[str, Any]]:
@@ -235,9 +238,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             inline=True,
                         ),
                     ),
-                    _control(
-                        "\u00a0", html.Div(ui.download_button("routing-csv-btn", "Download CSV"))
-                    ),
+                    action(ui.download_button("routing-csv-btn", "Download CSV")),
                 ],
                 className="controls",
             ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dash import dcc, html
+from dash import html
 
 from analysis.routing_advice import Advice
 from analysis.routing_skew import (
@@ -21,6 +21,7 @@ from analysis.routing_skew import (
     SLOWDOWN_PCT,
 )
 from dashboard import components as ui
+from dashboard.chart_names import deployment_frame, named_graph, slice_of
 from dashboard.routing_figures import slowdown_figure
 from service.routing import RoutingSkew
 
@@ -160,6 +161,21 @@ def _advice_card(a: Advice) -> html.Div:
     )
 
 
+def chart_where(ans: RoutingSkew) -> str:
+    """``model · GPU · quant · N GPUs · phase`` of the workload."""
+    q = ans.query
+    return slice_of(deployment_frame(q.model, q.cell.hardware, q.quant, q.world_size, q.phase))
+
+
+def chart_what(ans: RoutingSkew) -> str:
+    """What the slowdown chart shows: the two patterns and the rest of the workload."""
+    q = ans.query
+    return (
+        f"slowdown under {ans.skewed} vs {ans.balanced} at {q.num_tokens} tokens, "
+        f"attention {q.attention.upper()}"
+    )
+
+
 def render(ans: RoutingSkew) -> Any:
     """The whole answer (or the one-pattern empty state)."""
     prov = ans.provenance
@@ -199,10 +215,11 @@ def render(ans: RoutingSkew) -> Any:
             html.Div(
                 [
                     html.Div(
-                        dcc.Graph(
+                        named_graph(
+                            slowdown_figure(table, str(ans.balanced), str(ans.skewed)),
+                            chart_what(ans),
+                            chart_where(ans),
                             id="routing-slowdown",
-                            figure=slowdown_figure(table, str(ans.balanced), str(ans.skewed)),
-                            config=ui.GRAPH_CONFIG,
                         ),
                         className="half",
                     ),

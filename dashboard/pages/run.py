@@ -13,7 +13,11 @@ from dash import Input, Output, State, dcc, html
 
 from analysis import columns as C
 from dashboard import components as ui
+from dashboard import grid_state as gs
+from dashboard import labelled as lb
+from service.filenames import display_filename
 from service.frames import DashData
+from service.raw_download import DASHBOARD_FORMAT
 from service.runs import candidate_fields, run_candidates, run_detail
 
 PATH = "/run"
@@ -73,8 +77,36 @@ _META = (
 
 
 def run_metadata(run: dict[str, Any]) -> dict[str, Any]:
-    """The run fields shown in the metadata table, in display order."""
-    return {k: run.get(k) for k in _META}
+    """The run fields shown in the metadata table, in display order (the file name
+    without its directories: no server path is shown)."""
+    shown = {k: run.get(k) for k in _META}
+    shown["filename"] = display_filename(shown["filename"])
+    return shown
+
+
+def raw_link(run_id: int, run: dict[str, Any]) -> html.Div:
+    """The raw-download link: a bench_moe run's upload as uploaded; a dashboard-format
+    run's own rows of its (many-run) source file (``service.raw_download``)."""
+    href = f"/api/v1/runs/{run_id}/raw"
+    if run.get(C.SOURCE_FORMAT) != DASHBOARD_FORMAT:
+        return html.Div(
+            html.A("Download the raw upload", href=href, className="button", id="run-raw-link")
+        )
+    return html.Div(
+        [
+            html.A(
+                "Download this run's rows (CSV)",
+                href=href,
+                className="button",
+                id="run-raw-link",
+            ),
+            html.P(
+                "The upload holds several runs (NVIDIA dashboard data); the download holds "
+                f"this run's {run.get('n_candidates')} rows, in the source's columns.",
+                className="muted",
+            ),
+        ]
+    )
 
 
 def layout(data: DashData, **query: Any) -> html.Div:
@@ -109,6 +141,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
         [
             dcc.Location(id="run-url", refresh=False),
             dcc.Store(id="run-id", data=run_id),
+            dcc.Store(id="run-gridstate", data=gs.parse(query, GRID_COLUMNS).to_store()),
             html.H2(
                 [
                     f"Run {run_id}: {run.get(C.MODEL)} · {run.get(C.HARDWARE)} · "
@@ -122,12 +155,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                         [
                             html.H3("Metadata"),
                             ui.kv_table(run_metadata(run), "run-meta"),
-                            html.A(
-                                "Download the raw upload",
-                                href=f"/api/v1/runs/{run_id}/raw",
-                                className="button",
-                                id="run-raw-link",
-                            ),
+                            raw_link(run_id, run),
                             html.Ul([html.Li(str(w)) for w in warnings], className="warnings")
                             if warnings
                             else None,
@@ -137,16 +165,19 @@ def layout(data: DashData, **query: Any) -> html.Div:
                     html.Div(
                         [
                             html.H3("Candidates"),
-                            dcc.RadioItems(
-                                id="run-status",
-                                options=[
-                                    {"label": "all", "value": "all"},
-                                    {"label": "success", "value": "success"},
-                                    {"label": "failed", "value": "failed"},
-                                    {"label": "skipped", "value": "skipped"},
-                                ],
-                                value=status or "all",
-                                inline=True,
+                            lb.group(
+                                "show candidates with status",
+                                dcc.RadioItems(
+                                    id="run-status",
+                                    options=[
+                                        {"label": "all", "value": "all"},
+                                        {"label": "success", "value": "success"},
+                                        {"label": "failed", "value": "failed"},
+                                        {"label": "skipped", "value": "skipped"},
+                                    ],
+                                    value=status or "all",
+                                    inline=True,
+                                ),
                             ),
                             ui.loading(html.Div(id="run-grid-box"), "run-loading"),
                             html.H3("Selected candidate: per-rank and outlier details"),
@@ -162,15 +193,21 @@ def layout(data: DashData, **query: Any) -> html.Div:
     )
 
 
-def run_search(run_id: int, status: str | None, cand: int | None) -> str:
+def run_search(run_id: int, status: str | None, cand: int | None, gridstate: Any = None) -> str:
+    """The page's URL query: run, status filter, selected candidate, then the grid's
+    sort and filter (``run-gridstate``)."""
     status = None if status in (None, "all") else status
-    return ui.search_string({"id": run_id, "status": status, "cand": cand})
+    state = gs.from_store(gridstate, GRID_COLUMNS)
+    return ui.search_string({"id": run_id, "status": status, "cand": cand, **state.params()})
 
 
-def update_grid(data: DashData, run_id: int, status: str | None) -> tuple[Any, str]:
-    """Status filter -> (grid, URL search)."""
+def update_grid(
+    data: DashData, run_id: int, status: str | None, gridstate: Any = None
+) -> tuple[Any, str]:
+    """Status filter and the kept sort/filter -> (grid, URL search)."""
     status = None if status in (None, "all") else status
-    search = run_search(run_id, status, None)
+    search = run_search(run_id, status, None, gridstate)
+    state = gs.from_store(gridstate, GRID_COLUMNS)
     page = run_candidates(data, run_id, status, MAX_ROWS)
     if page is None:
         return ui.empty_state(f"Run {run_id} does not exist."), search
@@ -185,20 +222,21 @@ def update_grid(data: DashData, run_id: int, status: str | None) -> tuple[Any, s
         else f"showing the first {len(items):,} of {total:,} candidates; filter by "
         "status to see the rest"
     )
+    grid = ui.grid(
+        "run-grid",
+        items,
+        GRID_COLUMNS,
+        page_size=25,
+        height="460px",
+        col_overrides={
+            C.SKIP_REASON: {"wrapText": False, "width": 320, "tooltipField": C.SKIP_REASON}
+        },
+    )
+    grid.columnDefs = gs.apply_sort(grid.columnDefs, state)
+    if state.filter:
+        grid.filterModel = dict(state.filter)
     return html.Div(
-        [
-            html.P(note, className="status", **{"data-testid": "run-count"}),
-            ui.grid(
-                "run-grid",
-                items,
-                GRID_COLUMNS,
-                page_size=25,
-                height="460px",
-                col_overrides={
-                    C.SKIP_REASON: {"wrapText": False, "width": 320, "tooltipField": C.SKIP_REASON}
-                },
-            ),
-        ]
+        [html.P(note, className="status", **{"data-testid": "run-count"}), grid]
     ), search
 
 
@@ -234,19 +272,32 @@ def candidate_detail(data: DashData, run_id: int, cand: int | None) -> Any:
 
 def register(app: dash.Dash, data: DashData) -> None:
     @app.callback(
-        Output("run-grid-box", "children"), Input("run-status", "value"), State("run-id", "data")
+        Output("run-grid-box", "children"),
+        Input("run-status", "value"),
+        State("run-id", "data"),
+        State("run-gridstate", "data"),
     )
-    def _grid(status: str | None, run_id: int) -> Any:
-        return update_grid(data, run_id, status)[0]
+    def _grid(status: str | None, run_id: int, gridstate: Any = None) -> Any:
+        return update_grid(data, run_id, status, gridstate)[0]
 
     @app.callback(
         Output("run-url", "search"),
         Input("run-status", "value"),
         Input("run-cand", "data"),
+        Input("run-gridstate", "data"),
         State("run-id", "data"),
     )
-    def _url(status: str | None, cand: int | None, run_id: int) -> str:
-        return run_search(run_id, status, cand)
+    def _url(status: str | None, cand: int | None, gridstate: Any, run_id: int) -> str:
+        return run_search(run_id, status, cand, gridstate)
+
+    @app.callback(
+        Output("run-gridstate", "data"),
+        Input("run-grid", "columnState"),
+        Input("run-grid", "filterModel"),
+        prevent_initial_call=True,
+    )
+    def _gridstate(column_state: Any, filter_model: Any) -> Any:
+        return gs.from_grid(column_state, filter_model, GRID_COLUMNS).to_store()
 
     @app.callback(
         Output("run-cand", "data"), Input("run-grid", "selectedRows"), prevent_initial_call=True

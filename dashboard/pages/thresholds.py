@@ -22,6 +22,7 @@ from dash import Input, Output, State, dcc, html
 from analysis import columns as C
 from analysis.tables import to_csv_text
 from dashboard import components as ui
+from dashboard.labelled import control, scroll_box
 from dashboard.pages import thresholds_view as V
 from service.errors import InvalidQuery
 from service.frames import DashData
@@ -89,8 +90,8 @@ def _slice(data: DashData, v: View) -> ThresholdSlice:
     return threshold_slice(data, v.model, v.hardware, v.quant, v.dispatch)
 
 
-def update(data: DashData, *values: Any) -> tuple[Any, Any, str]:
-    """Controls -> (body, evidence figure, URL search)."""
+def update(data: DashData, *values: Any) -> tuple[Any, Any, Any, str]:
+    """Controls -> (body, evidence figure, its graph config (PNG name), URL search)."""
     v = make_view(*values)
     try:
         s = _slice(data, v)
@@ -98,6 +99,7 @@ def update(data: DashData, *values: Any) -> tuple[Any, Any, str]:
         return (
             ui.empty_state(err.msg, ["choose “all” or a stored value"], "th-invalid"),
             V.no_evidence(),
+            ui.graph_config(),
             v.search(),
         )
     report = threshold_report(data, s)
@@ -111,7 +113,7 @@ def update(data: DashData, *values: Any) -> tuple[Any, Any, str]:
             ],
             "th-empty",
         )
-        return empty, V.evidence(report, v.check), v.search()
+        return empty, *V.evidence_named(report, v.check), v.search()
     versions = ", ".join(prov["trtllm_versions"]) or "unknown"
     status = html.P(
         ui.with_synthetic_note(
@@ -128,11 +130,11 @@ def update(data: DashData, *values: Any) -> tuple[Any, Any, str]:
         [
             status,
             html.H3("Published vs re-derived thresholds"),
-            html.Div(V.thresholds_table(report), className="scroll-x"),
+            scroll_box(V.thresholds_table(report), "published vs re-derived thresholds"),
             *(
                 [
                     html.H3(f"Per {_LABELS[v.by]}"),
-                    html.Div(V.groups_table(report, v.by), className="scroll-x"),
+                    scroll_box(V.groups_table(report, v.by), f"thresholds per {_LABELS[v.by]}"),
                 ]
                 if v.by != "none"
                 else []
@@ -141,7 +143,7 @@ def update(data: DashData, *values: Any) -> tuple[Any, Any, str]:
             V.loo_table(report),
             html.H3("The tree with published, derived and validated thresholds"),
             V.overall_line(report),
-            html.Div(V.agreement_table(report), className="scroll-x"),
+            scroll_box(V.agreement_table(report), "tree agreement per slice"),
             html.H4("Validated set: derived only where validation says it helps"),
             V.decisions_list(report),
             html.H3("The guide's tree: published vs re-derived"),
@@ -154,7 +156,7 @@ def update(data: DashData, *values: Any) -> tuple[Any, Any, str]:
             ),
         ]
     )
-    return body, V.evidence(report, v.check), v.search()
+    return body, *V.evidence_named(report, v.check), v.search()
 
 
 def download(data: DashData, which: str, *values: Any) -> dict[str, Any] | None:
@@ -176,16 +178,13 @@ def download(data: DashData, which: str, *values: Any) -> dict[str, Any] | None:
     return {"content": out.content, "filename": out.filename, "type": out.media_type}
 
 
-def _dropdown(cid: str, values: list[str], value: str | None, label: str) -> html.Div:
+def _dropdown(cid: str, values: list[str], value: str | None, label: str) -> Any:
     opts = [{"label": "all", "value": ALL}, *ui.options(values)]
-    return html.Div(
-        [
-            html.Label(label, htmlFor=cid),
-            dcc.Dropdown(
-                id=cid, options=opts, value=value if value in values else ALL, clearable=False
-            ),
-        ],
-        className="control",
+    return control(
+        label,
+        dcc.Dropdown(
+            id=cid, options=opts, value=value if value in values else ALL, clearable=False
+        ),
     )
 
 
@@ -206,27 +205,21 @@ def layout(data: DashData, **query: Any) -> html.Div:
         if val and val not in allowed[c]
     ]
     radio = [
-        html.Div(
-            [
-                html.Label("breakdown", htmlFor="th-by"),
-                dcc.RadioItems(
-                    id="th-by",
-                    options=[
-                        {"label": "none" if b == "none" else f"per {_LABELS[b]}", "value": b}
-                        for b in BYS
-                    ],
-                    value=v.by,
-                    inline=True,
-                ),
-            ],
-            className="control",
+        control(
+            "breakdown",
+            dcc.RadioItems(
+                id="th-by",
+                options=[
+                    {"label": "none" if b == "none" else f"per {_LABELS[b]}", "value": b}
+                    for b in BYS
+                ],
+                value=v.by,
+                inline=True,
+            ),
         ),
-        html.Div(
-            [
-                html.Label("re-derived tree", htmlFor="th-tree"),
-                dcc.RadioItems(id="th-tree", options=ui.options(TREES), value=v.tree, inline=True),
-            ],
-            className="control",
+        control(
+            "re-derived tree",
+            dcc.RadioItems(id="th-tree", options=ui.options(TREES), value=v.tree, inline=True),
         ),
     ]
     controls = html.Div(
@@ -258,14 +251,12 @@ def layout(data: DashData, **query: Any) -> html.Div:
             else None,
             controls,
             downloads,
-            html.Div(
-                [
-                    html.Label("evidence for", htmlFor="th-check"),
-                    dcc.Dropdown(
-                        id="th-check", options=ui.options(names()), value=v.check, clearable=False
-                    ),
-                ],
-                className="control wide",
+            control(
+                "evidence for threshold",
+                dcc.Dropdown(
+                    id="th-check", options=ui.options(names()), value=v.check, clearable=False
+                ),
+                wide=True,
             ),
             ui.loading(dcc.Graph(id="th-evidence", config=ui.GRAPH_CONFIG), "th-evidence-loading"),
             ui.loading(html.Div(id="th-body"), "th-loading"),
@@ -281,10 +272,11 @@ def register(app: dash.Dash, data: DashData) -> None:
     @app.callback(
         Output("th-body", "children"),
         Output("th-evidence", "figure"),
+        Output("th-evidence", "config"),
         Output("th-url", "search"),
         *[Input(c, "value") for c in CONTROLS],
     )
-    def _update(*values: Any) -> tuple[Any, Any, str]:
+    def _update(*values: Any) -> tuple[Any, Any, Any, str]:
         return update(data, *values)
 
     @app.callback(

@@ -14,7 +14,9 @@ from analysis.threshold_agreement import SETS
 from analysis.threshold_validation import AGGRESSIVE, AGREES, CONSERVATIVE, CONTRADICTS
 from analysis.tree_text import number
 from dashboard import components as ui
+from dashboard.chart_names import file_stem, named_figure, slice_of
 from dashboard.figures import evidence_figure
+from dashboard.labelled import scroll_box
 from service.thresholds import ThresholdReport
 
 UNITS = {
@@ -153,11 +155,12 @@ def loo_table(report: ThresholdReport) -> Any:
             "accuracy_published": _pct(r["accuracy_published"]),
         }
         rows.append(html.Tr([html.Td(ui.fmt(vals[c])) for c, _ in LOO]))
-    return html.Table(
+    table = html.Table(
         [html.Thead(html.Tr([html.Th(h) for _, h in LOO])), html.Tbody(rows)],
         className="small",
         **{"data-testid": "th-loo"},
     )
+    return scroll_box(table, "leave one model out")
 
 
 def agreement_table(report: ThresholdReport) -> Any:
@@ -223,6 +226,18 @@ def decisions_list(report: ThresholdReport) -> html.Ul:
     return html.Ul(items, **{"data-testid": "th-decisions"})
 
 
+def evidence_named(report: ThresholdReport, name: str) -> tuple[Any, dict[str, Any]]:
+    """(:func:`evidence`, its ``dcc.Graph`` config): title and PNG name say which
+    threshold and the slice of its votes (model · GPU · quant · world size · phase)."""
+    ev = report.check.evidence
+    votes = ev[ev["name"] == name] if len(ev) else pd.DataFrame()
+    where, what = slice_of(votes), f"evidence for {name}"
+    fig = evidence(report, name)
+    # keep the threshold's description and interval from the figure's own title
+    fig = named_figure(fig, f"evidence for {fig.layout.title.text or name}", where)
+    return fig, ui.graph_config(filename=file_stem(what, where))
+
+
 def evidence(report: ThresholdReport, name: str) -> Any:
     """The votes of one threshold along its axis (y = rank 1's margin), published and
     derived marked; an empty chart for an unknown name."""
@@ -246,6 +261,14 @@ def no_evidence() -> Any:
 
 def tree_block(text: str, title: str, test_id: str) -> html.Div:
     return html.Div(
-        [html.H4(title), html.Pre(text, className="code", **{"data-testid": test_id})],
+        [
+            html.H4(title),
+            html.Pre(
+                text,
+                className="code",
+                tabIndex="0",
+                **{"data-testid": test_id, "aria-label": f"tree with {title}"},
+            ),
+        ],
         className="half",
     )

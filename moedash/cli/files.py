@@ -1,11 +1,12 @@
 """Commands that move reports: ``ingest`` (local files → database), ``upload`` (files →
-a moedash server) and ``demo`` (the published snapshot, or ``--synthetic`` data → database)."""
+a moedash server; in :mod:`moedash.cli.upload`) and ``demo`` (the published snapshot, or
+``--synthetic`` data → database)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -29,6 +30,7 @@ from moedash.cli.options import (
     TrtllmVersion,
     settings_for,
 )
+from moedash.cli.upload import upload as upload  # the CI client's command lives there
 from service.crossval import refresh_ledger
 
 Files = Annotated[list[str], typer.Argument(help="Report files (bench_moe JSON, data.js, CSV).")]
@@ -77,7 +79,11 @@ def ingest(
                 try:
                     raw = path.read_bytes()
                     meta = metadata.to_meta()
-                    result = store.ingest(parse_path(path, meta), raw, meta, uploaded_by="cli")
+                    # stored bytes: recorded as a sighting without parsing them again
+                    result = store.runs.ingest_known(raw, meta, uploaded_by="cli")
+                    if result is None:
+                        sweeps = parse_path(path, meta)
+                        result = store.ingest(sweeps, raw, meta, uploaded_by="cli")
                 except (OSError, InputError, Conflict, StoreError) as exc:
                     failures += 1
                     ui.error(f"{name}: {exc}")
@@ -93,73 +99,6 @@ def ingest(
         store.close()
     ui.table(("file", "result", "run ids", "candidates"), rows)
     return FAILED if failures else OK
-
-
-def upload(
-    files: Files,
-    url: Annotated[str, typer.Option(help="Server base URL, e.g. https://moedash.example.")],
-    token: Annotated[str, typer.Option(help="API token with the upload scope.")],
-    retries: Annotated[int, typer.Option(help="Retries on network errors, 5xx and 429.")] = 5,
-    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 300.0,
-    hardware: Hardware = None,
-    trtllm_version: TrtllmVersion = None,
-    trtllm_commit: TrtllmCommit = None,
-    run_date: RunDate = None,
-    ci_url: CiUrl = None,
-    notes: Notes = None,
-    dispatch: Dispatch = None,
-) -> int:
-    """Send files to a moedash server (the CI client).
-
-    Network errors, 5xx and 429 are retried with back-off; any other refusal is final
-    for that file. Each file is reported; exit code 1 if any failed. Bad metadata is
-    refused before anything is sent (exit code 2).
-    """
-    from moedash.client import upload_file
-
-    ui = Output()
-    options = MetaOptions(
-        hardware=hardware,
-        trtllm_version=trtllm_version,
-        trtllm_commit=trtllm_commit,
-        run_date=run_date,
-        ci_url=ci_url,
-        notes=notes,
-        dispatch=dispatch,
-    )
-    # the server keeps the file's name, not the local directory it came from
-    checked = options.for_files([Path(name).name for name in files], ui)
-    if checked is None:
-        return USAGE
-    failures = 0
-    rows: list[tuple[str, str, str, str]] = []
-    with ui.progress("upload", len(files)) as steps:
-        for name, metadata in zip(files, checked, strict=True):
-            steps.start(name)
-            try:
-                body = upload_file(
-                    Path(name),
-                    url=url,
-                    token=token,
-                    meta=metadata,
-                    retries=retries,
-                    timeout=timeout,
-                )
-            except Exception as exc:  # every failure is reported per file, then the exit code
-                failures += 1
-                ui.error(f"{name}: {exc}")
-                rows.append((name, "FAILED", "-", "-"))
-            else:
-                rows.append(_upload_row(name, body))
-            steps.done()
-    ui.table(("file", "result", "run ids", "candidates"), rows)
-    return FAILED if failures else OK
-
-
-def _upload_row(name: str, body: dict[str, Any]) -> tuple[str, str, str, str]:
-    state = "already existed" if body["already_existed"] else "stored"
-    ids = ",".join(str(r["run_id"]) for r in body["runs"])
-    return (name, state, ids, str(body["n_candidates"]))
 
 
 def load_demo(store: Store, ui: Output | None = None) -> int:

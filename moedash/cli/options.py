@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Protocol
 
 import typer
 
 from ingest.metadata import MetadataError, UploadMetadata, validate_metadata
-from moedash.cli.console import Output
 from moedash.settings import Settings
 
 # Exit codes (documented in docs/cli.md and the root --help).
 OK = 0
 FAILED = 1  # some inputs failed, or the command could not do its job
 USAGE = 2  # the command line itself is wrong: unknown option, bad metadata …
+REGRESSION = 3  # `upload --fail-on-regression`: the server found a regression
+INTERRUPTED = 130  # what a shell reports for a command stopped by Ctrl-C
+
+
+class ErrorSink(Protocol):
+    """Where refused options are reported (an :class:`Output`, or the upload report)."""
+
+    def error(self, text: str) -> None: ...
+
 
 Db = Annotated[
     str | None,
@@ -82,7 +90,7 @@ class MetaOptions:
         }
         self.values = {name: value for name, value in given.items() if value}
 
-    def for_files(self, names: list[str], ui: Output) -> list[UploadMetadata] | None:
+    def for_files(self, names: list[str], ui: ErrorSink) -> list[UploadMetadata] | None:
         """The options plus each file name, checked by the upload-metadata model.
 
         Every refused field is printed as ``field: problem`` (prefixed by the file when

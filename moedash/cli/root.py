@@ -9,6 +9,7 @@ or option, missing argument, bad metadata), 130 interrupted.
 from __future__ import annotations
 
 import importlib.metadata
+import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Annotated
 import typer
 
 from db.errors import StoreError
-from moedash.cli import admin, files
+from moedash.cli import admin, files, upload
 from moedash.cli.console import Output
 from moedash.cli.options import FAILED, OK
 
@@ -87,9 +88,10 @@ app.command("outcomes")(admin.outcomes)
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``moedash`` with ``argv`` (default: the process arguments); the exit code."""
     command = typer.main.get_command(app)
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
         result = command.main(
-            args=list(argv) if argv is not None else None,
+            args=args,
             prog_name="moedash",
             standalone_mode=False,
         )
@@ -99,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             show()
         else:
             Output().error(exc.format_message())
+        upload.usage_error_document(args, exc.format_message())  # `upload --json`: still JSON
         return int(exc.exit_code)
     except typer.Abort:
         Output().error("aborted")

@@ -19,6 +19,7 @@ import pytest
 
 from analysis import crossval_columns as cc
 from db.store import open_store
+from service.crossval import refresh_ledger
 from service.crossval_import import import_serving_directory
 from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
 
@@ -36,6 +37,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     try:
         import_serving_directory(store, FIXTURE, "fixture")
         ingest_h200_candidates(store)
+        refresh_ledger(store)  # as `moedash ingest` and the upload route do
         decode = store.crossval.serving_workloads({cc.PHASE: "decode", "hardware": "H200"})
         mism = decode[(decode[cc.ENTRY] == H200) & (decode[cc.CONC] == 64)]
         mismatch_id = str(mism[cc.WORKLOAD_ID].iloc[0])
@@ -253,6 +255,11 @@ def test_crossval_page_renders_filters_and_downloads(
         "() => window.dash_ag_grid.getApi('cv-ledger-grid').getDisplayedRowAtIndex(31).data"
     )
     assert last[cc.STATUS] == "not mappable"
+    # every ledger row in the grid (here all 32 fit in the first page anyway): a permalink
+    assert page.locator("[data-testid=cv-ledger-first-page]").count() == 0
+    page.get_by_label("every ledger row in the grid").check()
+    page.wait_for_url("**rows=all**", timeout=10_000)
+    _wait_rows(page, 32)
 
     # no clipped cell in the summary: every Match cell's text fits its cell
     page.wait_for_selector("#cv-summary-grid .ag-row", timeout=30_000)
@@ -272,6 +279,44 @@ def test_crossval_page_renders_filters_and_downloads(
 
     assert errors == [], errors
     page.close()
+
+
+def test_crossval_page_shows_the_previous_ledger_while_the_new_one_is_computed(
+    browser: object, tmp_path: Path
+) -> None:
+    """Sweeps stored after the ledger (as right after an upload): the first view shows the
+    stored ledger with the "Updating…" note, then redraws by itself once the refresh
+    has stored the new one."""
+    from tests.factories.servers import running_server
+
+    db_url = f"duckdb:///{tmp_path / 'stale.duckdb'}"
+    store = open_store(db_url)
+    try:
+        import_serving_directory(store, FIXTURE, "fixture")  # ledger stored: nothing compared
+        ingest_h200_candidates(store)  # not refreshed: the stored ledger predates it
+    finally:
+        store.close()
+    with running_server(db_url) as base:
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})  # type: ignore[attr-defined]
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/crossval")
+        note = page.locator("[data-testid=cv-stale]")
+        note.wait_for(timeout=30_000)
+        assert "Updating" in note.inner_text() and "previous ledger" in note.inner_text()
+        count = page.locator("[data-testid=cv-ledger-count]")
+        assert count.inner_text().startswith("20 workloads: 20 no data")  # the previous one
+        # the background refresh stores the new ledger; the page polls and redraws
+        note.wait_for(state="detached", timeout=30_000)
+        page.wait_for_function(
+            """() => { const c = document.querySelector('[data-testid=cv-ledger-count]');
+                       return c && c.innerText.startsWith('20 workloads: 1 Match, 1 Mis'); }""",
+            timeout=30_000,
+        )
+        assert "1/2 (50%" in page.locator("#cv-summary-grid").inner_text()
+        assert errors == [], errors
+        page.close()
 
 
 def test_crossval_page_without_imports(browser: object, tmp_path: Path) -> None:

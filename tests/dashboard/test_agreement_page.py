@@ -14,6 +14,7 @@ from dashboard.app import create_dash, render_page
 from dashboard.pages import agreement
 from db.store import Store
 from service.frames import DashData
+from tests.dashboard.labels_check import control_names, unnamed
 from tests.factories.dashboard import seed_store, walk
 from tests.factories.routing import seed_skew
 
@@ -126,3 +127,18 @@ def test_csv_holds_the_rows_shown_and_is_named_for_the_slice(seeded: tuple) -> N
     rows = list(csv.DictReader(io.StringIO(dl["content"])))
     assert [float(r["regret_pct"]) for r in rows] == [50.0, 25.0]
     assert "evidence" not in rows[0]
+
+
+def test_every_filter_is_named_by_its_label_and_the_table_loads_visibly(seeded: tuple) -> None:
+    data, _ = seeded
+    page = render_page(data, "/agreement", "?model=kimi_k2")
+    assert unnamed(page) == []
+    names = control_names(page)
+    assert {k: names[f"agreement-{k}"] for k in ("model", "quant", "phase", "show")} == {
+        "model": "model",
+        "quant": "precision",
+        "phase": "phase",
+        "show": "show",
+    }
+    loading = by_id(page, "agreement-loading")
+    assert by_id(loading, "agreement-body") is not None and loading.delay_show == 300

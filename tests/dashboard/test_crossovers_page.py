@@ -21,9 +21,12 @@ from dashboard.crossover_figures import band_edges, crossover_figure, option_col
 from dashboard.pages import crossovers as P
 from dashboard.pages import crossovers_form as F
 from db.store import Store, open_store
+from ingest.records import UploadMeta
+from service.defaults import default_cell
 from service.frames import Cell, DashData
-from tests.factories import make_candidates
-from tests.factories.dashboard import by_id, by_testid, callback, text, walk
+from tests.dashboard.labels_check import control_names, unnamed
+from tests.factories import make_candidates, sweeps
+from tests.factories.dashboard import by_id, by_testid, callback, text
 from tests.service.test_crossovers import GEMM_SLICE, seed_crossovers
 
 GEMM_LABEL = "toy_moe · H200 · FP8 · ws 1 · decode · attention DP · balanced"
@@ -82,9 +85,16 @@ def test_page_is_registered_and_lays_out_the_permalink(data: DashData) -> None:
     assert by_id(page, "xo-world_size").value == F.ALL
     assert isinstance(by_id(page, "xo-url"), dcc.Location)
     assert "noise band" in text(by_testid(page, "xo-method"))
-    # every control has a label that points at it
-    labels = {getattr(c, "htmlFor", None) for c in walk(page) if type(c).__name__ == "Label"}
-    assert {f"xo-{f}" for f in F.FILTERS} | {"xo-option", "xo-axis", "xo-series"} <= labels
+    # every control is named by its label (dropdowns by more than their value)
+    names = control_names(page)
+    assert unnamed(page) == []
+    assert {k: names[k] for k in ("xo-model", "xo-world_size", "xo-option", "xo-axis")} == {
+        "xo-model": "model",
+        "xo-world_size": "world size (GPUs)",
+        "xo-option": "option (what competes)",
+        "xo-axis": "axis (log scale)",
+    }
+    assert names["xo-series"] == "series (chart)"
     opts = {o["value"] for o in by_id(page, "xo-world_size").options}
     assert opts == {F.ALL, 1}  # the values stored in toy_moe · H200 · FP8
     assert by_id(page, "xo-loading") is not None
@@ -97,7 +107,13 @@ def test_callback_draws_bands_over_curves_and_the_switch_table(data: DashData) -
     assert series == GEMM_LABEL and [o["value"] for o in series_opts] == [GEMM_LABEL]
     assert search.startswith("?model=toy_moe&hardware=H200&quant=FP8&option=backend")
     assert "series=toy_moe" in search
-    fig = by_id(body, "xo-graph").figure
+    graph = by_id(body, "xo-graph")
+    fig = graph.figure
+    # title and PNG name: the series (model · GPU · quant · ws · phase · ...) and what
+    assert fig.layout.title.text == f"{GEMM_LABEL} — rank-1 backend along num_tokens (tokens)"
+    assert graph.config["toImageButtonOptions"]["filename"] == (
+        "rank-1-backend-along-num_tokens-tokens-toy_moe-h200-fp8-ws-1-decode-attention-dp-balanced"
+    )
     assert [s.label.text for s in fig.layout.shapes] == ["GEMM_ALPHA", "GEMM_BETA", "GEMM_GAMMA"]
     assert sorted(t.name for t in fig.data) == ["GEMM_ALPHA", "GEMM_BETA", "GEMM_GAMMA"]
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
@@ -184,3 +200,19 @@ def test_figure_of_a_window_and_its_colours() -> None:
         pd.DataFrame(columns=res.points.columns), res.segments, C.NUM_TOKENS, "t"
     )
     assert "No comparable" in msg.layout.annotations[0].text
+
+
+def test_default_slice_is_the_cell_with_the_most_data(data: DashData, duck: Store) -> None:
+    # a second, bigger cell: the page opens on it, not on the alphabetically first
+    duck.ingest(
+        [sweeps.make_sweep(40, seed=5, model="zz_big", hardware="B300", num_experts=64, top_k=4)],
+        b"big-sweep",
+        UploadMeta(hardware="B300"),
+    )
+    page = render_page(data, "/crossovers", "")
+    cell = default_cell(data)
+    assert cell is not None and cell.model == "zz_big"
+    assert (by_id(page, "xo-model").value, by_id(page, "xo-hardware").value) == (
+        "zz_big",
+        "B300",
+    )

@@ -28,8 +28,9 @@ from dashboard.pages import crossval_grids as G
 from dashboard.pages import crossval_render as R
 from db.store import Store
 from ingest.records import Sweep, UploadMeta
-from service.crossval import LEDGER_VIEW_COLUMNS, CrossvalView
+from service.crossval import LEDGER_VIEW_COLUMNS, refresh_ledger
 from service.crossval_import import import_serving_directory
+from service.crossval_page import CrossvalView
 from service.frames import DashData
 from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
 from tests.factories import make_candidates
@@ -51,6 +52,7 @@ def imported_only(duck: Store) -> DashData:
 @pytest.fixture
 def data(imported_only: DashData) -> DashData:
     ingest_h200_candidates(imported_only.store)
+    refresh_ledger(imported_only.store)  # as `moedash ingest` and the upload route do
     return imported_only
 
 
@@ -152,8 +154,9 @@ def test_page_is_registered(data: DashData) -> None:
         assert out in outputs
     # the registered callback is the page's update
     cb = next(v for k, v in app.callback_map.items() if "cv-ledger.children" in k)
-    out = cb["callback"].__wrapped__(None, "H200", "decode", "all", 2, 3, "exact", 3, [])
-    assert out[-1] == "?hardware=H200&phase=decode&tol=2&band=3"
+    out = cb["callback"].__wrapped__(None, "H200", "decode", "all", 2, 3, "exact", 3, [], [], None)
+    assert out[P.N_OUTPUTS - 1] == "?hardware=H200&phase=decode&tol=2&band=3"
+    assert out[P.N_OUTPUTS :] == (None, True)  # the ledger is current: no note, no poll
     assert by_testid(out[5], "cv-ledger-count") is not None
     for out_id in ("cv-rules.children", "cv-guide.children", "cv-sweeps.children",
                    "cv-sweeps-download.data"):  # fmt: skip
@@ -278,6 +281,7 @@ def ingest_h200_tokens8_only(store: Store) -> None:
     run = make_run(**shape, num_experts=256, top_k=8, hidden_size=7168, intermediate_size=2048)
     sweep = Sweep(key="", run=run, candidates=frame[list(C.CANDIDATE_COLUMNS)])
     store.ingest([sweep], b"h200 tokens 8", UploadMeta(trtllm_version="v1.3.0rc26"))
+    refresh_ledger(store)  # as `moedash ingest` and the upload route do
 
 
 def test_token_tolerance_changes_the_ledger(imported_only: DashData) -> None:
@@ -353,9 +357,32 @@ def test_grid_caps_rows_with_compared_first(data: DashData) -> None:
     assert shown[cc.STATUS].tolist() == [cc.MATCH, cc.MISMATCH, cc.NO_DATA]
     assert G.grid_rows(view, limit=100) is view
     big = pd.concat([view] * 112, ignore_index=True)  # 2,240 rows > MAX_GRID_ROWS
-    out = R.render_ledger(CrossvalView(big, big, pd.DataFrame(), pd.DataFrame(), pd.DataFrame()))
+    res = CrossvalView(big, big, pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
+    out = R.render_ledger(res, all_rows=True)
     assert len(by_id(out, "cv-ledger-grid").rowData) == G.MAX_GRID_ROWS
     assert "2,000 of 2,240" in text(by_testid(out, "cv-ledger-capped"))
+    assert by_testid(out, "cv-ledger-first-page") is None
+
+
+def test_grid_gets_the_first_page_until_every_row_is_asked_for(data: DashData) -> None:
+    view = P.compute(data, CF.make_filters()[0]).view  # 20 rows: Match, Mismatch, no data
+    big = pd.concat([view] * 6, ignore_index=True)  # 120 rows > FIRST_ROWS
+    first = R.render_ledger(CrossvalView(big, big, pd.DataFrame(), pd.DataFrame(), pd.DataFrame()))
+    rows = by_id(first, "cv-ledger-grid").rowData
+    assert len(rows) == G.FIRST_ROWS == 100
+    assert [r[cc.WORKLOAD_ID] for r in rows] == big[cc.WORKLOAD_ID].head(100).tolist()
+    note = text(by_testid(first, "cv-ledger-first-page"))
+    assert "first 100 of 120 rows" in note and "every ledger row in the grid" in note
+    assert text(by_testid(first, "cv-ledger-count")).startswith("120 workloads")  # all counted
+    # the page: the toggle (rows=all) sends every row, and lands in the URL
+    small = P.page_update(data, None, "H200", None, None, 2, 3, None, None, [], [])
+    assert by_testid(small[5], "cv-ledger-first-page") is None  # 20 rows: all fit
+    out = P.page_update(data, None, None, None, None, 2, 3, None, None, [], [CF.ALL_ROWS])
+    assert out[P.N_OUTPUTS - 1].endswith("&rows=all")
+    assert len(by_id(out[5], "cv-ledger-grid").rowData) == 20
+    f, _ = CF.parse_query({"rows": ["all"]})
+    assert f.all_rows and CF.parse_query({})[0].all_rows is False
+    assert by_id(P.layout(data, rows=["all"]), "cv-rows").value == [CF.ALL_ROWS]
 
 
 def test_user_strings_are_plain_cell_values(data: DashData) -> None:

@@ -14,6 +14,7 @@ from dashboard.routing_figures import slowdown_figure
 from db.store import Store, open_store
 from service.frames import DashData
 from service.routing import SkewQuery, routing_skew
+from tests.dashboard.labels_check import control_names, unnamed
 from tests.factories.dashboard import seed_store, walk
 from tests.factories.routing import CELL_KEY, SKEWED, WORKLOAD, seed_skew
 
@@ -135,3 +136,21 @@ def test_slowdown_figure_has_one_bar_per_paired_configuration(data: DashData) ->
     empty = slowdown_figure(ans.comparison.table.iloc[3:], "balanced", SKEWED)
     assert "no configuration was measured under both" in empty.layout.annotations[0].text
     assert C.BACKEND in ans.comparison.table
+
+
+def test_controls_are_named_and_the_chart_is_named_for_its_workload(data: DashData) -> None:
+    page = render_page(data, "/routing", URL)
+    assert unnamed(page) == []
+    names = control_names(page)
+    assert names["routing-cell"] == "model · hardware · precision"
+    assert names["routing-skewed"] == "skewed pattern"
+    assert names["routing-repeats"] == "repeat runs"
+    graph = by_id(page, "routing-slowdown")
+    where = "kimi_k2 · GB300 · NVFP4 · 16 GPUs · decode"
+    what = f"slowdown under {SKEWED} vs balanced at 256 tokens, attention DP"
+    assert graph.figure.layout.title.text == f"{where} — {what}"
+    assert graph.config["toImageButtonOptions"]["filename"] == (
+        f"slowdown-under-{SKEWED}-vs-balanced-at-256-tokens-attention-dp-"
+        "kimi_k2-gb300-nvfp4-16-gpus-decode"
+    )
+    assert "%" in graph.figure.layout.xaxis.title.text

@@ -13,6 +13,7 @@ from dashboard.app import _NAV, PAGES, create_dash, render_page
 from dashboard.pages import thresholds as P
 from db.store import Store
 from service.frames import DashData
+from tests.dashboard.labels_check import control_names, unnamed
 from tests.factories import thresholds as TF
 from tests.factories.dashboard import callback, walk
 
@@ -58,13 +59,22 @@ def test_layout_shows_the_rule_and_keeps_the_url_state(data: DashData) -> None:
     dropped = texts(by_id(bogus, "th-dropped"))
     assert "model 'nope' is not stored" in dropped and "hardware 'H100'" in dropped
     assert next(c for c in walk(bogus) if getattr(c, "id", None) == "th-by").value == "none"
-    labels = [c for c in walk(page) if type(c).__name__ == "Label"]
-    assert {getattr(lab, "htmlFor", None) for lab in labels} >= set(P.CONTROLS)
+    names = control_names(page)
+    assert {k: names[k] for k in P.CONTROLS} == {
+        "th-model": "model",
+        "th-hardware": "hardware",
+        "th-quant": "precision",
+        "th-dispatch": "dispatch pattern",
+        "th-by": "breakdown",
+        "th-check": "evidence for threshold",
+        "th-tree": "re-derived tree",
+    }
+    assert unnamed(page) == []
 
 
 def test_callback_renders_every_block_and_writes_the_url(data: DashData) -> None:
     app = create_dash(data)
-    body, figure, search = callback(app, "th-body.children")(
+    body, figure, config, search = callback(app, "th-body.children")(
         "model_c", "all", "all", "all", "model", "decode_megamoe_tokens_per_rank", "validated"
     )
     assert search == "?model=model_c&by=model&check=decode_megamoe_tokens_per_rank&tree=validated"
@@ -83,6 +93,12 @@ def test_callback_renders_every_block_and_writes_the_url(data: DashData) -> None
     assert "decode_megamoe_tokens_per_rank" in table and "activated tokens per rank" in table
     assert figure.layout.xaxis.title.text == "activated tokens per rank (tokens)"
     assert figure.layout.yaxis.title.text == "winner's margin (%)"
+    # title and PNG name: which threshold and the slice of its votes
+    title = figure.layout.title.text
+    assert title.startswith("model_c · GB300 · ") and "decode_megamoe_tokens_per_rank" in title
+    stem = config["toImageButtonOptions"]["filename"]
+    assert stem.startswith("evidence-for-decode_megamoe_tokens_per_rank-model_c-gb300-")
+    assert "sendDataToCloud" in config["modeBarButtonsToRemove"]
     assert "[512, 1024)" not in figure.layout.title.text  # model_c's own interval
     assert by_id(body, "th-tree-published").children.count("<= 512") >= 1
     # model_c alone: one model, one hardware -> nothing validates, the set is published
@@ -91,7 +107,7 @@ def test_callback_renders_every_block_and_writes_the_url(data: DashData) -> None
 
 def test_agreement_table_shows_both_trees_side_by_side(data: DashData) -> None:
     app = create_dash(data)
-    body, _, _ = callback(app, "th-body.children")(
+    body, _, _, _ = callback(app, "th-body.children")(
         "all", "all", "all", "all", "none", None, "derived"
     )
     rows = [c for c in walk(by_id(body, "th-agreement")) if type(c).__name__ == "Tr"]
@@ -125,8 +141,8 @@ def test_downloads_are_named_for_the_slice(data: DashData) -> None:
 def test_empty_store_and_unknown_values(duck: Store) -> None:
     data = DashData(duck, version_ttl=0.0)
     app = create_dash(data)
-    body, figure, _ = callback(app, "th-body.children")(*[None] * 7)
+    body, figure, _, _ = callback(app, "th-body.children")(*[None] * 7)
     assert ids(body) == {"th-empty"}
     assert "no comparison points" in figure.layout.annotations[0].text
-    body, _, _ = callback(app, "th-body.children")("nope", None, None, None, None, None, None)
+    body, _, _, _ = callback(app, "th-body.children")("nope", None, None, None, None, None, None)
     assert ids(body) == {"th-invalid"} and "nothing is stored yet" in texts(body)

@@ -244,3 +244,32 @@ def test_stored_ledger_keeps_only_the_newest_key(store: Store) -> None:
     assert store.crossval.stored_ledger("k2") == [{"a": 2}, {"a": None}]
     keys = store.crossval.stored_ledger_keys()
     assert keys["ledger_key"].tolist() == ["k2"] and keys["n_rows"].tolist() == [2]
+
+
+def test_stored_ledger_supersedes_its_own_tolerance_and_keeps_a_few(store: Store) -> None:
+    cv = store.crossval
+    cv.store_ledger("runs=1|tol=2.0", [{"a": 1}], 1.0, supersedes="|tol=2.0")
+    cv.store_ledger("runs=1|tol=8.0", [{"a": 8}], 1.0, supersedes="|tol=8.0")
+    # a new version of tolerance 2.0 replaces the old one only; 8.0 stays
+    cv.store_ledger("runs=2|tol=2.0", [{"a": 2}], 1.0, supersedes="|tol=2.0")
+    keys = cv.stored_ledger_keys()["ledger_key"].tolist()
+    assert keys == ["runs=2|tol=2.0", "runs=1|tol=8.0"]  # newest first
+    assert cv.stored_ledger("runs=1|tol=2.0") is None
+    assert cv.stored_ledger("runs=1|tol=8.0") == [{"a": 8}]
+    # the suffix is matched literally (no LIKE wildcards), and at most `keep` stay
+    cv.store_ledger("runs=1|tol=4_0", [{"a": 4}], 1.0, supersedes="|tol=4_0")
+    cv.store_ledger("runs=1|tol=16.0", [{"a": 16}], 1.0, supersedes="|tol=16.0", keep=3)
+    keys = cv.stored_ledger_keys()["ledger_key"].tolist()
+    assert keys == ["runs=1|tol=16.0", "runs=1|tol=4_0", "runs=2|tol=2.0"]
+    # the same key again: rewritten in place
+    cv.store_ledger("runs=1|tol=16.0", [{"a": 17}], 1.0, supersedes="|tol=16.0")
+    assert cv.stored_ledger("runs=1|tol=16.0") == [{"a": 17}]
+    assert len(cv.stored_ledger_keys()) == 3
+
+
+def test_serving_choices_are_distinct_and_sorted(store: Store, imported: pd.DataFrame) -> None:
+    models, hardware = store.crossval.serving_choices()
+    w = store.crossval.serving_workloads()
+    assert models == sorted({str(m) for m in w[c.MODEL].dropna()})
+    assert hardware == sorted({str(h) for h in w[c.HARDWARE].dropna()})
+    assert hardware == ["B300", "GB200", "GB300", "H200"]

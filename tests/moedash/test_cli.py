@@ -292,7 +292,6 @@ def test_ingest_help_lists_every_metadata_option(capsys: pytest.CaptureFixture[s
         ["bogus"],
         ["ingest"],
         ["ingest", "x.json", "--bogus"],
-        ["upload", "x.json"],  # --url and --token are required
         ["serve", "--port", "abc"],
         ["upload", "x.json", "--url", "http://x", "--token", "t", "--retries", "many"],
     ],

@@ -5,9 +5,6 @@ and conc 64 a Mismatch (backend CUTLASS->TRTLLM, gap 100 %)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
 import pytest
 
 from analysis import crossval_columns as cc
@@ -21,7 +18,6 @@ from service.crossval_import import (
     import_serving_files,
     relative_path,
 )
-from service.frames import DashData
 from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
 
 MASTER = "inferencex/configs/nvidia-master.yaml"
@@ -187,27 +183,3 @@ def test_ledger_view_joins_outcomes_in_ledger_order(seeded: Store) -> None:
         with_outcome=1,
     )
     assert list(counts.by_status) == [cc.MATCH, cc.MISMATCH, cc.NOT_MAPPABLE]  # STATUSES order
-
-
-# ------------------------------------------------------------------ the page's cached reads
-def test_cached_ledger_follows_uploads_and_imports(store: Store, tmp_path: Path) -> None:
-    data = DashData(store, version_ttl=0.0)
-    assert not S.has_workloads(data) and S.import_key(data) == (0, 0)
-    import_serving_directory(store, FIXTURE, "fixture")
-    assert S.has_workloads(data)
-    assert S.choices(data) == (["deepseek_r1", "kimi_k2"], ["B300", "GB200", "GB300", "H200"])
-    first = S.cached_ledger(data, None, "H200", 2.0)
-    assert S.cached_ledger(data, None, "H200", 2.0) is first  # cached
-    assert set(first[cc.STATUS]) == {cc.NO_DATA, cc.NOT_MAPPABLE}
-    ingest_h200_candidates(store)  # a new run: the store version changes
-    after = S.cached_ledger(data, None, "H200", 2.0)
-    assert after is not first and cc.MATCH in set(after[cc.STATUS])
-
-
-def test_crossval_view_is_the_api_functions(seeded: Store) -> None:
-    data = DashData(seeded, version_ttl=0.0)
-    res = S.crossval_view(data, "deepseek_r1", "H200", "decode", cc.MISMATCH, 2.0, 3.0)
-    led = S.compute_ledger(seeded, S.workload_filters("deepseek_r1", "H200", None), 2.0)
-    pd.testing.assert_frame_equal(res.ledger, led)
-    pd.testing.assert_frame_equal(res.summary, S.summary_table(seeded, led, 3.0))
-    assert res.view[cc.STATUS].tolist() == [cc.MISMATCH]

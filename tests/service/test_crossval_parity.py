@@ -22,7 +22,7 @@ from dashboard.pages import crossval as P
 from dashboard.pages import crossval_filters as CF
 from dashboard.pages.crossval_grids import SUMMARY_GRID_COLUMNS
 from db.store import Store
-from service.crossval import STATUSES
+from service.crossval import STATUSES, refresh_ledger
 from service.crossval_import import import_serving_directory
 from service.frames import DashData
 from tests.api.test_api_crossval import FIXTURE, H200, ingest_h200_candidates
@@ -36,6 +36,7 @@ def seeded(store: Store) -> Store:
     end-to-end outcome for the Mismatch (+10 %: Improvement at ±3 %, Flat at ±15 %)."""
     import_serving_directory(store, FIXTURE, "fixture")
     ingest_h200_candidates(store)
+    refresh_ledger(store)  # as `moedash ingest` and the upload route do
     w = store.crossval.serving_workloads({cc.PHASE: "decode", "hardware": "H200"})
     mismatch = str(w[(w[cc.ENTRY] == H200) & (w[cc.CONC] == 64)][cc.WORKLOAD_ID].iloc[0])
     store.crossval.add_outcomes(
@@ -187,6 +188,7 @@ def test_page_downloads_equal_the_api(store: Store, client: TestClient) -> None:
     tests): an outcome of -10 %, -1 % with perfect routing, is a Regression at ±3 %."""
     import_serving_directory(store, FIXTURE, "fixture")
     ingest_h200_candidates(store)
+    refresh_ledger(store)  # as `moedash ingest` and the upload route do
     data = DashData(store, version_ttl=0.0)
     view = P.compute(data, CF.make_filters(hardware="H200", phase="decode")[0]).view
     mismatch_id = str(view[view[cc.STATUS] == cc.MISMATCH][cc.WORKLOAD_ID].iloc[0])

@@ -1,0 +1,75 @@
+"""Charts named for what they show: the title and the PNG download both carry
+``model · GPU · quant · world size · phase`` of the rows drawn (``components.slice_label``)
+after what the chart is, so a saved ``threshold-vs-observed-deepseek_v4_pro-gb300-nvfp4-8-
+gpus-decode.png`` still says where it came from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from dash import dcc
+
+from analysis import columns as C
+from dashboard import components as ui
+
+
+def with_phase(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a phase column (decode = CUDA graph on, prefill = off) when it has
+    only the CUDA graph flag, so :func:`components.slice_label` can name the phase."""
+    if C.PHASE in frame or C.CUDA_GRAPH not in frame or frame.empty:
+        return frame
+    flag = frame[C.CUDA_GRAPH]
+    phase = np.where(
+        flag.isna(), None, np.where(flag.fillna(False).astype(bool), "decode", "prefill")
+    )
+    return frame.assign(**{C.PHASE: phase})
+
+
+def slice_of(*frames: pd.DataFrame) -> str:
+    """``model · GPU · quant · world size · phase`` of the rows of ``frames``."""
+    return ui.slice_label(*(with_phase(f) for f in frames))
+
+
+def deployment_frame(
+    model: str, hardware: str, quant: str, world_size: int, phase: str
+) -> pd.DataFrame:
+    """One row describing a deployment, for :func:`slice_of`."""
+    return pd.DataFrame(
+        [
+            {
+                C.MODEL: model,
+                C.HARDWARE: hardware,
+                C.QUANT: quant,
+                C.WORLD_SIZE: world_size,
+                C.PHASE: phase,
+            }
+        ]
+    )
+
+
+def chart_name(what: str, where: str) -> str:
+    """The title text: ``where — what`` (just ``what`` without a slice)."""
+    return f"{where} — {what}" if where else what
+
+
+def file_stem(what: str, where: str) -> str:
+    """The download's file name stem: ``what`` then the slice, slugged."""
+    return ui.file_slug(f"{what} {where}".strip())
+
+
+def named_figure(fig: go.Figure, what: str, where: str) -> go.Figure:
+    """``fig`` titled ``where — what`` (other title settings kept)."""
+    fig.update_layout(title_text=chart_name(what, where))
+    return fig
+
+
+def named_graph(fig: go.Figure, what: str, where: str, **props: Any) -> dcc.Graph:
+    """A ``dcc.Graph`` of ``fig`` titled and PNG-named for ``what`` and ``where``."""
+    return dcc.Graph(
+        figure=named_figure(fig, what, where),
+        config=ui.graph_config(filename=file_stem(what, where)),
+        **props,
+    )

@@ -1,0 +1,185 @@
+"""Regressions of newly stored runs against the latest earlier TensorRT-LLM version.
+
+The upload path calls :func:`regressions_for_runs` with the run ids an upload created.
+Each run is compared (``analysis.compare``) with every run of the **latest earlier
+version** on its slice -- same model, hardware, quant and world size; workload rows are
+matched on num_tokens, routing pattern (dispatch), attention and phase as well, so a
+configuration is only ever compared with itself under the same routing and phase.
+"Earlier" is the version order of :mod:`analysis.versions` (version number, then run
+date); a run with no version, or no earlier version on its slice, has no regressions.
+
+It is cheap by construction: it reads the head run's candidates, the run list of that
+one slice, and the candidates of the base version's runs only (no cached frames).
+
+Thresholds: :class:`RegressionThresholds` -- a default percentage and overrides per
+``"<model>"``, ``"<model>/<hardware>"`` or ``"*/<hardware>"`` (most specific wins:
+model/hardware, then model, then */hardware, then the default). The composition root
+loads it from ``MOEDASH_REGRESSION_THRESHOLDS`` (JSON), e.g.
+``{"default_pct": 5, "overrides": {"deepseek_v4_pro/GB300": 3, "*/H100": 8}}``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from analysis import columns as C
+from analysis import compare as K
+from analysis.identity import CONFIG_COLUMNS, WORKLOAD_COLUMNS
+from analysis.versions import ORDER, RUN_IDS, VERSION, same_version, version_table
+from db.store import Store
+from service.compare import records
+from service.frames import CELL_COLUMNS, DashData, prepare_frame
+
+_PAGE = 1000
+
+
+class RegressionThresholds(BaseModel):
+    """Regression thresholds in percent of score_ms (module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_pct: float = Field(K.DEFAULT_THRESHOLD_PCT, ge=0, le=1000)
+    overrides: dict[str, float] = Field(
+        default_factory=dict,
+        description='per "<model>", "<model>/<hardware>" or "*/<hardware>", in percent',
+    )
+
+    @field_validator("overrides")
+    @classmethod
+    def _check(cls, value: dict[str, float]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for key, pct in value.items():
+            parts = key.split("/")
+            if len(parts) > 2 or not all(p.strip() for p in parts) or key.strip() == "*":
+                raise ValueError(
+                    f"override key {key!r}: use '<model>', '<model>/<hardware>' or '*/<hardware>'"
+                )
+            if not math.isfinite(pct) or not 0 <= pct <= 1000:
+                raise ValueError(f"override {key!r}: {pct!r} is not a percentage in [0, 1000]")
+            if len(parts) == 2:
+                key = f"{parts[0].strip()}/{parts[1].strip().upper()}"
+            out[key.strip()] = float(pct)
+        return out
+
+    def for_slice(self, model: str, hardware: str) -> float:
+        """The threshold of one model on one hardware (most specific match wins)."""
+        hw = hardware.upper()
+        for key in (f"{model}/{hw}", model, f"*/{hw}"):
+            if key in self.overrides:
+                return self.overrides[key]
+        return self.default_pct
+
+
+def _store(source: Store | DashData) -> Store:
+    return source.store if isinstance(source, DashData) else source
+
+
+def _slice_runs(store: Store, facts: dict[str, Any]) -> pd.DataFrame:
+    pages = []
+    offset = 0
+    while True:
+        page = store.list_runs(
+            model=facts[C.MODEL],
+            hardware=facts[C.HARDWARE],
+            quant=facts[C.QUANT],
+            world_size=facts[C.WORLD_SIZE],
+            limit=_PAGE,
+            offset=offset,
+        )
+        pages.append(page.items)
+        offset += _PAGE
+        if offset >= page.total or page.items.empty:
+            break
+    return pd.concat(pages, ignore_index=True)
+
+
+def earlier_version(runs: pd.DataFrame, version: str) -> tuple[str, list[int]] | None:
+    """(the latest version of ``runs`` ordered before ``version`` and not the same
+    version, its run ids) -- None when there is none. ``runs`` holds run_id,
+    trtllm_version and run_date (a run table)."""
+    table = version_table(runs)
+    here = table.index[table[VERSION] == version]
+    if not len(here):
+        return None
+    mine = int(table[ORDER].iloc[here[0]])
+    earlier = table[(table[ORDER] < mine) & ~table[VERSION].map(lambda v: same_version(v, version))]
+    if earlier.empty:
+        return None
+    last = earlier.iloc[-1]
+    ids = [int(x) for x in str(last[RUN_IDS]).split(",") if x]
+    return str(last[VERSION]), ids
+
+
+def _records(
+    rows: pd.DataFrame, run_id: int, base_version: str, base_ids: list[int], pct: float
+) -> list[dict[str, Any]]:
+    fields = [
+        *(c for c in WORKLOAD_COLUMNS if c in rows),
+        *(c for c in CONFIG_COLUMNS if c in rows),
+        K.CONFIG_LABEL,
+        K.BASE_MS,
+        K.HEAD_MS,
+        K.CHANGE_PCT,
+        K.NOISE_PCT,
+        K.NOISE_SOURCE,
+    ]
+    out = []
+    for rec in records(rows[[*fields, K.HEAD_VERSION, K.VERDICT]]):
+        item: dict[str, Any] = {
+            "run_id": run_id,
+            "base_version": base_version,
+            "head_version": rec[K.HEAD_VERSION],
+            "base_run_ids": base_ids,
+        }
+        item.update({f: rec[f] for f in fields})
+        item.update({"threshold_pct": pct, K.VERDICT: rec[K.VERDICT]})
+        out.append(item)
+    return out
+
+
+def regressions_for_runs(
+    source: Store | DashData,
+    run_ids: Sequence[int],
+    thresholds: RegressionThresholds | None = None,
+    *,
+    verdicts: Collection[str] = (K.REGRESSION,),
+) -> list[dict[str, Any]]:
+    """One dict per regression (``verdicts``: which compare verdicts to report, e.g.
+    add "new_failure") of each run of ``run_ids`` against the latest earlier version on
+    its slice (module docstring): run_id, base_version, head_version, base_run_ids, the
+    workload and configuration fields, config (label), base_ms, head_ms, change_pct,
+    noise_pct, noise_source, threshold_pct, verdict. Ordered by run id, then change_pct
+    descending, then key. Unknown run ids and runs without a version are skipped."""
+    store = _store(source)
+    thresholds = thresholds or RegressionThresholds()
+    out: list[dict[str, Any]] = []
+    for run_id in sorted({int(r) for r in run_ids}):
+        # the run's facts (run columns always come; one candidate column keeps it small)
+        head = store.candidate_frame(run_ids=[run_id], columns=(C.CANDIDATE_INDEX,))
+        if head.empty:
+            continue
+        facts = head.iloc[0].to_dict()
+        version = facts.get(C.TRTLLM_VERSION)
+        if version is None or pd.isna(version):
+            continue
+        base = earlier_version(_slice_runs(store, facts), str(version))
+        if base is None:
+            continue
+        base_version, base_ids = base
+        # one read of both sides: the same categories, so the compare stays on codes
+        both = store.candidate_frame(
+            run_ids=[*base_ids, run_id], columns=CELL_COLUMNS, categorical=True
+        )
+        both = prepare_frame(both)
+        is_head = (both[C.RUN_ID] == run_id).to_numpy()
+        pct = thresholds.for_slice(str(facts[C.MODEL]), str(facts[C.HARDWARE]))
+        result = K.compare(both.loc[~is_head], both.loc[is_head], threshold_pct=pct)
+        rows = result.rows[result.rows[K.VERDICT].isin(list(verdicts)).to_numpy()]
+        rows = rows.sort_values(K.CHANGE_PCT, ascending=False, kind="mergesort", na_position="last")
+        out.extend(_records(rows, run_id, base_version, base_ids, pct))
+    return out

@@ -1,0 +1,96 @@
+/* moedash: accessible names and roles for Dash 4's own controls (loaded by the page
+ * shell, dashboard/app.py). Dash renders
+ *   - dcc.Dropdown as an aria-hidden but focusable <input> (a focus trampoline) before a
+ *     <button tabindex=-1> named only by its current value;
+ *   - dcc.RadioItems / dcc.Checklist as role=listbox with role=option <label>s that wrap
+ *     native radio/checkbox inputs (interactive inside interactive, and no name);
+ * and lets scrolled boxes (tables, trees) be unreachable by keyboard. This script fixes
+ * the markup in place as Dash renders it: the dropdown button takes the Tab stop and is
+ * named "<label>, <value>"; option lists become a named radiogroup/group of plain
+ * labels (the native inputs carry the semantics); a box that scrolls becomes focusable.
+ * Names come from the <label for=ID> each control already has. Nothing else changes. */
+(function () {
+  "use strict";
+
+  function labelId(forId) {
+    if (!forId) return null;
+    var label = document.querySelector('label[for="' + CSS.escape(forId) + '"]');
+    if (!label) return null;
+    if (!label.id) label.id = forId + "--label";
+    return label.id;
+  }
+
+  function fixDropdown(button) {
+    var wrapper = button.parentElement;
+    var trampoline = wrapper && wrapper.querySelector(":scope > .dash-dropdown-focus-target");
+    if (trampoline && trampoline.getAttribute("tabindex") !== "-1") {
+      trampoline.setAttribute("tabindex", "-1");
+    }
+    if (button.getAttribute("tabindex") !== "0" && !button.disabled) {
+      button.setAttribute("tabindex", "0");
+    }
+    var lid = labelId(button.id);
+    var named = button.getAttribute("aria-labelledby") || "";
+    if (lid && named.split(" ").indexOf(lid) < 0 && !button.getAttribute("aria-label")) {
+      button.setAttribute("aria-labelledby", (lid + " " + named).trim());
+    }
+  }
+
+  function fixOptionList(list) {
+    var radio = list.querySelector("input[type=radio]") !== null;
+    var role = radio ? "radiogroup" : "group";
+    if (list.getAttribute("role") !== role) list.setAttribute("role", role);
+    var lid = labelId(list.id);
+    if (lid && !list.getAttribute("aria-labelledby") && !list.getAttribute("aria-label")) {
+      list.setAttribute("aria-labelledby", lid);
+    }
+    var options = list.querySelectorAll(".dash-options-list-option");
+    for (var i = 0; i < options.length; i++) {
+      if (options[i].hasAttribute("role")) options[i].removeAttribute("role");
+      if (options[i].hasAttribute("aria-selected")) options[i].removeAttribute("aria-selected");
+    }
+  }
+
+  function fixScrollBox(box) {
+    var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
+    if (scrolls && !box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
+  }
+
+  function fixAll() {
+    var i;
+    var buttons = document.querySelectorAll("button.dash-dropdown");
+    for (i = 0; i < buttons.length; i++) fixDropdown(buttons[i]);
+    var lists = document.querySelectorAll(".dash-options-list.dash-radioitems, .dash-options-list.dash-checklist");
+    for (i = 0; i < lists.length; i++) fixOptionList(lists[i]);
+    var boxes = document.querySelectorAll("#page .scroll-x, #page pre");
+    for (i = 0; i < boxes.length; i++) fixScrollBox(boxes[i]);
+  }
+
+  var pending = false;
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    // after React's commit, before the next paint
+    window.requestAnimationFrame(function () {
+      pending = false;
+      fixAll();
+    });
+  }
+
+  function start() {
+    fixAll();
+    new MutationObserver(schedule).observe(document.body, {
+      childList: true,
+      subtree: true,
+      attributes: true,
+      attributeFilter: ["role", "aria-selected", "tabindex", "aria-labelledby"],
+    });
+    window.addEventListener("resize", schedule);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
