@@ -166,10 +166,21 @@ class _Side:
     n: np.ndarray
     runs: np.ndarray  # object: "2,3"
     version: np.ndarray  # object
+    tie: np.ndarray  # (run_id, candidate_index) as one number: which row of a key shows
 
 
 def _text(series: pd.Series) -> np.ndarray:
     out: np.ndarray = series.astype(object).to_numpy(dtype=object)
+    return out
+
+
+def _tie(df: pd.DataFrame) -> np.ndarray:
+    """Per row, (run_id, candidate_index) as one orderable number (0 when unknown): a
+    row attribute, so the row shown for a key does not depend on row order."""
+    n = len(df)
+    run = as_float(df[C.RUN_ID]) if C.RUN_ID in df else np.zeros(n)
+    cand = as_float(df[C.CANDIDATE_INDEX]) if C.CANDIDATE_INDEX in df else np.zeros(n)
+    out: np.ndarray = np.nan_to_num(run) * 1e9 + np.nan_to_num(cand)
     return out
 
 
@@ -206,6 +217,7 @@ def _single_run(frame: pd.DataFrame, pos: np.ndarray, key: list[str]) -> _Side |
         n=np.ones(len(pos) + m, np.int64),
         runs=np.full(len(pos) + m, str(int(runs[0])), dtype=object),
         version=version,
+        tie=_tie(frame)[np.r_[pos, bad]],
     )
 
 
@@ -241,21 +253,42 @@ def _side(frame: pd.DataFrame, key: list[str], repeats: Repeats) -> _Side:
             _text(cfg[C.TRTLLM_VERSION]) if C.TRTLLM_VERSION in cfg else none,
             _text(bad[C.TRTLLM_VERSION]) if C.TRTLLM_VERSION in bad else np.full(m, None),
         ].astype(object),
+        tie=np.r_[_tie(cfg), _tie(bad)],
     )
 
 
 def _joint_keys(
     b: pd.DataFrame, h: pd.DataFrame, key: list[str]
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """Both sides' key rows (base first) and their joint codes (sorted key order). Same
-    categorical dtypes on both sides (rows of one cell frame) stay categorical."""
-    both = pd.concat([b, h], ignore_index=True)
-    if both.empty:
-        return both, np.zeros(0, np.int64)
-    enc = pd.DataFrame(
-        {c: both[c] if _fast(both[c]) else both[c].astype(object).astype("string") for c in key}
-    )
-    return both, group_codes(enc, key)
+) -> tuple[dict[str, Any], np.ndarray]:
+    """Both sides' key values per column (base rows first) and their joint codes (in
+    sorted key order, missing values last). A column with the same categorical dtype on
+    both sides (rows of one cell frame) stays on its codes: no concatenated frame."""
+    n = len(b) + len(h)
+    cols: dict[str, Any] = {}
+    combined = np.zeros(n, dtype=np.int64)
+    for c in key:
+        sb, sh = b[c], h[c]
+        if isinstance(sb.dtype, pd.CategoricalDtype) and sb.dtype == sh.dtype:
+            raw = np.r_[sb.cat.codes.to_numpy(), sh.cat.codes.to_numpy()].astype(np.int64)
+            cols[c] = pd.Categorical.from_codes(raw, dtype=sb.dtype)
+            cats = sb.dtype.categories
+            order = np.argsort(np.asarray(cats.astype(str)), kind="stable")
+            rank = np.empty(len(cats), dtype=np.int64)
+            rank[order] = np.arange(len(cats))
+            codes = np.where(raw >= 0, rank[np.maximum(raw, 0)], len(cats))
+            card = len(cats)
+        else:
+            vals = pd.concat([sb, sh], ignore_index=True)
+            cols[c] = vals.array
+            enc = vals if _fast(vals) else vals.astype(object).astype("string")
+            codes, uniq = pd.factorize(enc, sort=True, use_na_sentinel=True)
+            card = len(uniq)
+            codes = np.where(codes < 0, card, codes).astype(np.int64)
+        combined = combined * (card + 1) + codes
+        if combined.max(initial=0) > 1 << 40:
+            combined = np.unique(combined, return_inverse=True)[1].astype(np.int64)
+    joint: np.ndarray = np.unique(combined, return_inverse=True)[1].astype(np.int64)
+    return cols, joint
 
 
 def _categorical(values: np.ndarray) -> pd.Categorical:
@@ -264,13 +297,13 @@ def _categorical(values: np.ndarray) -> pd.Categorical:
     return pd.Categorical.from_codes(codes, categories=list(uniques))
 
 
-def _pick(codes: np.ndarray, status: np.ndarray, n_codes: int) -> np.ndarray:
+def _pick(codes: np.ndarray, status: np.ndarray, tie: np.ndarray, n_codes: int) -> np.ndarray:
     """Per code, the row position of its best status (success, then failed, then
-    skipped; then the first row), -1 when the code has no row."""
+    skipped; then the smallest ``tie``), -1 when the code has no row."""
     out = np.full(n_codes, -1, dtype=np.int64)
     if not len(codes):
         return out
-    order = np.lexsort((np.arange(len(codes)), status, codes))
+    order = np.lexsort((np.arange(len(codes)), tie, status, codes))
     first = np.ones(len(order), dtype=bool)
     first[1:] = codes[order][1:] != codes[order][:-1]
     out[codes[order][first]] = order[first]
@@ -318,8 +351,8 @@ def compare(
     nb = len(b.status)
     both, codes = _joint_keys(b.keys, h.keys, key)
     n_codes = int(codes.max()) + 1 if len(codes) else 0
-    pb = _pick(codes[:nb], b.status, n_codes)
-    ph = _pick(codes[nb:], h.status, n_codes)
+    pb = _pick(codes[:nb], b.status, b.tie, n_codes)
+    ph = _pick(codes[nb:], h.status, h.tie, n_codes)
     shown = np.where(pb >= 0, pb, ph + nb)
 
     def take(values: np.ndarray, pos: np.ndarray, fill: object) -> np.ndarray:
@@ -356,7 +389,7 @@ def compare(
     pair = np.where(measured, np.where(known, pair, 2), -1)
     pair_names = [*_SOURCES, *(f"{x}+{y}" for x in _SOURCES for y in _SOURCES)]
     status_names = ["success", "failed", "skipped"]
-    rows = both.iloc[shown].reset_index(drop=True)
+    rows = pd.DataFrame({c: both[c][shown] for c in key})
     extra = {
         CONFIG_LABEL: config_label(rows).to_numpy(),
         BASE_MS: np.where(sb == _SUCCESS, bms, np.nan),

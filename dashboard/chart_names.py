@@ -1,6 +1,6 @@
 """Charts named for what they show: the title and the PNG download both carry
 ``model · GPU · quant · world size · phase`` of the rows drawn (``components.slice_label``)
-after what the chart is, so a saved ``threshold-vs-observed-deepseek_v4_pro-gb300-nvfp4-8-
+next to what the chart is, so a saved ``threshold-vs-observed-deepseek_v4_pro-gb300-nvfp4-8-
 gpus-decode.png`` still says where it came from."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from dash import dcc
 
 from analysis import columns as C
 from dashboard import components as ui
+
+_TWO_LINES = 70  # px of top margin a two-line 14-15 px title needs
 
 
 def with_phase(frame: pd.DataFrame) -> pd.DataFrame:
@@ -51,8 +53,9 @@ def deployment_frame(
 
 
 def chart_name(what: str, where: str) -> str:
-    """The title text: ``where — what`` (just ``what`` without a slice)."""
-    return f"{where} — {what}" if where else what
+    """The title text: ``where`` on the first line, ``what`` on the second (just ``what``
+    without a slice), so a long title still fits a narrow chart."""
+    return f"{where}<br>{what}" if where else what
 
 
 def file_stem(what: str, where: str) -> str:
@@ -61,8 +64,11 @@ def file_stem(what: str, where: str) -> str:
 
 
 def named_figure(fig: go.Figure, what: str, where: str) -> go.Figure:
-    """``fig`` titled ``where — what`` (other title settings kept)."""
+    """``fig`` titled :func:`chart_name` (other title settings kept), its top margin
+    grown to fit two title lines."""
     fig.update_layout(title_text=chart_name(what, where))
+    if where:
+        fig.update_layout(margin_t=max(int(fig.layout.margin.t or 0), _TWO_LINES))
     return fig
 
 

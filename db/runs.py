@@ -34,7 +34,12 @@ import zstandard
 from db import schema
 from db.errors import NotFound, StoreError, UniqueViolation
 from db.session import Database
-from db.sightings import delete_sightings, record_sighting, sightings_of_upload
+from db.sightings import (
+    delete_sightings,
+    record_sighting,
+    sighting_bytes,
+    sightings_of_upload,
+)
 from db.uploads import IngestResult, existing_upload, insert_upload, sweep_fingerprint
 from ingest.records import Sweep, UploadMeta
 
@@ -225,6 +230,21 @@ class RunRepository:
             raise NotFound("run", run_id)
         content = zstandard.ZstdDecompressor().decompress(bytes(row[3]))
         return RawUpload(int(row[0]), row[1], str(row[2]), content)
+
+    def sighting_raw(self, run_id: int, sighting_id: int) -> bytes:
+        """The bytes a sighting of the run's upload arrived with, decompressed (other
+        bytes are kept for every sighting of the same measurements). A missing run or a
+        sighting not of its upload raises :class:`NotFound`."""
+        with self._db.read("sighting_raw") as conn:
+            upload_id = conn.execute(
+                sa.select(schema.runs.c.upload_id).where(schema.runs.c.run_id == run_id)
+            ).scalar()
+            if upload_id is None:
+                raise NotFound("run", run_id)
+            packed = sighting_bytes(conn, int(upload_id), sighting_id)
+        if packed is None:
+            raise NotFound("sighting", sighting_id)
+        return zstandard.ZstdDecompressor().decompress(packed)
 
     def delete_run(self, run_id: int) -> None:
         """Delete a run and its candidates; its upload too once no run refers to it.

@@ -126,3 +126,25 @@ def delete_sightings(conn: sa.Connection, upload_id: int) -> None:
     """Remove the sightings of an upload (when its last run is deleted)."""
     t = schema.upload_sightings
     conn.execute(t.delete().where(t.c.upload_id == upload_id))
+
+
+def sighting_bytes(conn: sa.Connection, upload_id: int, sighting_id: int) -> bytes | None:
+    """The compressed bytes a sighting of ``upload_id`` arrived with (other bytes: the
+    copy kept once per SHA-256; the same bytes: the upload's own), or None when the
+    upload has no such sighting."""
+    t, u = schema.upload_sightings, schema.uploads
+    row = conn.execute(
+        sa.select(t.c.sha256, t.c.same_bytes).where(
+            t.c.sighting_id == sighting_id, t.c.upload_id == upload_id
+        )
+    ).first()
+    if row is None:
+        return None
+    if row.same_bytes:
+        content = conn.execute(sa.select(u.c.content).where(u.c.upload_id == upload_id))
+    else:
+        content = conn.execute(
+            sa.select(t.c.content).where(t.c.sha256 == row.sha256, t.c.content.is_not(None))
+        )
+    value = content.scalar()
+    return None if value is None else bytes(value)

@@ -2,9 +2,11 @@
 
 The upload path calls :func:`regressions_for_runs` with the run ids an upload created.
 Each run is compared (``analysis.compare``) with every run of the **latest earlier
-version** on its slice -- same model, hardware, quant and world size; workload rows are
-matched on num_tokens, routing pattern (dispatch), attention and phase as well, so a
-configuration is only ever compared with itself under the same routing and phase.
+version** on its slice -- same model, hardware, quant, world size, phase and routing
+pattern (dispatch): for each (phase, dispatch) part of the new run, the latest earlier
+version that measured that part (so a prefill-only rc27 does not hide the decode rows
+of rc26). Rows are matched on num_tokens and attention as well, so a configuration is
+only ever compared with itself.
 "Earlier" is the version order of :mod:`analysis.versions` (version number, then run
 date); a run with no version, or no earlier version on its slice, has no regressions.
 
@@ -24,6 +26,7 @@ import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -98,21 +101,35 @@ def _slice_runs(store: Store, facts: dict[str, Any]) -> pd.DataFrame:
     return pd.concat(pages, ignore_index=True)
 
 
-def earlier_version(runs: pd.DataFrame, version: str) -> tuple[str, list[int]] | None:
-    """(the latest version of ``runs`` ordered before ``version`` and not the same
-    version, its run ids) -- None when there is none. ``runs`` holds run_id,
-    trtllm_version and run_date (a run table)."""
+def earlier_versions(runs: pd.DataFrame, version: str) -> list[tuple[str, list[int]]]:
+    """Every version of ``runs`` ordered before ``version`` (and not the same version),
+    latest first, each with its run ids. ``runs`` holds run_id, trtllm_version and
+    run_date (a run table); empty when ``version`` is not among them."""
     table = version_table(runs)
     here = table.index[table[VERSION] == version]
     if not len(here):
-        return None
+        return []
     mine = int(table[ORDER].iloc[here[0]])
     earlier = table[(table[ORDER] < mine) & ~table[VERSION].map(lambda v: same_version(v, version))]
-    if earlier.empty:
-        return None
-    last = earlier.iloc[-1]
-    ids = [int(x) for x in str(last[RUN_IDS]).split(",") if x]
-    return str(last[VERSION]), ids
+    return [
+        (str(v), [int(x) for x in str(ids).split(",") if x])
+        for v, ids in zip(earlier[VERSION][::-1], earlier[RUN_IDS][::-1], strict=True)
+    ]
+
+
+def earlier_version(runs: pd.DataFrame, version: str) -> tuple[str, list[int]] | None:
+    """The first of :func:`earlier_versions` (the latest earlier one), None if none."""
+    found = earlier_versions(runs, version)
+    return found[0] if found else None
+
+
+def _groups(frame: pd.DataFrame) -> np.ndarray:
+    """Per row, its (phase, routing pattern) as one text: the part of the slice a base
+    version must have measured to be compared with."""
+    phase = frame[C.PHASE].astype(object).where(frame[C.PHASE].notna(), "?")
+    dispatch = frame[C.DISPATCH].astype(object).where(frame[C.DISPATCH].notna(), "?")
+    out: np.ndarray = (phase.astype(str) + "|" + dispatch.astype(str)).to_numpy(dtype=object)
+    return out
 
 
 def _records(
@@ -167,19 +184,32 @@ def regressions_for_runs(
         version = facts.get(C.TRTLLM_VERSION)
         if version is None or pd.isna(version):
             continue
-        base = earlier_version(_slice_runs(store, facts), str(version))
-        if base is None:
-            continue
-        base_version, base_ids = base
-        # one read of both sides: the same categories, so the compare stays on codes
-        both = store.candidate_frame(
-            run_ids=[*base_ids, run_id], columns=CELL_COLUMNS, categorical=True
-        )
-        both = prepare_frame(both)
-        is_head = (both[C.RUN_ID] == run_id).to_numpy()
         pct = thresholds.for_slice(str(facts[C.MODEL]), str(facts[C.HARDWARE]))
-        result = K.compare(both.loc[~is_head], both.loc[is_head], threshold_pct=pct)
-        rows = result.rows[result.rows[K.VERDICT].isin(list(verdicts)).to_numpy()]
-        rows = rows.sort_values(K.CHANGE_PCT, ascending=False, kind="mergesort", na_position="last")
-        out.extend(_records(rows, run_id, base_version, base_ids, pct))
+        remaining: set[str] | None = None  # (phase, dispatch) parts not compared yet
+        for base_version, base_ids in earlier_versions(_slice_runs(store, facts), str(version)):
+            # one read of both sides: the same categories, so the compare stays on codes
+            both = prepare_frame(
+                store.candidate_frame(
+                    run_ids=[*base_ids, run_id], columns=CELL_COLUMNS, categorical=True
+                )
+            )
+            is_head = (both[C.RUN_ID] == run_id).to_numpy()
+            group = _groups(both)
+            if remaining is None:
+                remaining = set(group[is_head])
+            here = remaining & set(group[~is_head])
+            if not here:
+                continue
+            part = np.isin(group, list(here))
+            result = K.compare(
+                both.loc[~is_head & part], both.loc[is_head & part], threshold_pct=pct
+            )
+            rows = result.rows[result.rows[K.VERDICT].isin(list(verdicts)).to_numpy()]
+            rows = rows.sort_values(
+                K.CHANGE_PCT, ascending=False, kind="mergesort", na_position="last"
+            )
+            out.extend(_records(rows, run_id, base_version, base_ids, pct))
+            remaining -= here
+            if not remaining:
+                break
     return out

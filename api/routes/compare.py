@@ -21,7 +21,7 @@ from api.errors import http_error
 from api.jsonio import FastJSONResponse
 from api.routes.analysis import Data, RepeatsQ, ScopeQ
 from api.tables import table_response
-from service.compare import compare, compare_options, records
+from service.compare import compare, compare_options, csv_text, records
 from service.errors import NoData, ServiceError
 from service.history import HistoryFilter, frontier_change, frontiers, history
 
@@ -101,7 +101,11 @@ def compare_view(
     if format == "csv":
         frame = rows if table == "rows" else ans.best_changes
         name = ans.filename + ("" if table == "rows" else "-best-changes")
-        return table_response(frame, "csv", name, {})
+        return Response(
+            csv_text(frame),
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+        )
     return FastJSONResponse(
         {
             "base": ans.base.as_dict(),

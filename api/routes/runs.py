@@ -1,4 +1,4 @@
-"""/api/v1/runs: upload, list, get, candidates, raw bytes, delete."""
+"""/api/v1/runs: upload, list, get, candidates, raw bytes (also of sightings), delete."""
 
 from __future__ import annotations
 
@@ -346,6 +346,31 @@ def raw_upload(run_id: RunId, store: Store = Depends(get_store)) -> Response:
         raw.content,
         media_type=raw.media_type,
         headers={"Content-Disposition": f'attachment; filename="{raw.filename}"'},
+    )
+
+
+@router.get(
+    "/{run_id}/sightings/{sighting_id}/raw",
+    summary="The bytes a later arrival of the run's upload came with (see `sightings`)",
+    dependencies=[Depends(require_read)],
+    response_class=Response,
+)
+def sighting_raw(
+    run_id: RunId,
+    sighting_id: Annotated[int, Path(ge=1, le=MAX_ID, description="Sighting id")],
+    store: Store = Depends(get_store),
+) -> Response:
+    try:
+        content = store.runs.sighting_raw(run_id, sighting_id)
+    except NotFound as exc:
+        field = "sighting_id" if exc.what == "sighting" else "run_id"
+        raise error(404, ["path", field], str(exc), "not_found") from exc
+    return Response(
+        content,
+        media_type="application/octet-stream",
+        headers={
+            "Content-Disposition": f'attachment; filename="run-{run_id}-sighting-{sighting_id}"'
+        },
     )
 
 

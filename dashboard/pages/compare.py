@@ -19,7 +19,7 @@ from dash.exceptions import MissingCallbackContextException
 from analysis.tables import to_csv_text
 from dashboard import components as ui
 from dashboard.pages import history_slices as S
-from dashboard.pages.compare_form import ALL, FIELDS, REPEATS, Form, make_form, parse_query
+from dashboard.pages.compare_form import ALL, FIELDS, Form, make_form, parse_query
 from dashboard.pages.compare_view import render
 from service.compare import CompareAnswer, compare
 from service.errors import ServiceError
@@ -275,6 +275,3 @@ def register(app: dash.Dash, data: DashData) -> None:
     )
     def _csv(n: int | None, *values: Any) -> Any:
         return csv_download(data, make_form(*values)) if n else dash.no_update
-
-
-__all__ = ["PATH", "REPEATS", "layout", "register"]

@@ -96,7 +96,18 @@ def sweeps(data: DashData, f: Filters, state: LedgerState | None = None) -> Swee
     return cached_sweep_report(data, f.model, f.hardware, f.phase, f.tol, state)
 
 
-N_OUTPUTS = 8
+# update()'s outputs, in order (the callback adds the stale note and the poll switch)
+OUTPUTS: tuple[tuple[str, str], ...] = (
+    ("cv-notes", "children"),
+    ("cv-summary", "children"),
+    ("cv-rules", "children"),
+    ("cv-guide", "children"),
+    ("cv-figure", "children"),
+    ("cv-ledger", "children"),
+    ("cv-sweeps", "children"),
+    ("cv-url", "search"),
+)
+N_OUTPUTS = len(OUTPUTS)
 POLL_MS = 2000  # while the shown ledger is stale: how often to look for the new one
 
 
@@ -400,14 +411,7 @@ def register(app: dash.Dash, data: DashData) -> None:
     refresher_for(data.store).on_stored(lambda: warm(data))
 
     @app.callback(
-        Output("cv-notes", "children"),
-        Output("cv-summary", "children"),
-        Output("cv-rules", "children"),
-        Output("cv-guide", "children"),
-        Output("cv-figure", "children"),
-        Output("cv-ledger", "children"),
-        Output("cv-sweeps", "children"),
-        Output("cv-url", "search"),
+        *[Output(i, p) for i, p in OUTPUTS],
         Output("cv-stale", "children"),
         Output("cv-poll", "disabled"),
         *[Input(i, p) for i, p in IDS],

@@ -35,7 +35,6 @@ from dashboard.pages.history_view import (
     HISTORY_CSV_COLUMNS,
     history_answer,
     render,
-    scope_of,
     series_choices,
     version_list,
     versions_frame,
@@ -79,7 +78,7 @@ def with_defaults(data: DashData, form: Form) -> Form:
                     table = table[table[key] == value]
             if len(table):
                 row = table.iloc[0]
-                default = {k: row[k] for k in SLICE}
+                default = {k: int(row[k]) if k == "world_size" else str(row[k]) for k in SLICE}
         form = replace(
             form,
             **{
@@ -100,6 +99,8 @@ def option_lists(data: DashData, form: Form) -> list[list[dict[str, Any]]]:
     known, tokens, configs = series_choices(data, form)
     dispatch = [{"label": "default (balanced where measured)", "value": ALL}]
     dispatch += [{"label": k, "value": k} for k in known]
+    if form.dispatch and form.dispatch not in known:
+        dispatch.append({"label": f"{form.dispatch} (not stored)", "value": form.dispatch})
     token_opts = [{"label": "every workload", "value": ALL}]
     token_opts += [{"label": f"{t} tokens", "value": t} for t in tokens]
     if form.num_tokens is not None and form.num_tokens not in tokens:
@@ -252,6 +253,3 @@ def register(app: dash.Dash, data: DashData) -> None:
     )
     def _csv(n: int | None, *values: Any) -> Any:
         return csv_download(data, make_form(*values)) if n else dash.no_update
-
-
-__all__ = ["PATH", "layout", "register", "scope_of"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard import components as ui
+from service.scope import Scope
 
 ALL = "all"
 BEST = "best"
@@ -89,6 +90,11 @@ class Form:
             *(v for v in (self.phase, self.dispatch) if v),
         ]
         return ui.file_slug("-".join(parts), "history")
+
+
+def scope_of(form: Form) -> Scope:
+    """The service scope of the form's slice (and routing pattern)."""
+    return Scope(**form.slice())
 
 
 def make_form(

@@ -78,6 +78,15 @@ def default_slice(data: DashData) -> dict[str, Any]:
     }
 
 
+def is_stored(data: DashData, values: dict[str, Any]) -> bool:
+    """Whether a slice (``{model, hardware, quant, world_size, phase}``) holds runs."""
+    table = slice_table(data)
+    mask = pd.Series(True, index=table.index)
+    for key, col in zip(("model", "hardware", "quant", "world_size", "phase"), KEYS, strict=True):
+        mask &= table[col] == values.get(key)
+    return bool(mask.any())
+
+
 def _values(table: pd.DataFrame, col: str) -> list[Any]:
     return sorted(table[col].unique().tolist()) if len(table) else []
 

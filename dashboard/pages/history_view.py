@@ -14,21 +14,18 @@ from analysis import columns as C
 from analysis.compare import CONFIG_LABEL
 from analysis.history import CHANGE_VS_PREV, VERSION_ORDER, WORKLOAD_LABEL
 from dashboard import components as ui
-from dashboard.history_figures import frontier_overlay_figure, history_figure
+from dashboard.history_figures import history_figure
 from dashboard.pages import history_slices as S
 from dashboard.pages.compare_view import grid_height
-from dashboard.pages.history_form import BEST, Form
+from dashboard.pages.history_form import BEST, SLICE, Form, scope_of
+from dashboard.pages.history_frontier import frontier_part
 from service.errors import ServiceError
 from service.frames import DashData
 from service.history import (
-    FrontierChangeAnswer,
     HistoryAnswer,
     HistoryFilter,
-    frontier_change,
-    frontiers,
     history,
 )
-from service.scope import Scope
 
 SERIES = "series"
 POINT = "point"
@@ -90,11 +87,6 @@ HEADERS: dict[str, str] = {
     "spread_source": "spread from",
 }
 _ATTN = {"D": "attention DP", "T": "attention TP"}
-
-
-def scope_of(form: Form) -> Scope:
-    """The service scope of the form's slice (and routing pattern)."""
-    return Scope(**form.slice())
 
 
 def versions_frame(data: DashData, form: Form) -> pd.DataFrame:
@@ -185,49 +177,6 @@ def with_series(items: pd.DataFrame) -> pd.DataFrame:
     return items.assign(**{SERIES: series, "spread_pct": 100.0 * items["score_spread"]})
 
 
-def _num(value: Any) -> str:
-    """A number for reading: thousands separated above 1,000, else 4 significant
-    digits."""
-    if value is None or pd.isna(value):
-        return "—"
-    v = float(value)
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
-
-
-def _pct(value: Any) -> str:
-    return "—" if value is None or pd.isna(value) else f"{float(value):+.2f} %"
-
-
-def change_numbers(ans: FrontierChangeAnswer) -> html.Div:
-    """The frontier change per slice as a key/value table with units."""
-    if not ans.slices:
-        return ui.empty_state(
-            "Neither version has a frontier in this slice.", test_id="hist-fc-empty"
-        )
-    tables = []
-    for item in ans.slices:
-        s = item["summary"]
-        ref = s["reference_point"]["latency_ms"]
-        n_lat, n_tps = len(item["at_latency"]), len(item["at_throughput"])
-        values = {
-            "throughput change at fixed latency": f"{_pct(s['throughput_change_pct'])} "
-            f"(tokens/s/GPU; median over {n_lat} latencies both frontiers reach)",
-            "latency change at fixed throughput": f"{_pct(s['latency_change_pct'])} "
-            f"(ms; median over {n_tps} throughputs both frontiers reach)",
-            "hypervolume change": f"{_pct(s['hypervolume_change_pct'])} "
-            f"({_num(s['hypervolume_base'])} → {_num(s['hypervolume_head'])} "
-            f"ms·tokens/s/GPU; reference point {_num(ref)} ms, 0 tokens/s/GPU)",
-            "frontier points": f"{s['base_points']} in {ans.base.label}, "
-            f"{s['head_points']} in {ans.head.label}",
-            "lowest latency (ms)": f"{_num(s['base_min_latency_ms'])} → "
-            f"{_num(s['head_min_latency_ms'])}",
-            "highest throughput (tokens/s/GPU)": f"{_num(s['base_max_tps'])} → "
-            f"{_num(s['head_max_tps'])}",
-        }
-        tables.append(ui.kv_table(values, test_id="hist-fc-numbers"))
-    return html.Div(tables)
-
-
 def _history_part(data: DashData, form: Form, title: str) -> list[Any]:
     got = history_answer(data, form)
     if got == PICK_CONFIG:
@@ -301,56 +250,6 @@ def _history_part(data: DashData, form: Form, title: str) -> list[Any]:
     ]
 
 
-def _frontier_part(data: DashData, form: Form, title: str) -> list[Any]:
-    try:
-        ans = frontiers(data, scope_of(form), None, form.repeats)  # type: ignore[arg-type]
-    except ServiceError as err:
-        return [ui.empty_state(f"{err.field}: {err.msg}", test_id="hist-invalid")]
-    order = [str(v) for v in ans.versions["version"]]
-    fig = frontier_overlay_figure(
-        ans.items,
-        version_col=C.TRTLLM_VERSION,
-        order=order,
-        title=f"frontier of each version: {title}",
-    )
-    parts: list[Any] = [
-        html.H3("Frontier of each version"),
-        dcc.Graph(
-            id="hist-frontier-graph", figure=fig, config=ui.graph_config(form.filename("frontier"))
-        ),
-        html.H3("Frontier change"),
-    ]
-    if len(order) < 2 or form.base is None or form.head is None:
-        parts.append(
-            ui.empty_state(
-                "This slice holds one TensorRT-LLM version: no change to show yet.",
-                EMPTY_VERSION_HINTS,
-                test_id="hist-fc-empty",
-            )
-        )
-        return parts
-    try:
-        change = frontier_change(data, scope_of(form), form.base, form.head, form.repeats)  # type: ignore[arg-type]
-    except ServiceError as err:
-        parts.append(ui.empty_state(f"{err.field}: {err.msg}", test_id="hist-invalid"))
-        return parts
-    parts.append(
-        html.P(
-            f"From {change.base.label} to {change.head.label} (positive throughput and "
-            "hypervolume changes, negative latency changes are improvements).",
-            className="status",
-        )
-    )
-    parts.append(change_numbers(change))
-    return parts
-
-
-EMPTY_VERSION_HINTS = [
-    "upload a run of another TensorRT-LLM version of this slice "
-    "(`moedash upload out/*.json --trtllm-version …`)",
-]
-
-
 def render(data: DashData, form: Form) -> Any:
     """The page body for ``form``."""
     if not form.complete():
@@ -368,4 +267,10 @@ def render(data: DashData, form: Form) -> Any:
             }
         )
     )
-    return html.Div([*_history_part(data, form, title), *_frontier_part(data, form, title)])
+    if not S.is_stored(data, {k: getattr(form, k) for k in SLICE}):
+        return ui.empty_state(
+            f"No runs of {title} are stored.",
+            ["pick a slice from the lists (each says how many versions it holds)"],
+            test_id="hist-invalid",
+        )
+    return html.Div([*_history_part(data, form, title), *frontier_part(data, form, title)])

@@ -172,7 +172,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 ),
                 "pareto-loading",
             ),
-            html.Div(id="pareto-detail", className="detail"),
+            ui.loading(html.Div(id="pareto-detail", className="detail"), "pareto-detail-loading"),
             dcc.Download(id="pareto-download"),
             dcc.Download(id="pareto-env-download"),
             *[dcc.Download(id=d) for d in DOWNLOADS.values()],

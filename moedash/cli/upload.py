@@ -23,7 +23,6 @@ from moedash.cli.options import (
     FAILED,
     INTERRUPTED,
     OK,
-    REGRESSION,
     USAGE,
     CiUrl,
     Dispatch,
@@ -221,6 +220,3 @@ def usage_error_document(argv: list[str], message: str) -> bool:
     sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
     return True
-
-
-__all__ = ["REGRESSION", "upload", "usage_error_document"]

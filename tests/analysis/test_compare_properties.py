@@ -37,7 +37,7 @@ def _frame(rows: list[dict[str, object]], version: str, offset: int) -> pd.DataF
 SIDES = st.tuples(st.lists(ROW, min_size=1, max_size=25), st.lists(ROW, min_size=1, max_size=25))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(sides=SIDES, seed=st.integers(0, 1000), threshold=st.sampled_from([0.0, 5.0, 30.0]))
 def test_compare_properties(
     sides: tuple[list[dict[str, object]], list[dict[str, object]]], seed: int, threshold: float

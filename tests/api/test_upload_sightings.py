@@ -100,3 +100,21 @@ def test_changed_scores_are_a_new_run(client: TestClient, upload_token: str) -> 
     resp = post(client, upload_token, R.slower(1.01))
     assert resp.status_code == 201
     assert resp.json()["already_existed"] is False and resp.json()["run_ids"] == [2]
+
+
+def test_the_bytes_of_every_sighting_can_be_downloaded(
+    client: TestClient, upload_token: str
+) -> None:
+    run_id = post(client, upload_token, EXAMPLE.read_bytes()).json()["run_ids"][0]
+    post(client, upload_token, R.reserialised())  # other bytes
+    post(client, upload_token, EXAMPLE.read_bytes(), ci_url="https://ci/job/4")  # same bytes
+    other, same = client.get(f"/api/v1/runs/{run_id}").json()["sightings"]
+    got = client.get(f"/api/v1/runs/{run_id}/sightings/{other['sighting_id']}/raw")
+    assert got.status_code == 200 and got.content == R.reserialised()  # lossless
+    got = client.get(f"/api/v1/runs/{run_id}/sightings/{same['sighting_id']}/raw")
+    assert got.status_code == 200 and got.content == EXAMPLE.read_bytes()
+    missing = client.get(f"/api/v1/runs/{run_id}/sightings/999/raw")
+    assert missing.status_code == 404
+    assert missing.json()["detail"][0]["loc"] == ["path", "sighting_id"]
+    no_run = client.get(f"/api/v1/runs/999/sightings/{other['sighting_id']}/raw")
+    assert no_run.json()["detail"][0]["loc"] == ["path", "run_id"]

@@ -63,14 +63,14 @@ def test_without_a_bundle_dash_keeps_its_own_plotly(duck: Store) -> None:
 def test_with_a_bundle_the_page_loads_it_early_and_pins_dash_to_it(duck: Store) -> None:
     page = _index(duck, BUNDLE)
     head = page.split("</head>", 1)[0]
-    assert f'<script defer src="{BUNDLE}"></script>' in head
+    assert f'<link rel="preload" as="script" href="{BUNDLE}">' in head
     # dcc.Graph's loader reads window._dashPlotlyJSURL; the renderer's write is ignored
     assert "Object.defineProperty(window, '_dashPlotlyJSURL'" in head
     assert f'return "{BUNDLE}";' in head
     # the URL is escaped for the attribute and the script, never raw
     odd = plotly_head('/x.js?a="b"</script>')
-    assert 'src="/x.js?a=&quot;b&quot;&lt;/script&gt;"' in odd
-    assert odd.count("</script>") == 2  # the two tags' own
+    assert 'href="/x.js?a=&quot;b&quot;&lt;/script&gt;"' in odd
+    assert odd.count("</script>") == 1  # the pin's own
 
 
 def test_plotly_bundle_only_when_present_and_the_same_version(tmp_path: Path) -> None:

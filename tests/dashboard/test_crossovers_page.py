@@ -110,7 +110,7 @@ def test_callback_draws_bands_over_curves_and_the_switch_table(data: DashData) -
     graph = by_id(body, "xo-graph")
     fig = graph.figure
     # title and PNG name: the series (model · GPU · quant · ws · phase · ...) and what
-    assert fig.layout.title.text == f"{GEMM_LABEL} — rank-1 backend along num_tokens (tokens)"
+    assert fig.layout.title.text == f"{GEMM_LABEL}<br>rank-1 backend along num_tokens (tokens)"
     assert graph.config["toImageButtonOptions"]["filename"] == (
         "rank-1-backend-along-num_tokens-tokens-toy_moe-h200-fp8-ws-1-decode-attention-dp-balanced"
     )

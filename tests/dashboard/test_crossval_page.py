@@ -152,7 +152,7 @@ def test_page_is_registered(data: DashData) -> None:
         "cv-summary-download.data",
     ):
         assert out in outputs
-    # the registered callback is the page's update
+    # the registered callback is the page's update, then the stale note and poll switch
     cb = next(v for k, v in app.callback_map.items() if "cv-ledger.children" in k)
     out = cb["callback"].__wrapped__(None, "H200", "decode", "all", 2, 3, "exact", 3, [], [], None)
     assert out[P.N_OUTPUTS - 1] == "?hardware=H200&phase=decode&tol=2&band=3"

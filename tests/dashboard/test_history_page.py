@@ -14,6 +14,7 @@ from analysis import columns as C
 from dashboard.app import _NAV, PAGES, create_dash, render_page
 from dashboard.pages import history as P
 from dashboard.pages import history_form as F
+from dashboard.pages import history_slices as S
 from db.store import Store
 from service.frames import DashData
 from tests.factories import version_sweeps as V
@@ -105,6 +106,9 @@ def test_frontier_overlay_and_change_numbers(data: DashData) -> None:
     assert "throughput change at fixed latency" in numbers and "+11.11 %" in numbers
     assert "tokens/s/GPU" in numbers and "ms·tokens/s/GPU" in numbers
     assert "reference point 2.2 ms" in numbers
+    at_latency = by_id(body, "hist-fc-latency").rowData
+    assert [r["latency_ms"] for r in at_latency] == pytest.approx([1.1, 1.8, 2.0])
+    assert at_latency[-1]["change_pct"] == pytest.approx(100 * (284444.444 / 256000 - 1), 1e-5)
 
 
 def test_slice_change_drops_what_it_does_not_hold(data: DashData) -> None:
@@ -157,3 +161,22 @@ def test_one_point_per_run_of_one_configuration(data: DashData) -> None:
     ]
     assert list(trace.y) == pytest.approx([1.0, 1.0, 1.0, 1.2])
     assert "run" in fig.layout.xaxis.title.text
+
+
+def test_a_slice_not_stored_says_so(data: DashData) -> None:
+    body = P.update(data, *controls(**{**DECODE, "world_size": 4}))[0]
+    box = by_testid(body, "hist-invalid")
+    assert box is not None and "No runs of deepseek_v4_pro · GB300 · NVFP4 · 4 GPUs" in text(box)
+    page = render_page(data, "/history", f"?model=nope&hardware={V.HARDWARE}")
+    assert "nope (not stored)" in [o["label"] for o in by_id(page, "hist-model").options]
+
+
+def test_slice_table_counts_versions_and_runs(data: DashData) -> None:
+    table = S.slice_table(data)
+    assert table[["phase", "n_versions", "n_runs"]].values.tolist() == [
+        ["decode", 3, 4],
+        ["prefill", 3, 4],
+    ]
+    assert S.is_stored(data, {**DECODE}) and not S.is_stored(data, {**DECODE, "world_size": 4})
+    opts = S.with_asked([{"label": "a", "value": "a"}], "a", "b", None, "b")
+    assert [o["value"] for o in opts] == ["a", "b"] and opts[1]["label"] == "b (not stored)"

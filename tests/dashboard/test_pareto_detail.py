@@ -42,11 +42,11 @@ def test_hover_names_num_tokens_world_size_attention_and_routing() -> None:
     cloud = _cloud()
     fig = F.pareto_figure(cloud, cloud.iloc[[0]], C.SCORE_MS, C.TOKENS_PER_S_PER_GPU)
     hovers = [t.hovertemplate for t in fig.data if t.type == "scattergl"]
-    # one trace per recipe x world size x attention x routing: 3 points, 3 traces
-    assert len(hovers) == 3
+    # one trace per recipe x world size x attention x routing: the 2 points off the
+    # frontier, 2 traces (the frontier's point is drawn, and hovered, by its own trace)
+    assert len(hovers) == 2
     assert all("num_tokens: %{customdata[2]:.0f} tokens" in h for h in hovers)
-    assert any("world size 8 GPUs · attention DP · routing balanced" in h for h in hovers)
-    assert any("routing recv_hotspot" in h for h in hovers)
+    assert any("world size 8 GPUs · attention DP · routing recv_hotspot" in h for h in hovers)
     assert any("attention TP" in h for h in hovers)
     front = [t for t in fig.data if t.type == "scatter"][0]
     assert "routing balanced" in front.text[0] and "num_tokens" in front.hovertemplate

@@ -45,15 +45,15 @@ def test_charts_are_titled_and_png_named_for_the_plan(store: Store) -> None:
     graphs = _graphs(body)
     sweep, timeline = graphs["plan-sweep"], graphs["plan-timeline"]
     assert sweep.figure.layout.title.text == (
-        f"{where} — throughput per GPU against na (m = {best['m']})"
+        f"{where}<br>throughput per GPU against na (m = {best['m']})"
     )
     assert sweep.config["toImageButtonOptions"]["filename"] == (
         f"throughput-per-gpu-against-na-m-{best['m']}-mixtral_8x22b-h20-{best['gpus']}-gpus-decode"
     )
-    assert timeline.figure.layout.title.text.startswith(f"{where} — ping-pong timeline")
+    assert timeline.figure.layout.title.text.startswith(f"{where}<br>ping-pong timeline")
     assert timeline.config["toImageButtonOptions"]["filename"].startswith("ping-pong-timeline")
     fit = graphs["plan-fit-H20"]
-    assert fit.figure.layout.title.text == f"{where} — Te fit on H20"
+    assert fit.figure.layout.title.text == f"{where}<br>Te fit on H20"
     assert fit.config["displaylogo"] is False
     # axes keep their units
     assert sweep.figure.layout.yaxis.title.text == "throughput per GPU (tokens/s/GPU)"

@@ -11,7 +11,7 @@ from dash import dcc, html
 
 from dashboard.app import create_dash, render_page
 from dashboard.pages import recommend
-from db.store import Store
+from db.store import Store, open_store
 from service.defaults import default_cell
 from service.frames import DashData
 from tests.dashboard.labels_check import control_names, unnamed
@@ -75,7 +75,8 @@ def test_charts_are_titled_and_png_named_for_the_deployment(data: DashData) -> N
     body, _ = recommend.update(data, form())
     path = by_id(body, "rec-path-graph")
     where = "deepseek_v4_pro · GB300 · NVFP4 · 8 GPUs · decode"
-    assert path.figure.layout.title.text == f"{where} — threshold vs observed value"
+    assert path.figure.layout.title.text == f"{where}<br>threshold vs observed value"
+    assert path.figure.layout.margin.t >= 70  # room for the two title lines
     assert path.config["toImageButtonOptions"]["filename"] == (
         "threshold-vs-observed-value-deepseek_v4_pro-gb300-nvfp4-8-gpus-decode"
     )
@@ -130,3 +131,17 @@ def test_slow_areas_load_visibly_and_wide_tables_scroll_in_their_box(data: DashD
 
 def by_id_testid(tree: Any, test_id: str) -> Any:
     return next(c for c in walk(tree) if getattr(c, "data-testid", None) == test_id)
+
+
+def test_empty_database_still_recommends_and_says_what_is_missing(tmp_path: Any) -> None:
+    empty = open_store(f"duckdb:///{tmp_path / 'empty.duckdb'}")
+    try:
+        data = DashData(empty)
+        page = render_page(data, "/recommend", "")
+        assert by_id(page, "rec-model").value == recommend.Form().model  # no cell: defaults
+        body, _ = recommend.update(data, recommend.Form())
+        assert by_id_testid(body, "rec-path") is not None  # the tree needs no data
+        missing = " ".join(c for c in walk(by_id_testid(body, "rec-no-data")) if isinstance(c, str))
+        assert "No measured candidates" in missing and "upload a bench_moe sweep" in missing
+    finally:
+        empty.close()

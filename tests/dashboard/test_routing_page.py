@@ -148,7 +148,7 @@ def test_controls_are_named_and_the_chart_is_named_for_its_workload(data: DashDa
     graph = by_id(page, "routing-slowdown")
     where = "kimi_k2 · GB300 · NVFP4 · 16 GPUs · decode"
     what = f"slowdown under {SKEWED} vs balanced at 256 tokens, attention DP"
-    assert graph.figure.layout.title.text == f"{where} — {what}"
+    assert graph.figure.layout.title.text == f"{where}<br>{what}"
     assert graph.config["toImageButtonOptions"]["filename"] == (
         f"slowdown-under-{SKEWED}-vs-balanced-at-256-tokens-attention-dp-"
         "kimi_k2-gb300-nvfp4-16-gpus-decode"

@@ -210,3 +210,26 @@ def test_interrupt_while_waiting_to_retry_is_130_with_one_json_document() -> Non
     assert proc.returncode == 130
     doc = one_json(out)
     assert doc["exit_code"] == 130 and doc["errors"][-1]["message"] == "interrupted"
+
+
+@pytest.mark.postgres
+def test_retry_and_regression_on_postgresql(
+    pg_schema_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = open_store(pg_schema_url)
+    secret = store.tokens.create_token("ci", ["upload"])[1]
+    store.close()
+    base_file = write(tmp_path, "pg-base.json", EXAMPLE.read_bytes())
+    slow = write(tmp_path, "pg-slow.json", R.slower(1.5, num_tokens=4096))
+    with running_server(pg_schema_url) as base:
+        common = ["--url", base, "--token", secret, "--json"]
+        v26 = ["--trtllm-version", "v1.3.0rc26"]
+        assert main(["upload", base_file, *common, *v26, "--ci-url", "https://ci/job/1"]) == 0
+        capsys.readouterr()
+        assert main(["upload", base_file, *common, *v26, "--ci-url", "https://ci/job/2"]) == 0
+        retried = one_json(capsys.readouterr().out)
+        assert retried["already_existed"] and retried["files"][0]["sighting"]["n_seen"] == 1
+        v27 = ["--trtllm-version", "v1.3.0rc27", "--fail-on-regression"]
+        assert main(["upload", slow, *common, *v27]) == 3
+        doc = one_json(capsys.readouterr().out)
+        assert {r["num_tokens"] for r in doc["regressions"]} == {4096}

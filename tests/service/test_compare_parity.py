@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from analysis.tables import to_json_records
+from analysis.tables import to_csv_text, to_json_records
 from db.store import Store
-from service.compare import compare, compare_options
+from service.compare import compare, compare_options, csv_text, records
 from service.frames import DashData
 from service.history import HistoryFilter, frontier_change, frontiers, history
 from service.scope import Scope
@@ -44,6 +46,8 @@ def test_compare_versions_service_equals_api(api: TestClient, seeded: Store) -> 
     }
     assert body["dispatch"]["used"] == ["balanced"]
     assert body["provenance"]["head"]["trtllm_versions"] == [V.RC28]
+    params = {**V.SLICE, "base": V.RC27, "head": V.RC28, "format": "csv"}
+    assert api.get("/api/v1/compare", params=params).text == to_csv_text(ans.rows)
 
 
 def test_compare_runs_without_a_scope_reads_the_runs_cell(api: TestClient, seeded: Store) -> None:
@@ -116,3 +120,20 @@ def test_compare_options_list_versions_and_runs(api: TestClient, seeded: Store) 
     body = api.get("/api/v1/history/versions", params=V.SLICE).json()
     assert body["versions"] == to_json_records(opts["versions"])
     assert [r["run_id"] for r in body["runs"]] == [4, 3, 2, 1]
+
+
+def test_fast_records_equal_the_tables_records() -> None:
+    frame = pd.DataFrame(
+        {
+            "f": [1.5, np.nan, np.inf],
+            "i": np.array([1, 2, 3], dtype=np.int64),
+            "n": pd.array([1, None, 3], dtype="Int64"),
+            "b": pd.array([True, None, False], dtype="boolean"),
+            "c": pd.Categorical(["x", None, "y"]),
+            "o": np.array(["a", None, 3], dtype=object),
+        }
+    )
+    assert records(frame) == to_json_records(frame)
+    assert records(frame.iloc[0:0]) == []
+    assert csv_text(frame) == to_csv_text(frame)
+    assert csv_text(frame.iloc[0:0]) == to_csv_text(frame.iloc[0:0])

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from db.store import Store
-from ingest.records import UploadMeta
+from ingest.records import Sweep, UploadMeta
 from moedash.settings import Settings
 from service.frames import DashData
 from service.regressions import RegressionThresholds, earlier_version, regressions_for_runs
@@ -102,3 +102,19 @@ def test_thresholds_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("MOEDASH_REGRESSION_THRESHOLDS", '{"default_pct": "lots"}')
     with pytest.raises(ValidationError):
         Settings()
+
+
+def test_each_phase_uses_the_latest_version_that_measured_it(store: Store) -> None:
+    # rc27 measured prefill only: decode rows of rc28 compare with rc9, prefill with rc27
+    sweeps_ = V.version_sweeps()
+    ids = {}
+    for name, sweep in (("rc9", sweeps_[0]), ("rc27a", sweeps_[1]), ("rc28", sweeps_[3])):
+        if name == "rc27a":
+            cand = sweep.candidates
+            sweep = Sweep(key="", run=sweep.run, candidates=cand[~cand["cuda_graph"].astype(bool)])
+        res = store.ingest([sweep], name.encode(), UploadMeta(hardware=V.HARDWARE))
+        ids[name] = res.runs[0].run_id
+    found = regressions_for_runs(store, [ids["rc28"]], RegressionThresholds(default_pct=1.0))
+    got = sorted((f["num_tokens"], f["phase"], f["base_version"]) for f in found)
+    assert got == [(256, "decode", V.RC9), (4096, "decode", V.RC9), (16384, "prefill", V.RC27)]
+    assert {tuple(f["base_run_ids"]) for f in found if f["phase"] == "prefill"} == {(ids["rc27a"],)}

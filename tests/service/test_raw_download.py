@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,3 +96,21 @@ def test_bench_moe_run_gives_the_exact_bytes(store: Store) -> None:
 def test_missing_run_is_not_found(store: Store) -> None:
     with pytest.raises(NotFound):
         run_raw_download(store, 999_999)
+
+
+@pytest.fixture
+def seeded(store: Store) -> Store:
+    """A store holding the dashboard data.js fixture (for the ``api`` fixture)."""
+    _ingest(store, DATAJS.read_bytes(), "/srv/ci/data.js")
+    return store
+
+
+def test_api_serves_the_same_download(api: Any, seeded: Store) -> None:
+    for run_id in [int(r) for r in seeded.list_runs(limit=10).items[C.RUN_ID]]:
+        want = run_raw_download(seeded, run_id)
+        got = api.get(f"/api/v1/runs/{run_id}/raw")
+        assert got.status_code == 200
+        assert got.content == want.content
+        assert got.headers["content-type"].startswith(want.media_type)
+        assert got.headers["content-disposition"] == f'attachment; filename="{want.filename}"'
+    assert api.get("/api/v1/runs/999999/raw").status_code == 404

@@ -47,7 +47,7 @@ def _controls(s: dict[str, str], tree: str) -> list[Any]:
 def test_thresholds_agreement_and_tree_agree(
     api: TestClient, page: Any, s: dict[str, str], tree: str
 ) -> None:
-    body, _, _ = callback(page, "th-body.children")(*_controls(s, tree))
+    body, *_ = callback(page, "th-body.children")(*_controls(s, tree))
     shown = {r[0]: r for r in cell_texts(by_test_id(body, "th-table"))[1:]}
     items = api.get("/api/v1/thresholds", params=s).json()["items"]
     assert list(shown) == [i["name"] for i in items]
@@ -74,7 +74,7 @@ def test_thresholds_agreement_and_tree_agree(
 
 
 def test_breakdown_rows_agree(api: TestClient, page: Any) -> None:
-    body, _, _ = callback(page, "th-body.children")(
+    body, *_ = callback(page, "th-body.children")(
         "all", "all", "all", "all", "hardware", None, "derived"
     )
     shown = [(r[0], r[1], r[-1]) for r in cell_texts(by_test_id(body, "th-groups"))[1:]]
