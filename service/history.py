@@ -119,13 +119,13 @@ def frontiers(
     repeats: Repeats = "median",
 ) -> FrontiersAnswer:
     """The frontier of each version (or only ``versions``: each resolved like a compare
-    side, 422 naming ``versions`` when unknown) per slice of the scope."""
+    side, 422 naming ``version`` when unknown) per slice of the scope."""
 
     def compute() -> FrontiersAnswer:
         frame, routing = slice_frame(data, scope)
         sub = frame
         if versions:
-            sides = [resolve_side(frame, v, "versions") for v in versions]
+            sides = [resolve_side(frame, v, "version") for v in versions]
             ids = sorted({r for s in sides for r in s.run_ids})
             sub = frame.loc[frame[C.RUN_ID].isin(ids).to_numpy()].reset_index(drop=True)
         items = H.version_frontiers(sub, repeats)

@@ -122,7 +122,7 @@ def test_compare_json_shape(client: TestClient, seeded: dict[str, int]) -> None:
         ("/api/v1/history", {"limit": 0}, "limit"),
         ("/api/v1/history", {"num_tokens": 0}, "num_tokens"),
         ("/api/v1/history", {"by": "run", "best_only": "true"}, "best_only"),
-        ("/api/v1/history/frontier", {"version": ["1.2.0rc1"]}, "versions"),
+        ("/api/v1/history/frontier", {"version": ["1.2.0rc1"]}, "version"),
         ("/api/v1/history/frontier", {"version": [f"1.0.{i}" for i in range(21)]}, "version"),
         ("/api/v1/history/frontier-change", {"base": V.RC27}, "head"),
         ("/api/v1/history/frontier-change", {"base": "nope", "head": V.RC28}, "base"),

@@ -29,6 +29,9 @@ def test_shell_declares_english_and_leads_with_a_skip_link(duck: Store) -> None:
     # the skip link comes before the app: the first thing Tab reaches
     assert body.index('class="skip-link"') < body.index('id="react-entry-point"')
     assert re.search(r'<a class="skip-link" href="#page">Skip to main content</a>', body)
+    # names and roles for Dash's own controls (static/a11y.js), served from /static
+    assert '<script defer src="/static/a11y.js"></script>' in page.split("</head>", 1)[0]
+    assert (Path(__file__).resolve().parents[2] / "static" / "a11y.js").is_file()
 
 
 def test_layout_has_header_nav_and_a_focusable_main(duck: Store) -> None:
