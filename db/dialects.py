@@ -57,11 +57,20 @@ def bulk_insert_frame(conn: sa.Connection, table: str, frame: pd.DataFrame) -> N
             copy.write_row(row)
 
 
+# Frames up to this many rows go to DuckDB as Arrow (per-insert overhead dominates);
+# bigger ones as the DataFrame itself: an Arrow copy of a 50k-row upload's frame would
+# add ~50 MB at the peak of the biggest uploads (bench/upload_memory.py).
+_ARROW_MAX_ROWS = 10_000
+
+
 def _arrow_or_frame(frame: pd.DataFrame) -> pa.Table | pd.DataFrame:
     """``frame`` as an Arrow table (one ``pa.array`` per column, pandas' null semantics:
     NaN is NULL, as DuckDB's own DataFrame scan treats it), which DuckDB inserts ~2x
-    faster than it scans a DataFrame with nullable/Arrow-backed columns; the frame itself
-    when a column does not convert (mixed Python objects), for DuckDB's scan to decide."""
+    faster than it scans a small DataFrame with nullable/Arrow-backed columns; the frame
+    itself when it is big (see :data:`_ARROW_MAX_ROWS`) or a column does not convert
+    (mixed Python objects), for DuckDB's scan to decide."""
+    if len(frame) > _ARROW_MAX_ROWS:
+        return frame
     try:
         return pa.table({name: pa.array(frame[name]) for name in frame.columns})
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):

@@ -30,6 +30,10 @@ _NA_HASH = np.uint64(hash(pd.NA))  # what a masked array writes for a missing va
 _NULL_TEXT_HASH = np.uint64(np.iinfo(np.uint64).max)  # what an Arrow string array writes
 _NUMERIC = frozenset(C.INT_COLUMNS | C.FLOAT_COLUMNS)
 
+# Text columns of frames up to this many rows are hashed from Python strings; bigger
+# ones by pandas (its per-column overhead no longer matters, its memory does).
+_FAST_TEXT_MAX_ROWS = 10_000
+
 Hashes = np.ndarray[Any, np.dtype[np.uint64]]
 
 
@@ -58,7 +62,9 @@ def candidate_hashes(frame: pd.DataFrame) -> list[tuple[str, bytes]]:
                 out[name] = flags
                 continue
         else:
-            strings = _strings(col)
+            # big frames: pandas hashes Arrow text through its dictionary, without one
+            # Python str per row (for a 50k-row upload that is tens of MB at its peak)
+            strings = _strings(col) if n <= _FAST_TEXT_MAX_ROWS else None
             if strings is not None:
                 texts[name] = strings
                 continue

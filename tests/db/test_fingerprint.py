@@ -127,3 +127,10 @@ def test_stored_run_key_value_is_pinned() -> None:
         sweep_fingerprint(make_sweep(20, seed=0))
         == "0c635424c569b690895ae97ec670dd35881c490cd1144674284d528e1ba0eaec"
     )
+
+
+def test_a_big_frame_hashes_like_pandas() -> None:
+    # beyond 10k rows text columns take pandas' dictionary path (memory), numbers not
+    frame = make_candidates(10_050, seed=8)
+    frame[C.COMM] = frame[C.COMM].astype("str")
+    assert_same_hashes(frame)
