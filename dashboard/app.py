@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from html import escape as html_escape
 from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
@@ -125,16 +124,15 @@ INDEX_STRING = """<!DOCTYPE html>
 
 def plotly_head(plotly_js: str | None) -> str:
     """``<head>`` markup that makes the page draw with the plotly.js bundle at
-    ``plotly_js`` instead of the full one Dash ships: Dash's loader URL (which dcc.Graph
-    reads when the first graph mounts) is pinned to it, and the browser fetches it at once
-    (``preload``: downloaded in parallel with the page's first callbacks, run only when a
-    graph needs it, so pages without a chart pay nothing to evaluate it)."""
+    ``plotly_js`` instead of the full one Dash ships: Dash's loader URL, which dcc.Graph
+    reads when the first graph mounts, is pinned to it. Nothing is fetched before a chart
+    needs it: a ``preload`` measured slower on pages without a chart (it holds one of the
+    browser's six connections while Dash's own scripts wait; bench/first_render.py)."""
     if not plotly_js:
         return ""
     url = json.dumps(plotly_js).replace("<", "\\u003c")  # no "</script>" in the script
     return (
-        f'<link rel="preload" as="script" href="{html_escape(plotly_js)}">\n'
-        "        <script>Object.defineProperty(window, '_dashPlotlyJSURL', "
+        "<script>Object.defineProperty(window, '_dashPlotlyJSURL', "
         f"{{configurable: true, get: function () {{ return {url}; }}, "
         "set: function () {}});</script>"
     )

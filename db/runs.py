@@ -178,6 +178,42 @@ class RunRepository:
         items = pd.DataFrame([dict(row._mapping) for row in rows], columns=[c.name for c in cols])
         return Page(items, int(total or 0), limit, offset)
 
+    def recent_runs(self, limit: int = 20) -> pd.DataFrame:
+        """The newest ``limit`` runs (the :meth:`list_runs` columns), each with its
+        upload's ``filename`` and ``uploaded_at``: one query, newest first."""
+        r, u = schema.runs, schema.uploads
+        cols = [c for c in r.columns if not c.name.endswith("_json")]
+        with self._db.read("recent_runs") as conn:
+            rows = conn.execute(
+                sa.select(*cols, u.c.filename, u.c.uploaded_at)
+                .join(u, u.c.upload_id == r.c.upload_id)
+                .order_by(r.c.run_id.desc())
+                .limit(limit)
+            ).all()
+        names = [c.name for c in cols] + ["filename", "uploaded_at"]
+        return pd.DataFrame([tuple(row) for row in rows], columns=names)
+
+    def slice_versions(
+        self, *, model: str, hardware: str, quant: str | None, world_size: int | None
+    ) -> pd.DataFrame:
+        """``run_id``, ``trtllm_version`` and ``run_date`` of every run of one slice
+        (equalities on model, hardware, quant, world size; a None quant or world size
+        matches NULL), by run id: the one narrow read the upload-time regression check
+        needs on every upload."""
+        r = schema.runs
+        conds = [r.c.model == model, r.c.hardware == hardware]
+        for col, value in ((r.c.quant, quant), (r.c.world_size, world_size)):
+            conds.append(col.is_(None) if value is None else col == value)
+        with self._db.read("slice_versions") as conn:
+            rows = conn.execute(
+                sa.select(r.c.run_id, r.c.trtllm_version, r.c.run_date)
+                .where(*conds)
+                .order_by(r.c.run_id)
+            ).all()
+        return pd.DataFrame(
+            [tuple(row) for row in rows], columns=["run_id", "trtllm_version", "run_date"]
+        )
+
     def get_run(self, run_id: int) -> dict[str, Any]:
         """Every stored field of one run plus its upload's metadata; the JSON blobs
         (``model_json`` …) are decoded into ``result["blocks"]["model"]`` etc., and

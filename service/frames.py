@@ -214,13 +214,7 @@ class DashData:
         """Newest runs with their upload's filename and upload time."""
 
         def load() -> pd.DataFrame:
-            items = self.store.list_runs(limit=limit).items
-            names, times = [], []
-            for run_id in items[C.RUN_ID] if len(items) else []:
-                run = self.store.get_run(int(run_id))
-                names.append(run.get("filename"))
-                times.append(run.get("uploaded_at"))
-            return items.assign(filename=names, uploaded_at=times)
+            return self.store.runs.recent_runs(limit)
 
         return self._small.get(("recent", limit, self.version()), load)
 

@@ -38,8 +38,6 @@ from db.store import Store
 from service.compare import records
 from service.frames import CELL_COLUMNS, DashData, prepare_frame
 
-_PAGE = 1000
-
 
 class RegressionThresholds(BaseModel):
     """Regression thresholds in percent of score_ms (module docstring)."""
@@ -82,23 +80,21 @@ def _store(source: Store | DashData) -> Store:
     return source.store if isinstance(source, DashData) else source
 
 
+def _fact(facts: dict[str, Any], name: str) -> Any:
+    value = facts.get(name)
+    return None if value is None or bool(pd.isna(value)) else value
+
+
 def _slice_runs(store: Store, facts: dict[str, Any]) -> pd.DataFrame:
-    pages = []
-    offset = 0
-    while True:
-        page = store.list_runs(
-            model=facts[C.MODEL],
-            hardware=facts[C.HARDWARE],
-            quant=facts[C.QUANT],
-            world_size=facts[C.WORLD_SIZE],
-            limit=_PAGE,
-            offset=offset,
-        )
-        pages.append(page.items)
-        offset += _PAGE
-        if offset >= page.total or page.items.empty:
-            break
-    return pd.concat(pages, ignore_index=True)
+    """run_id, trtllm_version, run_date of every run of the head run's slice (one
+    narrow query, not the run list: this runs on every upload)."""
+    world_size = _fact(facts, C.WORLD_SIZE)
+    return store.runs.slice_versions(
+        model=str(facts[C.MODEL]),
+        hardware=str(facts[C.HARDWARE]),
+        quant=_fact(facts, C.QUANT),
+        world_size=None if world_size is None else int(world_size),
+    )
 
 
 def earlier_versions(runs: pd.DataFrame, version: str) -> list[tuple[str, list[int]]]:

@@ -126,15 +126,18 @@ def test_skip_link_is_first_shown_on_focus_and_moves_focus(base: str, page: Any)
     skip = page.locator("a.skip-link")
     assert skip.bounding_box()["y"] < 0  # off screen until focused
     page.keyboard.press("Tab")
-    focused = page.evaluate("document.activeElement.className")
-    assert "skip-link" in focused
+    page.wait_for_function("document.activeElement.classList.contains('skip-link')")
     box = skip.bounding_box()
     assert box["y"] >= 0 and box["height"] > 10  # visible now
     page.keyboard.press("Enter")
-    assert page.evaluate("document.activeElement.id") == "page"
+    page.wait_for_function("document.activeElement.id === 'page'", timeout=10_000)
     # the next Tab lands inside the page, past the navigation
     page.keyboard.press("Tab")
-    assert page.evaluate("document.getElementById('page').contains(document.activeElement)")
+    page.wait_for_function(
+        "document.getElementById('page').contains(document.activeElement)"
+        " && document.activeElement.id !== 'page'",
+        timeout=10_000,
+    )
     assert page.url.endswith("#page") and "/pareto" in page.url
 
 

@@ -63,16 +63,16 @@ def test_without_a_bundle_dash_keeps_its_own_plotly(duck: Store) -> None:
     assert plotly_head(None) == ""
 
 
-def test_with_a_bundle_the_page_loads_it_early_and_pins_dash_to_it(duck: Store) -> None:
+def test_with_a_bundle_dash_is_pinned_to_it(duck: Store) -> None:
     page = _index(duck, BUNDLE)
     head = page.split("</head>", 1)[0]
-    assert f'<link rel="preload" as="script" href="{BUNDLE}">' in head
+    assert "preload" not in head and f'src="{BUNDLE}"' not in head  # fetched on demand
     # dcc.Graph's loader reads window._dashPlotlyJSURL; the renderer's write is ignored
     assert "Object.defineProperty(window, '_dashPlotlyJSURL'" in head
     assert f'return "{BUNDLE}";' in head
-    # the URL is escaped for the attribute and the script, never raw
+    # the URL is escaped in the script, never raw
     odd = plotly_head('/x.js?a="b"</script>')
-    assert 'href="/x.js?a=&quot;b&quot;&lt;/script&gt;"' in odd
+    assert 'return "/x.js?a=\\"b\\"\\u003c/script>";' in odd
     assert odd.count("</script>") == 1  # the pin's own
 
 

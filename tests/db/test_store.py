@@ -140,6 +140,25 @@ def test_list_runs_filters_and_pages(store: Store) -> None:
     assert store.list_runs(hardware="GB300", limit=2, offset=2).items["world_size"].tolist() == [4]
 
 
+def test_recent_runs_and_slice_versions_are_one_narrow_read_each(store: Store) -> None:
+    for i in range(4):
+        sweep = make_sweep(3, hardware="GB300" if i < 3 else "B300", world_size=8)
+        sweep.run[C.TRTLLM_VERSION] = f"1.2.0rc{27 + i}"
+        meta = UploadMeta(filename=f"sweep{i}.json")
+        store.ingest([sweep], f"v{i}".encode(), meta)
+    recent = store.runs.recent_runs(limit=3)
+    assert recent["filename"].tolist() == ["sweep3.json", "sweep2.json", "sweep1.json"]
+    assert recent["uploaded_at"].notna().all() and "model_json" not in recent.columns
+    one = store.list_runs(limit=1).items.iloc[0]
+    assert recent.iloc[0][C.RUN_ID] == one[C.RUN_ID]
+    versions = store.runs.slice_versions(
+        model=str(one[C.MODEL]), hardware="GB300", quant=one[C.QUANT], world_size=8
+    )
+    assert versions.columns.tolist() == [C.RUN_ID, C.TRTLLM_VERSION, C.RUN_DATE]
+    assert versions[C.TRTLLM_VERSION].tolist() == ["1.2.0rc27", "1.2.0rc28", "1.2.0rc29"]
+    assert versions[C.RUN_ID].is_monotonic_increasing
+
+
 def test_list_candidates_filters_order_and_errors(store: Store) -> None:
     run_id = store.ingest([make_sweep(40)], b"c", META).runs[0].run_id
     page = store.list_candidates(run_id, filters={C.STATUS: "failed"})
