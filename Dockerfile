@@ -13,6 +13,10 @@ COPY static static
 # the published-data snapshot (data/published, with its NOTICE), found from ./data
 COPY data data
 RUN pip install --no-cache-dir .
+# the smaller plotly.js bundle from the npm registry (sha512-checked); without it the app
+# falls back to Dash's own plotly.js
+RUN python -c "from pathlib import Path; from moedash.assets import PLOTLY_BASIC, fetch; fetch(PLOTLY_BASIC, Path('static/vendor'))" \
+    || echo "front-end assets not fetched: Dash's plotly.js is used"
 ENV MOEDASH_HOST=0.0.0.0 MOEDASH_PORT=8050
 EXPOSE 8050
 CMD ["moedash", "serve", "--no-demo"]
