@@ -119,7 +119,7 @@ class RunRepository:
         when these bytes are not stored (parse them and call :meth:`ingest`). Raises
         :class:`Conflict` as :meth:`ingest` does for contradicting metadata."""
         sha = hashlib.sha256(raw).hexdigest()
-        with self._db.read("ingest") as conn:
+        with self._db.read("ingest_known") as conn:
             existing = existing_upload(conn, sha, meta)
         return None if existing is None else self._sighted(existing, meta, uploaded_by)
 

@@ -56,6 +56,12 @@ def _calls(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> dict[str, Callabl
         "raw_upload": lambda s: s.raw_upload(1),
         "delete_run": lambda s: s.delete_run(1),
         "table_counts": lambda s: s.table_counts(),
+        "ingest_known": lambda s: s.ingest_known(b"outage", META),
+        "sighting_raw": lambda s: s.sighting_raw(1, 1),
+        "recent_runs": lambda s: s.recent_runs(),
+        "slice_versions": lambda s: s.slice_versions(
+            model="m", hardware="h", quant=None, world_size=None
+        ),
         # candidates
         "list_candidates": lambda s: s.list_candidates(1),
         "candidate_frame": lambda s: s.candidate_frame(categorical=True),
@@ -77,6 +83,8 @@ def _calls(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> dict[str, Callabl
         "stored_ledger": lambda s: s.stored_ledger("k"),
         "store_ledger": lambda s: s.store_ledger("k", [{"a": 1}], 1.0),
         "stored_ledger_keys": lambda s: s.stored_ledger_keys(),
+        "serving_choices": lambda s: s.serving_choices(),
+        "outcomes_version": lambda s: s.outcomes_version(),
     }
 
 
