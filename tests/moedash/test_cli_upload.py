@@ -193,20 +193,28 @@ def test_interrupt_while_waiting_to_retry_is_130_with_one_json_document() -> Non
     url = f"http://127.0.0.1:{free_port()}"
     argv = [sys.executable, "-m", "moedash.cli", "upload", str(EXAMPLE), "--json"]
     argv += ["--url", url, "--token", "x", "--retry-delay", "30"]
-    proc = subprocess.Popen(
-        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stderr is not None
-        for line in proc.stderr:  # the retry is announced before the client waits
-            if "retry 1/5 in 30 s: connection refused" in line:
-                break
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    # A job started in the background by a non-interactive shell (as CI may start this
+    # suite) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
+    # handler; a person's Ctrl-C reaches a foreground client, so restore the default.
+    with subprocess.Popen(
+        argv,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+    ) as proc:
+        try:
+            assert proc.stderr is not None
+            for line in proc.stderr:  # the retry is announced before the client waits
+                if "retry 1/5 in 30 s: connection refused" in line:
+                    break
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert proc.returncode == 130
     doc = one_json(out)
     assert doc["exit_code"] == 130 and doc["errors"][-1]["message"] == "interrupted"
