@@ -54,9 +54,11 @@ UPLOAD = REPO / "tests" / "fixtures" / "bench_moe_ws8_mixed.json"
 GOAL_S = 1.5
 # The ledger grid has rendered rows: the slowest part of the page to appear.
 DRAWN = "() => document.querySelector('#cv-ledger-grid .ag-row') !== null"
+# every section: the server-rendered tables (rows in <tbody>), the ledger grid, the figure
 COMPLETE = (
-    "() => ['#cv-summary-grid', '#cv-rules-grid', '#cv-guide-grid', '#cv-ledger-grid',"
-    " '#cv-sweeps-grid'].every(s => document.querySelector(s + ' .ag-row'))"
+    "() => ['#cv-summary-grid', '#cv-rules-grid', '#cv-guide-grid', '#cv-sweeps-grid']"
+    ".every(s => document.querySelector(s + ' tbody tr'))"
+    " && document.querySelector('#cv-ledger-grid .ag-row') !== null"
     " && document.querySelector('#cv-status-graph .main-svg') !== null"
 )
 STALE = "[data-testid=cv-stale]"

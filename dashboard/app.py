@@ -8,17 +8,17 @@ URL without re-rendering), so any URL is a permalink.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 import dash
-from dash import Input, Output, dcc, html
+import flask
+from dash import Input, Output, State, dcc, html
 
 from dashboard import components as ui
 from dashboard.pages import (
@@ -36,12 +36,21 @@ from dashboard.pages import (
     run,
     thresholds,
 )
+from dashboard.shell import ShellDash, plotly_head, static_url
 from service.frames import DashData
 from service.warm import start_warm_cache as start_service_warm_cache
 from service.warm import warm_cache
 
 # the composition root starts the warm-up through this module (it owns the Dash app)
-__all__ = ["PAGES", "create_dash", "parse_search", "render_page", "start_warm_cache", "warm_cache"]
+__all__ = [
+    "PAGES",
+    "create_dash",
+    "parse_search",
+    "plotly_head",
+    "render_page",
+    "start_warm_cache",
+    "warm_cache",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -96,48 +105,6 @@ def render_page(data: DashData, pathname: str | None, search: str | None) -> Any
     return entry[0].layout(data, **query)
 
 
-# The page shell: English, a skip link (first in the tab order, shown on focus) to the
-# page's <main>, the navigation in a <header> landmark, static/a11y.js (names and roles
-# for Dash's own controls: see that file). Dash's own placeholders stay;
-# PLOTLY is replaced by plotly_head() (empty without a partial bundle).
-INDEX_STRING = """<!DOCTYPE html>
-<html lang="en">
-    <head>
-        {%metas%}
-        <title>{%title%}</title>
-        {%favicon%}
-        {%css%}
-        <script defer src="/static/a11y.js"></script>
-        <!--PLOTLY-->
-    </head>
-    <body>
-        <a class="skip-link" href="#page">Skip to main content</a>
-        {%app_entry%}
-        <footer>
-            {%config%}
-            {%scripts%}
-            {%renderer%}
-        </footer>
-    </body>
-</html>"""
-
-
-def plotly_head(plotly_js: str | None) -> str:
-    """``<head>`` markup that makes the page draw with the plotly.js bundle at
-    ``plotly_js`` instead of the full one Dash ships: Dash's loader URL, which dcc.Graph
-    reads when the first graph mounts, is pinned to it. Nothing is fetched before a chart
-    needs it: a ``preload`` measured slower on pages without a chart (it holds one of the
-    browser's six connections while Dash's own scripts wait; bench/first_render.py)."""
-    if not plotly_js:
-        return ""
-    url = json.dumps(plotly_js).replace("<", "\\u003c")  # no "</script>" in the script
-    return (
-        "<script>Object.defineProperty(window, '_dashPlotlyJSURL', "
-        f"{{configurable: true, get: function () {{ return {url}; }}, "
-        "set: function () {}});</script>"
-    )
-
-
 # the pages a first visit most often opens, laid out once by the warm-up
 WARM_PAGES = ("/", "/pareto", "/best", "/recommend")
 
@@ -181,36 +148,84 @@ def _nav() -> html.Header:
     )
 
 
-def create_dash(data: DashData, plotly_js: str | None = None) -> dash.Dash:
-    """Build the dashboard over the read path ``data`` (one store). Nothing is loaded
-    until a page asks. ``plotly_js``: URL of a plotly.js (partial) bundle to draw with
-    (see :func:`plotly_head`); None keeps Dash's own."""
-    app = dash.Dash(
-        __name__,
-        title="moedash",
-        url_base_pathname="/",
-        suppress_callback_exceptions=True,  # pages add components the router renders
-        external_stylesheets=["/static/moedash.css"],
-        update_title=None,
-        index_string=INDEX_STRING.replace("<!--PLOTLY-->", plotly_head(plotly_js)),
-    )
-    app.layout = html.Div(
+def _drawn_key(pathname: str | None, search: str | None) -> str:
+    return ((pathname or "/").rstrip("/") or "/") + (search or "")
+
+
+def page_of_request() -> tuple[str, str] | None:
+    """(path, search) of the page a ``/_dash-layout`` request is for, from its Referer
+    (same host only); None outside such a request or when the page is not known."""
+    if not flask.has_request_context() or not flask.request.path.endswith("_dash-layout"):
+        return None
+    referrer = urlsplit(flask.request.referrer or "")
+    if referrer.scheme not in ("http", "https") or referrer.netloc != flask.request.host:
+        return None
+    path = referrer.path.rstrip("/") or "/"
+    if path not in PAGES:
+        return None
+    return path, (f"?{referrer.query}" if referrer.query else "")
+
+
+def shell_layout(data: DashData, initial: tuple[str, str] | None) -> html.Div:
+    """The app's layout; with ``initial`` = (path, search) the page is laid out inside
+    it, so a first visit draws with the layout instead of one callback round trip later.
+    ``page-drawn`` tells the router which page is already there (see create_dash)."""
+    content = None
+    if initial:
+        try:
+            content = render_page(data, *initial)
+        except Exception:  # noqa: BLE001 - the router lays the page out (and reports) again
+            _log.exception("laying out %s%s with the shell failed", *initial)
+            initial = None
+    return html.Div(
         [
             dcc.Location(id="url", refresh="callback-nav"),
+            dcc.Store(id="page-drawn", data=_drawn_key(*initial) if initial else None),
             _nav(),
             # tabIndex -1: the skip link moves the keyboard focus here, not just the view.
             # A spinner when a page takes over 300 ms to lay out (its own areas have theirs).
             ui.loading(
-                html.Main(id="page", className="page", tabIndex="-1"),
+                html.Main(content, id="page", className="page", tabIndex="-1"),
                 "page-loading",
                 target_components={"page": "children"},
             ),
         ]
     )
 
-    @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"))
-    def _route(pathname: str | None, search: str | None) -> Any:
-        return render_page(data, pathname, search)
+
+def create_dash(
+    data: DashData, plotly_js: str | None = None, regenerator_js: str | None = None
+) -> dash.Dash:
+    """Build the dashboard over the read path ``data`` (one store). Nothing is loaded
+    until a page asks. ``plotly_js``: URL of a plotly.js (partial) bundle to draw with
+    (see :func:`plotly_head`); None keeps Dash's own. ``regenerator_js``: URL of
+    regenerator-runtime, linked instead of Dash's polyfill (dashboard/shell.py)."""
+    app = ShellDash(
+        __name__,
+        title="moedash",
+        url_base_pathname="/",
+        suppress_callback_exceptions=True,  # pages add components the router renders
+        external_stylesheets=[static_url("moedash.css")],
+        update_title=None,
+        plotly_js=plotly_js,
+        regenerator_js=regenerator_js,
+    )
+    # a function: Dash calls it for every /_dash-layout request (page_of_request)
+    app.layout = lambda: shell_layout(data, page_of_request())
+
+    @app.callback(
+        Output("page", "children"),
+        Output("page-drawn", "data"),
+        Input("url", "pathname"),
+        Input("url", "search"),
+        State("page-drawn", "data"),
+    )
+    def _route(pathname: str | None, search: str | None, drawn: str | None) -> Any:
+        # The first call after a layout that already holds this page changes nothing;
+        # clearing page-drawn makes every later navigation (back to it as well) render.
+        if drawn is not None and drawn == _drawn_key(pathname, search):
+            return dash.no_update, None
+        return render_page(data, pathname, search), None
 
     registrars: list[Callable[[dash.Dash, DashData], None]] = [
         overview.register,

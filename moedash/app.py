@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from api.app import create_api
 from api.config import ApiConfig
 from db.store import Store, open_store
-from moedash.assets import plotly_bundle
+from moedash.assets import REGENERATOR, plotly_bundle, vendored_url
 from moedash.settings import Settings
 
 # A source checkout keeps static/ beside the packages; an installed package (the Docker
@@ -77,7 +77,9 @@ def _mount_dashboard(
     app.state.data = DashData(store)  # one read path: the API's answers and the pages'
     # the plotly.js partial bundle `make assets` vendors, when it matches plotly.py
     plotly_js = plotly_bundle(static, get_plotlyjs_version()) if settings.plotly_partial else None
-    dash_app = create_dash(app.state.data, plotly_js=plotly_js)
+    dash_app = create_dash(
+        app.state.data, plotly_js=plotly_js, regenerator_js=vendored_url(static, REGENERATOR)
+    )
     # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
     # stalls the event loop serving the API (measured in stack-notes). Responses are
     # gzipped, the JS bundles compressed once (api/compress.py).

@@ -54,6 +54,16 @@ PLOTLY_BASIC = Asset(
     member="package/plotly-basic.min.js",
     filename="plotly-basic.min.js",
 )
+# Dash's components call ``regeneratorRuntime`` (transpiled async functions), the one
+# thing of the @babel/polyfill Dash links that a current browser lacks: with this file
+# the page shell links it instead of the whole polyfill (dashboard/shell.py).
+REGENERATOR = Asset(
+    package="regenerator-runtime",
+    version="0.14.1",
+    integrity="sha512-dYnhHh0nJoMfnkZs6GmmhFknAGRrLznOu5nc9ML+EJxGvrx6H7teuevqVqCuPcPK//3eDrrjQhehXVx9cnkGdw==",
+    member="package/runtime.js",
+    filename="regenerator-runtime.js",
+)
 AXE_CORE = Asset(
     package="axe-core",
     version="4.14.1",
@@ -62,7 +72,11 @@ AXE_CORE = Asset(
     filename="axe.min.js",
     dest=TEST_ASSET_DIR,
 )
-ASSETS: dict[str, Asset] = {"plotly-basic": PLOTLY_BASIC, "axe-core": AXE_CORE}
+ASSETS: dict[str, Asset] = {
+    "plotly-basic": PLOTLY_BASIC,
+    "regenerator-runtime": REGENERATOR,
+    "axe-core": AXE_CORE,
+}
 
 
 def integrity_of(data: bytes) -> str:
@@ -118,6 +132,22 @@ def plotly_bundle(static_dir: Path | None, plotlyjs_version: str) -> str | None:
     if f" v{plotlyjs_version}\n" not in head:
         return None
     return f"/static/vendor/{PLOTLY_BASIC.filename}?v={plotlyjs_version}"
+
+
+def vendored_url(static_dir: Path | None, asset: Asset) -> str | None:
+    """``/static/vendor/<file>?v=<version>`` when ``asset`` was fetched into
+    ``static_dir/vendor`` with its pinned integrity, else None."""
+    if static_dir is None:
+        return None
+    vendor = static_dir / "vendor"
+    stamp = vendor / f"{asset.filename}.integrity"
+    try:
+        pinned = stamp.read_text().strip() == asset.integrity
+    except OSError:
+        return None
+    if not pinned or not (vendor / asset.filename).is_file():
+        return None
+    return f"/static/vendor/{asset.filename}?v={asset.version}"
 
 
 def main(argv: list[str] | None = None) -> int:

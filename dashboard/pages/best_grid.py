@@ -86,7 +86,7 @@ WIDTHS: dict[str, int] = {
     MARGIN_PCT: 105,
     RUNNER_UP: 240,
     IS_TIE: 95,
-    "best_score_ms": 125,
+    "best_score_ms": 150,
 }
 
 
@@ -172,6 +172,22 @@ def column_defs(table: pd.DataFrame, grouping: str) -> list[dict[str, Any]]:
     return [*defs, group] if inner else defs
 
 
+def _leaf_defs(defs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for d in defs:
+        out.extend(_leaf_defs(d["children"]) if "children" in d else [d])
+    return out
+
+
+def text_width(table: pd.DataFrame, col: str, header: str | None) -> int:
+    """Pixels for ``col``: its longest text (header words wrap) at ~7.5 px a character,
+    plus padding and the sort/filter icons; 90-320 px."""
+    longest = max((len(w) for w in str(header or col).split()), default=4)
+    if col in table and len(table):
+        longest = max(longest, max(len(ui.fmt(v)) for v in table[col]))
+    return int(min(320, max(90, 7.5 * longest + 48)))
+
+
 def best_grid(table: pd.DataFrame, grouping: str, state: gs.GridState) -> Any:
     """The grid over ``table`` (with :func:`with_decision_columns`), sorted and filtered
     as ``state`` says."""
@@ -180,7 +196,10 @@ def best_grid(table: pd.DataFrame, grouping: str, state: gs.GridState) -> Any:
     grid = ui.grid("best-grid", shown, cols, page_size=50, height="600px")
     grid.columnDefs = gs.apply_sort(column_defs(shown, grouping), state)
     grid.defaultColDef = {**grid.defaultColDef, "wrapHeaderText": True, "autoHeaderHeight": True}
-    grid.columnSizeOptions = {"keys": [c for c in cols if c not in WIDTHS]}
+    # widths from the data, not measured in the browser (autoSize lays the grid out twice)
+    grid.columnSize = None
+    for d in _leaf_defs(grid.columnDefs):
+        d.setdefault("width", text_width(shown, d["field"], d.get("headerName")))
     if state.filter:
         grid.filterModel = dict(state.filter)
     return grid

@@ -16,13 +16,14 @@ from analysis.crossval_sweeps import N_ROWS
 from dashboard import components as ui
 from dashboard import crossval_figures as XF
 from dashboard.pages.crossval_filters import Filters
-from dashboard.pages.crossval_grids import FIRST_ROWS, grid_rows, ledger_grid, summary_grid
+from dashboard.pages.crossval_grids import FIRST_ROWS, grid_rows, ledger_grid
 from dashboard.pages.crossval_tables import (
     coverage_grid,
     guide_grid,
     plan_grid,
     published_grid,
     rules_grid,
+    summary_grid,
 )
 from service.crossval import ViewCounts, view_counts
 from service.crossval_page import CrossvalView, LedgerState

@@ -1,12 +1,13 @@
-"""The /crossval small tables: every rule's Match side by side, the guide's table beside
-ours, the sweeps to run next and the coverage map. Plain AG Grids (no cell renderers:
-user strings stay text), as tall as their rows, long cells wrapped - never clipped."""
+"""The /crossval small tables: the summary in the guide's format, every rule's Match side
+by side, the guide's table beside ours, the sweeps to run next and the coverage map.
+Read-only HTML tables rendered on the server (dashboard.static_html.data_table: one
+component each, escaped text, long cells wrapped - never clipped); the ledger, which
+people sort and filter, stays a grid (crossval_grids)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import dash_ag_grid as dag
 import pandas as pd
 
 from analysis import columns as C
@@ -15,7 +16,8 @@ from analysis import crossval_guide as G
 from analysis import crossval_sweeps as S
 from analysis.crossval_rules import RULE_DEFINITIONS, RULES
 from dashboard import components as ui
-from dashboard.pages.crossval_grids import WRAPPED_STYLE
+from dashboard.pages.crossval_grids import SUMMARY_GRID_COLUMNS, SUMMARY_HEADERS, SUMMARY_TIPS
+from dashboard.static_html import data_table
 
 GUIDE_HEADERS: dict[str, str] = {
     cc.S_MODEL: "model", C.HARDWARE: "hardware", cc.PHASE: "phase",
@@ -46,22 +48,6 @@ COVERAGE_HEADERS: dict[str, str] = {
     S.NEEDED: "needed num_tokens (tokens)", S.MEASURED: "measured num_tokens used (tokens)",
     S.MISSING: "missing num_tokens (tokens)",
 }  # fmt: skip
-_BOOLS = (C.ATTENTION_DP, C.CUDA_GRAPH)
-PAGE_ROWS = 12
-_CHAR_PX, _PAD_PX = 10, 36  # ag-theme-alpine 14px font (caps are wide); padding + icon
-
-
-def _fit(frame: pd.DataFrame, col: str, header: str) -> int:
-    """Pixels for the header's longest word and the column's longest value (<= 40
-    characters; longer text wraps), at least 90."""
-    longest = max((len(w) for w in header.split()), default=4)
-    if col in frame and len(frame):
-        vals = frame[col].dropna().astype(str)
-        if len(vals):
-            longest = max(longest, min(40, int(vals.str.len().max())))
-    return max(90, longest * _CHAR_PX + _PAD_PX)
-
-
 _WRAP = {S.COMMAND, S.TOKENS, S.NEEDED, S.MEASURED, S.MISSING, *RULES, cc.S_MATCH}
 
 
@@ -73,57 +59,33 @@ def small_grid(
     tips: dict[str, str] | None = None,
     widths: dict[str, int] | None = None,
 ) -> Any:
-    """A grid over ``frame[columns]`` (auto height, sortable, long text wrapped)."""
-    over: dict[str, dict[str, Any]] = {}
-    for col in columns:
-        o: dict[str, Any] = {"headerName": headers.get(col, col)}
-        # never narrower than the header's longest word or the longest value (short cols)
-        o["minWidth"] = _fit(frame, col, o["headerName"])
-        if tips and col in tips:
-            o["headerTooltip"] = tips[col]
-        if col in _WRAP:
-            o.update(
-                wrapText=True,
-                autoHeight=True,
-                cellStyle=WRAPPED_STYLE,
-                minWidth=(widths or {}).get(col, 260),
-            )
-        elif widths and col in widths:
-            o["minWidth"] = max(widths[col], o["minWidth"])
-        if col in _BOOLS:
-            o.update(
-                cellDataType="text",
-                valueFormatter={
-                    "function": "params.value == null ? '' : (params.value ? 'on' : 'off')"
-                },
-            )
-        over[col] = o
-    defs = [{**d, "filter": False} for d in ui.column_defs(frame, columns, over)]
-    return dag.AgGrid(
-        id=grid_id,
-        rowData=ui.records(frame, columns),
-        columnDefs=defs,
-        defaultColDef={
-            "sortable": True,
-            "resizable": True,
-            "minWidth": 90,
-            "wrapHeaderText": True,
-            "autoHeaderHeight": True,
-        },
-        dashGridOptions={
-            "domLayout": "autoHeight",
-            "enableCellTextSelection": True,
-            "tooltipShowDelay": 300,
-            # autoHeight renders every row: long tables are paged so only a page is drawn
-            **(
-                {"pagination": True, "paginationPageSize": PAGE_ROWS}
-                if len(frame) > PAGE_ROWS
-                else {}
-            ),
-        },
-        columnSize="responsiveSizeToFit",
-        style={"height": None},
-        className="ag-theme-alpine",
+    """A table over ``frame[columns]``: headers from ``headers`` (else the column name),
+    long text columns wrapped, ``widths`` as minimum widths."""
+    fields = [c for c in columns if c in frame]
+    return data_table(
+        grid_id,
+        ui.records(frame, fields),
+        fields,
+        {c: headers.get(c, c) for c in fields},
+        tips,
+        wrap=[c for c in fields if c in _WRAP],
+        widths=widths,
+    )
+
+
+def summary_grid(table: pd.DataFrame) -> Any:
+    """The guide's table: one row per model and hardware; the Match cell wraps."""
+    fields = [c for c in SUMMARY_GRID_COLUMNS if c in table]
+    headers = {c: SUMMARY_HEADERS.get(c, ui.label(c)) for c in fields}
+    widths = {cc.S_MODEL: 150, cc.S_HARDWARE: 90, cc.S_MATCH: 260}
+    return data_table(
+        "cv-summary-grid",
+        ui.records(table, fields),
+        fields,
+        headers,
+        SUMMARY_TIPS,
+        wrap=[cc.S_MATCH],
+        widths=widths,
     )
 
 

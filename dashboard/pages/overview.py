@@ -11,29 +11,22 @@ from typing import Any
 
 import dash
 import pandas as pd
-from dash import dcc, html
+from dash import html
 
 from analysis import columns as C
 from dashboard import components as ui
+from dashboard.static_html import El, StaticHtml, link, table
 from service.filenames import display_filename
 from service.frames import DashData
 
 PATH = "/"
 
 
-def coverage_matrix(cov: pd.DataFrame) -> html.Table:
+def coverage_matrix(cov: pd.DataFrame) -> StaticHtml:
     """Rows model x hardware x quant, columns world size; each cell is the number of
     workloads, linked to ``/pareto`` for that model/hardware/quant/world size."""
     sizes = sorted(int(w) for w in cov[C.WORLD_SIZE].unique())
-    head = html.Tr(
-        [
-            html.Th("model"),
-            html.Th("hardware"),
-            html.Th("precision"),
-            *[html.Th(f"ws {w}") for w in sizes],
-            html.Th("data"),
-        ]
-    )
+    head = ["model", "hardware", "precision", *[f"ws {w}" for w in sizes], "data"]
     body = []
     for (model, hw, quant), part in cov.groupby([C.MODEL, C.HARDWARE, C.QUANT], sort=True):
         by_ws = {int(r[C.WORLD_SIZE]): r for r in part.to_dict("records")}
@@ -41,48 +34,33 @@ def coverage_matrix(cov: pd.DataFrame) -> html.Table:
         for w in sizes:
             r = by_ws.get(w)
             if r is None:
-                cells.append(html.Td("", className="cov-empty"))
+                cells.append(El("td", "", className="cov-empty"))
                 continue
             href = "/pareto" + ui.search_string(
                 {"model": model, "hardware": hw, "quant": quant, "ws": w}
             )
+            title = f"{int(r['runs'])} run(s), {int(r['candidates']):,} candidates"
             cells.append(
-                html.Td(
-                    dcc.Link(
-                        f"{int(r['workloads'])}",
-                        href=href,
-                        title=f"{int(r['runs'])} run(s), {int(r['candidates']):,} candidates",
-                    ),
-                    className="cov-cell",
-                )
+                El("td", link(f"{int(r['workloads'])}", href, title=title), className="cov-cell")
             )
         synthetic = bool(part[C.SYNTHETIC].any())
-        body.append(
-            html.Tr(
-                [
-                    html.Td(str(model)),
-                    html.Td(str(hw)),
-                    html.Td(str(quant)),
-                    *cells,
-                    html.Td(
-                        ui.badge("synthetic") if synthetic else ui.badge("measured", "measured")
-                    ),
-                ]
-            )
-        )
-    return html.Table(
-        [html.Thead(head), html.Tbody(body)], className="coverage", **{"data-testid": "coverage"}
-    )
+        kind = ("synthetic", "synthetic") if synthetic else ("measured", "measured")
+        body.append([str(model), str(hw), str(quant), *cells, _badge(*kind)])
+    return StaticHtml(table(head, body, className="coverage"), **{"data-testid": "coverage"})
+
+
+def _badge(text: str, kind: str) -> El:
+    return El("span", text, className=f"badge badge-{kind}")
 
 
 def _link_or_text(url: Any) -> Any:
     text = ui.fmt(url)
     if isinstance(url, str) and url.startswith(("https://", "http://")):
-        return html.A(text, href=url, target="_blank", rel="noopener noreferrer")
+        return El("a", text, href=url, target="_blank", rel="noopener noreferrer")
     return text
 
 
-def recent_table(runs: pd.DataFrame) -> html.Table:
+def recent_table(runs: pd.DataFrame) -> StaticHtml:
     cols = (
         "run",
         "file",
@@ -102,31 +80,23 @@ def recent_table(runs: pd.DataFrame) -> html.Table:
     for r in runs.to_dict("records"):
         uploaded = r.get("uploaded_at")
         rows.append(
-            html.Tr(
-                [
-                    html.Td(dcc.Link(str(r[C.RUN_ID]), href=f"/run?id={r[C.RUN_ID]}")),
-                    html.Td(ui.fmt(display_filename(r.get("filename"))), className="wrap"),
-                    html.Td(str(uploaded)[:16] if uploaded is not None else "—"),
-                    html.Td(ui.fmt(r.get(C.RUN_DATE))),
-                    html.Td(ui.fmt(r.get(C.TRTLLM_VERSION))),
-                    html.Td(ui.fmt(r.get(C.HARDWARE))),
-                    html.Td(ui.fmt(r.get(C.MODEL))),
-                    html.Td(ui.fmt(r.get(C.QUANT))),
-                    html.Td(ui.fmt(r.get(C.WORLD_SIZE))),
-                    html.Td(
-                        f"{r['n_candidates']} ({r['n_success']}/{r['n_failed']}/{r['n_skipped']})"
-                    ),
-                    html.Td(_link_or_text(r.get("ci_url")), className="wrap"),
-                    html.Td(ui.fmt(r.get("notes")), className="wrap notes"),
-                    html.Td(ui.badge("synthetic") if r.get(C.SYNTHETIC) else ""),
-                ]
-            )
+            [
+                link(str(r[C.RUN_ID]), f"/run?id={r[C.RUN_ID]}"),
+                El("td", ui.fmt(display_filename(r.get("filename"))), className="wrap"),
+                str(uploaded)[:16] if uploaded is not None else "—",
+                ui.fmt(r.get(C.RUN_DATE)),
+                ui.fmt(r.get(C.TRTLLM_VERSION)),
+                ui.fmt(r.get(C.HARDWARE)),
+                ui.fmt(r.get(C.MODEL)),
+                ui.fmt(r.get(C.QUANT)),
+                ui.fmt(r.get(C.WORLD_SIZE)),
+                f"{r['n_candidates']} ({r['n_success']}/{r['n_failed']}/{r['n_skipped']})",
+                El("td", _link_or_text(r.get("ci_url")), className="wrap"),
+                El("td", ui.fmt(r.get("notes")), className="wrap notes"),
+                _badge("synthetic", "synthetic") if r.get(C.SYNTHETIC) else "",
+            ]
         )
-    return html.Table(
-        [html.Thead(html.Tr([html.Th(c) for c in cols])), html.Tbody(rows)],
-        className="recent",
-        **{"data-testid": "recent"},
-    )
+    return StaticHtml(table(cols, rows, className="recent"), **{"data-testid": "recent"})
 
 
 def layout(data: DashData, **query: Any) -> html.Div:

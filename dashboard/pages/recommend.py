@@ -223,10 +223,13 @@ def layout(data: DashData, **query: Any) -> html.Div:
     hardware = sorted(set(cap.HARDWARE) | {form.hardware})
     quants = sorted(set(QUANTS) | {form.quant})
     patterns = sorted(set(patterns_for(data, form)) | ({form.dispatch} if form.dispatch else set()))
+    # the answer for the form as the URL gives it, laid out with the page (no callback
+    # round trip before the verdict shows); the controls' callback runs on changes only
+    body, search = update(data, form)
 
     return html.Div(
         [
-            dcc.Location(id="rec-url", refresh=False),
+            dcc.Location(id="rec-url", refresh=False, search=search),
             html.H2("Which MoE configuration should I run?"),
             html.P(
                 "The TensorRT-LLM MoE guide's decision tree for your deployment, checked "
@@ -235,7 +238,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
             ),
             controls(form, models, hardware, quants, patterns),
             dcc.Store(id="rec-check-init", data=form.check),
-            ui.loading(html.Div(id="rec-body"), "rec-loading"),
+            ui.loading(html.Div(body, id="rec-body"), "rec-loading"),
             dcc.Download(id="rec-download"),
         ]
     )
@@ -274,6 +277,7 @@ def register(app: dash.Dash, data: DashData) -> None:
         Output("rec-url", "search"),
         *inputs,
         State("rec-check-init", "data"),
+        prevent_initial_call=True,
     )
     def _update(*values: Any) -> tuple[Any, str]:
         return update(data, form_from_controls(*values))

@@ -103,8 +103,8 @@ def test_crossval_page_renders_filters_and_downloads(
     assert "Match" in method and "±band" in method
 
     # summary table in the guide's format
-    page.wait_for_selector("#cv-summary-grid .ag-row", timeout=30_000)
-    headers = page.locator("#cv-summary-grid .ag-header-cell-text").all_inner_texts()
+    page.wait_for_selector("#cv-summary-grid tbody tr", timeout=30_000)
+    headers = page.locator("#cv-summary-grid th").all_inner_texts()
     for h in (
         "Model",
         "Hardware",
@@ -262,9 +262,9 @@ def test_crossval_page_renders_filters_and_downloads(
     _wait_rows(page, 32)
 
     # no clipped cell in the summary: every Match cell's text fits its cell
-    page.wait_for_selector("#cv-summary-grid .ag-row", timeout=30_000)
+    page.wait_for_selector("#cv-summary-grid tbody tr", timeout=30_000)
     clipped = page.evaluate(
-        """() => [...document.querySelectorAll('#cv-summary-grid .ag-cell')]
+        """() => [...document.querySelectorAll('#cv-summary-grid td')]
                  .filter(c => c.scrollWidth > c.clientWidth + 1
                               || c.scrollHeight > c.clientHeight + 1)
                  .map(c => c.innerText)"""
@@ -273,7 +273,7 @@ def test_crossval_page_renders_filters_and_downloads(
 
     # the guide's table beside ours, and the sweeps script for the slice
     assert "DeepSeek-V4-Pro" in page.locator("#cv-guide-grid").inner_text()
-    page.wait_for_selector("#cv-sweeps-grid .ag-row", timeout=30_000)
+    page.wait_for_selector("#cv-sweeps-grid tbody tr", timeout=30_000)
     script = _download(page, "#cv-sweeps-sh-btn", tmp_path, "crossval-sweeps-all-all-all.sh")
     assert script.startswith("#!/bin/sh") and "python3 -m bench_moe" in script
 

@@ -238,9 +238,9 @@ def test_ledger_and_summary_known_answers(data: DashData) -> None:
         data, None, "H200", None, None, 2, 3, None, None, [CF.SHOW_ALL]
     )
     grid = by_id(summary, "cv-summary-grid")
-    assert grid.rowData[0][cc.S_MODEL] == "DeepSeek-R1"
-    assert grid.rowData[0][cc.S_MATCH] == "1/2 (50%, prefill 0/0, decode 1/2)"
-    assert [c["field"] for c in grid.columnDefs] == list(G.SUMMARY_GRID_COLUMNS)
+    assert grid.records[0][cc.S_MODEL] == "DeepSeek-R1"
+    assert grid.records[0][cc.S_MATCH] == "1/2 (50%, prefill 0/0, decode 1/2)"
+    assert grid.fields == list(G.SUMMARY_GRID_COLUMNS)
     assert isinstance(figure, dcc.Graph)
     line = text(by_testid(ledger, "cv-ledger-count"))
     assert line.startswith("8 workloads: 1 Match, 1 Mismatch, 2 no data, 4 not mappable")
@@ -463,24 +463,24 @@ def test_rule_changes_the_status_and_the_side_by_side_table(data: DashData) -> N
         rows = {r[cc.WORKLOAD_ID]: r for r in by_id(out[5], "cv-ledger-grid").rowData}
         assert rows[mismatch_id][cc.STATUS] == want
         assert rows[mismatch_id][cc.REASON].startswith(f"{want} ({rule})")
-    rules = by_id(out[2], "cv-rules-grid").rowData
+    rules = by_id(out[2], "cv-rules-grid").records
     assert [r["exact"] for r in rules] == ["1/2 (50%, prefill 0/0, decode 1/2)"]
     assert rules[0]["within_noise"] == "2/2 (100%, prefill 0/0, decode 2/2)"
 
 
 def test_guide_beside_ours_and_sweeps_section(data: DashData) -> None:
     out = P.update(data, None, "H200", None, None, 2, 3)
-    guide = by_id(out[3], "cv-guide-grid").rowData
+    guide = by_id(out[3], "cv-guide-grid").records
     assert len(guide) == 12 and guide[0]["guide_match"] == 54
-    assert len(by_id(out[3], "cv-published-grid").rowData) == 6
+    assert len(by_id(out[3], "cv-published-grid").records) == 6
     sweeps = out[6]
-    plan = by_id(sweeps, "cv-sweeps-grid").rowData
+    plan = by_id(sweeps, "cv-sweeps-grid").records
     assert len(plan) == 1 and plan[0]["n_rows"] == 2  # the two H200 prefill workloads
     assert "--no_cuda_graph" in plan[0]["command"]
     assert "1 bench_moe command(s) cover 2 no-data workload(s)" in text(
         by_testid(sweeps, "cv-sweeps-count")
     )
-    cov = by_id(sweeps, "cv-coverage-grid").rowData
+    cov = by_id(sweeps, "cv-coverage-grid").records
     assert sum(r["n_workloads"] for r in cov) == 4 and sum(r["n_covered"] for r in cov) == 2
     sh = P.sweeps_sh(data, CF.make_filters(hardware="H200")[0])
     assert sh["filename"] == "crossval-sweeps-all-h200-all.sh"
@@ -489,8 +489,11 @@ def test_guide_beside_ours_and_sweeps_section(data: DashData) -> None:
 
 def test_long_cells_wrap_instead_of_clipping(data: DashData) -> None:
     out = P.update(data, None, "H200", None, None, 2, 3)
-    summary_defs = {d["field"]: d for d in by_id(out[1], "cv-summary-grid").columnDefs}
-    assert summary_defs[cc.S_MATCH]["wrapText"] and summary_defs[cc.S_MATCH]["autoHeight"]
+    summary = by_id(out[1], "cv-summary-grid")
+    match_cells = [
+        c for c in walk(summary) if getattr(c, "tag", None) == "td" and c.data_col == cc.S_MATCH
+    ]
+    assert match_cells and all("wrap" in (c.className or "") for c in match_cells)
     flat = [d for g in by_id(out[5], "cv-ledger-grid").columnDefs for d in g.get("children", [g])]
     reason = next(d for d in flat if d["field"] == cc.REASON)
     assert reason["wrapText"] and reason["autoHeight"]

@@ -227,16 +227,17 @@ def test_run_page_has_metadata_raw_link_and_candidate_detail(seeded: Any) -> Non
 def test_overview_links_cells_to_pareto_and_marks_synthetic(seeded: Any) -> None:
     data, _ = seeded
     page = overview.layout(data)
-    hrefs = [c.href for c in walk(page) if isinstance(c, dcc.Link)]
+    # server-rendered tables (dashboard.static_html): in-app links are <a data-nav>
+    hrefs = [c.href for c in walk(page) if getattr(c, "tag", None) == "a" and c.nav]
     assert "/pareto?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&ws=8" in hrefs
     assert "/pareto?model=kimi_k2&hardware=B300&quant=NVFP4&ws=4" in hrefs
     badges = [
         c
         for c in walk(page)
-        if isinstance(c, html.Span) and "badge-synthetic" in (getattr(c, "className", None) or "")
+        if getattr(c, "tag", None) == "span" and "badge-synthetic" in (c.className or "")
     ]
     assert badges, "synthetic data carries a badge"
-    anchors = [c for c in walk(page) if isinstance(c, html.A)]
+    anchors = [c for c in walk(page) if getattr(c, "tag", None) == "a"]
     assert all(not a.href.startswith("javascript") for a in anchors)
     assert "https://ci.example/run/1" in [a.href for a in anchors]
 

@@ -107,8 +107,11 @@ def seed_store(store: Store) -> dict[str, int]:
 
 
 def walk(component: Any) -> Iterator[Any]:
-    """Every component and string in a Dash tree."""
+    """Every component and string in a Dash tree, the elements of server-rendered
+    markup (``dashboard.static_html``) included."""
     yield component
+    for node in getattr(component, "static_tree", None) or ():
+        yield from walk(node)
     children = getattr(component, "children", None)
     if isinstance(children, list | tuple):
         for child in children:

@@ -144,7 +144,7 @@ def test_page_callback_and_api_agree(
     )
     api_table = [{c: r[c] for c in SUMMARY_GRID_COLUMNS} for r in items]
     grid = _by_id(summary, "cv-summary-grid")
-    assert [{c: r.get(c) for c in SUMMARY_GRID_COLUMNS} for r in grid.rowData] == api_table
+    assert [{c: r.get(c) for c in SUMMARY_GRID_COLUMNS} for r in grid.records] == api_table
 
 
 def test_known_answers_on_both_sides(seeded: Store, client: TestClient) -> None:
@@ -156,7 +156,7 @@ def test_known_answers_on_both_sides(seeded: Store, client: TestClient) -> None:
     assert statuses == [cc.MATCH, cc.MISMATCH, cc.NOT_MAPPABLE, cc.NOT_MAPPABLE]
     hidden = P.update(data, None, "H200", "decode", None, 2, 3)[5]
     assert [r[cc.STATUS] for r in _by_id(hidden, "cv-ledger-grid").rowData] == statuses[:2]
-    row = _by_id(summary, "cv-summary-grid").rowData[0]
+    row = _by_id(summary, "cv-summary-grid").records[0]
     api = client.get("/api/v1/crossval/summary", params={"hardware": "H200"}).json()["items"]
     assert row[cc.S_MATCH] == api[0][cc.S_MATCH] == "1/2 (50%, prefill 0/0, decode 1/2)"
     assert row[cc.S_IMPROVEMENT] == api[0][cc.S_IMPROVEMENT] == "1/1"
