@@ -13,9 +13,9 @@ COPY static static
 # the published-data snapshot (data/published, with its NOTICE), found from ./data
 COPY data data
 RUN pip install --no-cache-dir .
-# the smaller plotly.js bundle from the npm registry (sha512-checked); without it the app
-# falls back to Dash's own plotly.js
-RUN python -c "from pathlib import Path; from moedash.assets import PLOTLY_BASIC, fetch; fetch(PLOTLY_BASIC, Path('static/vendor'))" \
+# the smaller plotly.js bundle and regenerator-runtime (in place of Dash's polyfill) from the
+# npm registry (sha512-checked); without them the app falls back to Dash's own files
+RUN python -c "from pathlib import Path; from moedash.assets import PLOTLY_BASIC, REGENERATOR, fetch; [fetch(a, Path('static/vendor')) for a in (PLOTLY_BASIC, REGENERATOR)]" \
     || echo "front-end assets not fetched: Dash's plotly.js is used"
 ENV MOEDASH_HOST=0.0.0.0 MOEDASH_PORT=8050
 EXPOSE 8050

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import dash_ag_grid as dag
 import numpy as np
 import pandas as pd
-from dash import dcc, html
+from dash import Input, Output, dcc, html
 
 from analysis import columns as C
 from analysis.tables import to_json_records
@@ -429,3 +429,27 @@ def _positive(values: Sequence[Any]) -> np.ndarray:
     ]
     arr = np.concatenate(parts) if parts else np.empty(0)
     return arr[np.isfinite(arr) & (arr > 0)]
+
+
+def sync_url(app: Any, location_id: str, store_id: str) -> None:
+    """Put the search a page's layout computed (``store_id``'s data) into the browser's
+    URL on load, without a server round trip, so a page laid out with its first answer
+    still shows its full state in the URL (a permalink), as it did when a callback wrote
+    it. Written as the page's ``dcc.Location`` ``href`` a tick after it mounted (it
+    records the URL it mounted with first; an earlier write, or one that bypasses it, is
+    pushed back by it later)."""
+    app.clientside_callback(
+        """function (search) {
+            var noUpdate = window.dash_clientside.no_update;
+            return new Promise(function (resolve) {
+                setTimeout(function () {
+                    var loc = window.location;
+                    if (!search || loc.search === search) { resolve(noUpdate); return; }
+                    resolve(loc.origin + loc.pathname + search + loc.hash);
+                }, 0);
+            });
+        }""",
+        Output(location_id, "href", allow_duplicate=True),
+        Input(store_id, "data"),
+        prevent_initial_call="initial_duplicate",
+    )

@@ -52,6 +52,7 @@
   }
 
   function fixScrollBox(box) {
+    if (box.hasAttribute("tabindex")) return; // already reachable: no need to measure
     var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
     if (scrolls && !box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
   }

@@ -325,6 +325,16 @@ def layout(data: DashData, **query: Any) -> html.Div:
         ],
         className="controls",
     )
+    # The answer for these controls, laid out with the page (no callback round trip before
+    # it shows): the values are the controls' own, so the callback would compute the same.
+    values = (
+        *(v if v in opts else ALL for v, opts in ((f.model, models), (f.hardware, hardware),
+                                                  (f.phase, PHASES), (f.status, STATUSES))),
+        f.tol, f.band, f.rule, f.noise,
+        [SHOW_ALL] if f.show_empty else [], [ALL_ROWS] if f.all_rows else [],
+    )  # fmt: skip
+    keys = [*(i for i, _ in OUTPUTS), "stale", "poll_off"]
+    out = dict(zip(keys, page_update(data, *values), strict=True))
     rules = html.Dl(
         [x for r in RULES for x in (html.Dt(r), html.Dd(RULE_DEFINITIONS[r]))],
         className="definitions",
@@ -333,12 +343,13 @@ def layout(data: DashData, **query: Any) -> html.Div:
     return html.Div(
         [
             dcc.Location(id="cv-url", refresh=False),
-            dcc.Interval(id="cv-poll", interval=POLL_MS, disabled=True),
+            dcc.Store(id="cv-url-init", data=out["cv-url"]),
+            dcc.Interval(id="cv-poll", interval=POLL_MS, disabled=out["poll_off"]),
             dcc.Store(id="cv-ledger-seen"),
             *head,
             controls,
-            html.Div(id="cv-stale", role="status"),
-            html.Div(id="cv-notes"),
+            html.Div(out["stale"], id="cv-stale", role="status"),
+            html.Div(out["cv-notes"], id="cv-notes"),
             html.H3("Match rules"),
             rules,
             html.H3("Summary (the guide's table)"),
@@ -350,12 +361,15 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 className="muted",
             ),
             ui.download_button("cv-summary-csv-btn", "Download summary CSV"),
-            ui.loading(html.Div(id="cv-summary"), "cv-summary-loading"),
+            ui.loading(html.Div(out["cv-summary"], id="cv-summary"), "cv-summary-loading"),
             html.H3("Every rule side by side (Match, per model and hardware)"),
-            ui.loading(html.Div(id="cv-rules"), "cv-rules-loading"),
+            ui.loading(html.Div(out["cv-rules"], id="cv-rules"), "cv-rules-loading"),
             html.H3("The guide's table beside ours"),
-            ui.loading(html.Div(id="cv-guide"), "cv-guide-loading"),
-            ui.loading(html.Div(id="cv-figure", style={"marginTop": "14px"}), "cv-figure-loading"),
+            ui.loading(html.Div(out["cv-guide"], id="cv-guide"), "cv-guide-loading"),
+            ui.loading(
+                html.Div(out["cv-figure"], id="cv-figure", style={"marginTop": "14px"}),
+                "cv-figure-loading",
+            ),
             html.H3("Ledger: one row per serving workload"),
             html.P(
                 "Deployed config (from the serving recipe) next to the best bench_moe "
@@ -375,7 +389,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 ],
                 className="row",
             ),
-            ui.loading(html.Div(id="cv-ledger"), "cv-ledger-loading"),
+            ui.loading(html.Div(out["cv-ledger"], id="cv-ledger"), "cv-ledger-loading"),
             html.H3("Sweeps to run next"),
             html.P(
                 "The fewest bench_moe commands that measure every no-data workload of this "
@@ -384,7 +398,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 className="muted",
             ),
             ui.download_button("cv-sweeps-sh-btn", "Download sweeps script (.sh)"),
-            ui.loading(html.Div(id="cv-sweeps"), "cv-sweeps-loading"),
+            ui.loading(html.Div(out["cv-sweeps"], id="cv-sweeps"), "cv-sweeps-loading"),
             dcc.Download(id="cv-summary-download"),
             dcc.Download(id="cv-ledger-download"),
             dcc.Download(id="cv-sweeps-download"),
@@ -416,9 +430,12 @@ def register(app: dash.Dash, data: DashData) -> None:
         Output("cv-poll", "disabled"),
         *[Input(i, p) for i, p in IDS],
         Input("cv-ledger-seen", "data"),  # set by the poll: the new ledger is stored
+        prevent_initial_call=True,  # the layout holds the first answer
     )
     def _update(*values: Any) -> tuple[Any, ...]:
         return page_update(data, *values)
+
+    ui.sync_url(app, "cv-url", "cv-url-init")
 
     @app.callback(
         Output("cv-ledger-seen", "data"),

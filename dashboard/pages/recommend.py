@@ -229,7 +229,8 @@ def layout(data: DashData, **query: Any) -> html.Div:
 
     return html.Div(
         [
-            dcc.Location(id="rec-url", refresh=False, search=search),
+            dcc.Location(id="rec-url", refresh=False),
+            dcc.Store(id="rec-url-init", data=search),
             html.H2("Which MoE configuration should I run?"),
             html.P(
                 "The TensorRT-LLM MoE guide's decision tree for your deployment, checked "
@@ -281,6 +282,8 @@ def register(app: dash.Dash, data: DashData) -> None:
     )
     def _update(*values: Any) -> tuple[Any, str]:
         return update(data, form_from_controls(*values))
+
+    ui.sync_url(app, "rec-url", "rec-url-init")
 
     @app.callback(
         Output("rec-evidence", "figure"),
