@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,31 +30,75 @@ def is_duckdb(conn_or_engine: sa.Connection | sa.Engine) -> bool:
     return conn_or_engine.dialect.name == "duckdb"
 
 
+# conn.info key of the small inserts held back until the shared transaction ends
+_DEFERRED = "moedash_deferred_inserts"
+
+
 def bulk_insert_frame(conn: sa.Connection, table: str, frame: pd.DataFrame) -> None:
     """Insert every row of ``frame`` into ``table`` (columns matched by name) inside the
-    connection's current transaction."""
+    connection's current transaction (inside :func:`deferred_inserts`: possibly at its
+    end, together with the other frames for the same table)."""
     if frame.empty:
         return
     cols = list(frame.columns)
-    col_sql = ", ".join(f'"{c}"' for c in cols)
     raw: Any = conn.connection.driver_connection
     if is_duckdb(conn):
-        view = "_moedash_bulk_in"
-        raw.register(view, _arrow_or_frame(frame))
-        try:
-            raw.execute(f"INSERT INTO {table} ({col_sql}) SELECT {col_sql} FROM {view}")
-        except BaseException:
-            # The failed insert aborted the transaction, so unregistering fails too;
-            # the insert's own error is the one to report.
-            with contextlib.suppress(Exception):
-                raw.unregister(view)
-            raise
-        raw.unregister(view)
+        data = _arrow_or_frame(frame)
+        pending: dict[tuple[str, tuple[str, ...]], list[pa.Table]] | None = conn.info.get(_DEFERRED)
+        if pending is not None and isinstance(data, pa.Table):
+            pending.setdefault((table, tuple(cols)), []).append(data)
+            return
+        _duckdb_insert(raw, table, cols, data)
         return
+    col_sql = ", ".join(f'"{c}"' for c in cols)
     rows = _python_rows(frame)
     with raw.cursor() as cur, cur.copy(f"COPY {table} ({col_sql}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
+
+
+def _duckdb_insert(raw: Any, table: str, cols: list[str], data: pa.Table | pd.DataFrame) -> None:
+    col_sql = ", ".join(f'"{c}"' for c in cols)
+    view = "_moedash_bulk_in"
+    raw.register(view, data)
+    try:
+        raw.execute(f"INSERT INTO {table} ({col_sql}) SELECT {col_sql} FROM {view}")
+    except BaseException:
+        # The failed insert aborted the transaction, so unregistering fails too;
+        # the insert's own error is the one to report.
+        with contextlib.suppress(Exception):
+            raw.unregister(view)
+        raise
+    raw.unregister(view)
+
+
+@contextlib.contextmanager
+def deferred_inserts(conn: sa.Connection) -> Iterator[None]:
+    """Inside the block, DuckDB's small :func:`bulk_insert_frame` inserts are held back
+    and written when it ends, one statement per table for all of them (a shared
+    transaction of several uploads, :mod:`db.group_commit`: each insert statement costs
+    a fixed ~3 ms besides its rows). Still inside the caller's transaction: if the block
+    or the combined insert fails, the transaction fails, nothing is stored. Nothing
+    inside may read back what it inserted this way (the upload path does not)."""
+    if not is_duckdb(conn) or _DEFERRED in conn.info:
+        yield
+        return
+    pending: dict[tuple[str, tuple[str, ...]], list[pa.Table]] = {}
+    conn.info[_DEFERRED] = pending
+    try:
+        yield
+    finally:
+        # conn.info lives as long as the pooled connection: never leave the key behind
+        conn.info.pop(_DEFERRED, None)
+    raw: Any = conn.connection.driver_connection
+    for (table, cols), tables in pending.items():
+        try:
+            combined = pa.concat_tables(tables, promote_options="default")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            for one in tables:  # columns that do not unify: one statement each
+                _duckdb_insert(raw, table, list(cols), one)
+            continue
+        _duckdb_insert(raw, table, list(cols), combined)
 
 
 # Frames up to this many rows go to DuckDB as Arrow (per-insert overhead dominates);

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Generic, TypeVar
 
 import sqlalchemy as sa
@@ -41,14 +41,21 @@ class GroupCommit:
     """Runs write functions several per transaction (see the module docstring).
 
     ``begin`` opens one write transaction (commit on success, rollback on error), e.g.
-    ``lambda: database.write("ingest")``. ``batches`` and ``solo_retries`` count what
+    ``lambda: database.write("ingest")``; ``shared(conn)`` is entered around the
+    functions of a shared transaction, inside it (its exit may still write; an error
+    there fails the batch like a member's). ``batches`` and ``solo_retries`` count what
     happened (observability and tests).
     """
 
     def __init__(
-        self, begin: Callable[[], AbstractContextManager[sa.Connection]], max_batch: int = 16
+        self,
+        begin: Callable[[], AbstractContextManager[sa.Connection]],
+        max_batch: int = 16,
+        shared: Callable[[sa.Connection], AbstractContextManager[None]] | None = None,
     ) -> None:
         self._begin = begin
+        # wraps the functions of a shared transaction (e.g. dialects.deferred_inserts)
+        self._shared = shared or (lambda _conn: nullcontext())
         self.max_batch = max_batch
         self._lock = threading.Lock()
         self._queue: list[_Job[Any]] = []
@@ -94,7 +101,7 @@ class GroupCommit:
         self.batches += 1
         if len(batch) > 1:
             try:
-                with self._begin() as conn:
+                with self._begin() as conn, self._shared(conn):
                     results = [job.fn(conn) for job in batch]
             except Exception:  # noqa: BLE001 - rolled back: each member alone, below
                 self.solo_retries += len(batch)

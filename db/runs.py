@@ -22,6 +22,7 @@ Contract
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -40,7 +41,13 @@ from db.sightings import (
     sighting_bytes,
     sightings_of_upload,
 )
-from db.uploads import IngestResult, existing_upload, insert_upload, sweep_fingerprint
+from db.uploads import (
+    IngestResult,
+    compress,
+    existing_upload,
+    insert_upload,
+    sweep_fingerprint,
+)
 from ingest.records import Sweep, UploadMeta
 
 
@@ -64,6 +71,49 @@ class RawUpload:
     content: bytes
 
 
+@dataclasses.dataclass(frozen=True)
+class VersionSlice:
+    """One run's slice facts and the versions stored on its slice
+    (:meth:`RunRepository.version_slice`): ``versions`` holds (trtllm_version,
+    run_date, run ids ascending) per distinct pair, in no particular order."""
+
+    run_id: int
+    model: str
+    hardware: str
+    quant: str | None
+    world_size: int | None
+    trtllm_version: str | None
+    n_candidates: int
+    versions: tuple[tuple[str, str | None, tuple[int, ...]], ...]
+
+
+_VERSIONS_OF = sa.func.string_agg(sa.cast(schema.runs.c.run_id, sa.Text), sa.literal(","))
+
+
+@functools.cache
+def _slice_versions_statement(quant_null: bool, world_size_null: bool) -> sa.Select[Any]:
+    """The versions of one slice (:meth:`RunRepository.version_slice`), built once per
+    shape (building a statement costs about what running this one costs): ``quant`` /
+    ``world_size`` NULL, or bound as parameters."""
+    r = schema.runs
+    conds = [r.c.model == sa.bindparam("model"), r.c.hardware == sa.bindparam("hardware")]
+    for col, null in ((r.c.quant, quant_null), (r.c.world_size, world_size_null)):
+        conds.append(col.is_(None) if null else col == sa.bindparam(col.name))
+    return (
+        sa.select(r.c.trtllm_version, r.c.run_date, _VERSIONS_OF)
+        .where(*conds, r.c.trtllm_version.is_not(None))
+        .group_by(r.c.trtllm_version, r.c.run_date)
+    )
+
+
+_HEAD = sa.select(
+    *(
+        schema.runs.c[name]
+        for name in ("model", "hardware", "quant", "world_size", "trtllm_version", "n_candidates")
+    )
+).where(schema.runs.c.run_id == sa.bindparam("run_id", type_=sa.BigInteger))
+
+
 class RunRepository:
     """Uploads and runs (their candidates are written here, read by
     :class:`db.candidates.CandidateReader`)."""
@@ -78,28 +128,37 @@ class RunRepository:
         meta: UploadMeta,
         *,
         uploaded_by: str | None = None,
+        known_new: bool = False,
     ) -> IngestResult:
         """Store one upload (its raw bytes, compressed) and every sweep parsed from it.
 
         Idempotent on the SHA-256 of ``raw``; atomic; see the module contract. A sweep
         already stored from other bytes is pointed at (``RunRef.created=False``), not
-        stored twice. No sweeps raises :class:`StoreError`.
+        stored twice. No sweeps raises :class:`StoreError`. ``known_new``: the caller
+        has just seen :meth:`ingest_known` answer None for these bytes, so the read
+        that looks for them first is skipped (bytes stored meanwhile are still found,
+        inside the write: the same answer as without it).
         """
         if not sweeps:
             raise StoreError("ingest: nothing to store (no sweeps)")
         sha = hashlib.sha256(raw).hexdigest()
-        with self._db.read("ingest") as conn:
-            existing = existing_upload(conn, sha, meta)
-        if existing is not None:
-            return self._sighted(existing, meta, uploaded_by)
+        if not known_new:
+            with self._db.read("ingest") as conn:
+                existing = existing_upload(conn, sha, meta)
+            if existing is not None:
+                return self._sighted(existing, meta, uploaded_by)
         keys = [sweep_fingerprint(s) for s in sweeps]
+        # compressed before the write lock is taken, not while others wait for it
+        packed = compress(raw)
         for attempt in range(2):
             try:
                 # several concurrent uploads may share one transaction (group commit,
                 # db.group_commit); each is still stored whole or not at all
                 return self._db.write_grouped(
                     "ingest",
-                    lambda conn: insert_upload(conn, sha, sweeps, keys, raw, meta, uploaded_by),
+                    lambda conn: insert_upload(
+                        conn, sha, sweeps, keys, raw, meta, uploaded_by, packed=packed
+                    ),
                 )
             except UniqueViolation:
                 if attempt:
@@ -212,6 +271,37 @@ class RunRepository:
             ).all()
         return pd.DataFrame(
             [tuple(row) for row in rows], columns=["run_id", "trtllm_version", "run_date"]
+        )
+
+    def version_slice(self, run_id: int) -> VersionSlice | None:
+        """What the upload-time regression check needs of one run, in one connection
+        and two narrow statements (no candidate read): the run's slice facts, and the
+        versions stored on its slice (same model, hardware, quant, world size; NULL
+        matches NULL), one row per (trtllm_version, run_date) with its run ids, runs
+        without a version left out. None for an unknown run."""
+        with self._db.read("version_slice") as conn:
+            head = conn.execute(_HEAD, {"run_id": run_id}).first()
+            if head is None:
+                return None
+            model, hardware, quant, world_size = head[0], head[1], head[2], head[3]
+            stmt = _slice_versions_statement(quant is None, world_size is None)
+            params = {"model": model, "hardware": hardware}
+            params.update(
+                {k: v for k, v in (("quant", quant), ("world_size", world_size)) if v is not None}
+            )
+            rows = conn.execute(stmt, params).all() if model and hardware else []
+        return VersionSlice(
+            run_id=run_id,
+            model=str(model),
+            hardware=str(hardware),
+            quant=quant,
+            world_size=None if world_size is None else int(world_size),
+            trtllm_version=head[4],
+            n_candidates=int(head[5]),
+            versions=tuple(
+                (str(v), None if d is None else d, tuple(sorted(int(x) for x in i.split(","))))
+                for v, d, i in rows
+            ),
         )
 
     def get_run(self, run_id: int) -> dict[str, Any]:

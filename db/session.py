@@ -102,7 +102,10 @@ class Database:
                 return fn(conn)
         group = self._groups.get(op)
         if group is None:  # setdefault is atomic: racing callers end up with one group
-            group = self._groups.setdefault(op, GroupCommit(lambda: self.write(op)))
+            # a shared transaction writes the members' candidates in one statement
+            group = self._groups.setdefault(
+                op, GroupCommit(lambda: self.write(op), shared=dialects.deferred_inserts)
+            )
         return group.run(fn)
 
     @contextmanager

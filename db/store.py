@@ -32,7 +32,7 @@ from analysis import columns as C
 from db import migrations
 from db.candidates import CandidateReader
 from db.crossval import CrossvalRepository
-from db.runs import Page, RawUpload, RunRepository
+from db.runs import Page, RawUpload, RunRepository, VersionSlice
 from db.session import Database, make_engine
 from db.tokens import TokenRepository
 from db.uploads import IngestResult, RunRef, sweep_fingerprint
@@ -44,6 +44,7 @@ __all__ = [
     "RawUpload",
     "RunRef",
     "Store",
+    "VersionSlice",
     "make_engine",
     "open_store",
     "sweep_fingerprint",
@@ -104,9 +105,10 @@ class Store:
         meta: UploadMeta,
         *,
         uploaded_by: str | None = None,
+        known_new: bool = False,
     ) -> IngestResult:
         """See :meth:`db.runs.RunRepository.ingest`."""
-        return self.runs.ingest(sweeps, raw, meta, uploaded_by=uploaded_by)
+        return self.runs.ingest(sweeps, raw, meta, uploaded_by=uploaded_by, known_new=known_new)
 
     def list_runs(
         self,

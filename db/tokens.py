@@ -97,11 +97,15 @@ def insert_token(conn: sa.Connection, name: str, scopes: frozenset[str]) -> tupl
     return int(token_id), secret
 
 
+# built once: verified on every authenticated request
+_TOKEN_BY_HASH = sa.select(schema.api_tokens).where(
+    schema.api_tokens.c.token_hash == sa.bindparam("digest")
+)
+
+
 def find_by_secret(conn: sa.Connection, secret: str) -> TokenInfo | None:
     digest = hash_secret(secret)
-    row = conn.execute(
-        sa.select(schema.api_tokens).where(schema.api_tokens.c.token_hash == digest)
-    ).first()
+    row = conn.execute(_TOKEN_BY_HASH, {"digest": digest}).first()
     if row is None or not hmac.compare_digest(str(row._mapping["token_hash"]), digest):
         return None
     return row_to_info(row)

@@ -19,7 +19,7 @@ import zstandard
 from analysis import columns as C
 from db import dialects, schema
 from db.dialects import plain_scalar as _plain
-from db.errors import Conflict
+from db.errors import Conflict, UniqueViolation
 from db.fingerprint import candidate_hashes
 from db.sightings import SightingRef, record_sighting
 from ingest.records import RUN_EXTRA_KEYS, Sweep, UploadMeta
@@ -129,15 +129,34 @@ def compress(raw: bytes) -> bytes:
     return b"".join(parts)
 
 
+# Statements of every upload, built once (building one costs about as much as the
+# database's work on it for a small upload); values go as parameters.
+_UPLOAD_BY_SHA = sa.select(schema.uploads.c.upload_id, schema.uploads.c.meta_json).where(
+    schema.uploads.c.sha256 == sa.bindparam("sha")
+)
+_RUNS_BY_KEY = (
+    sa.select(
+        schema.runs.c.run_key,
+        schema.runs.c.run_id,
+        schema.runs.c.sweep_key,
+        schema.runs.c.n_candidates,
+        schema.runs.c.upload_id,
+        schema.runs.c.run_date,
+        schema.uploads.c.sha256,
+        *(schema.runs.c[name] for name in (*CONTRADICTING_BLOCKS, *NOTED_BLOCKS)),
+    )
+    .join(schema.uploads, schema.uploads.c.upload_id == schema.runs.c.upload_id)
+    .where(schema.runs.c.run_key.in_(sa.bindparam("keys", expanding=True)))
+)
+_INSERT_UPLOAD = schema.uploads.insert().returning(schema.uploads.c.upload_id)
+_INSERT_RUN = schema.runs.insert().returning(schema.runs.c.run_id)
+
+
 def existing_upload(conn: sa.Connection, sha: str, meta: UploadMeta) -> IngestResult | None:
     """The stored upload with these bytes (``already_existed=True``), or None. Raises
     :class:`Conflict` naming the first of :data:`CONTRADICTING_FIELDS` given with
     another value than the stored upload's (annotations never conflict)."""
-    row = conn.execute(
-        sa.select(schema.uploads.c.upload_id, schema.uploads.c.meta_json).where(
-            schema.uploads.c.sha256 == sha
-        )
-    ).first()
+    row = conn.execute(_UPLOAD_BY_SHA, {"sha": sha}).first()
     if row is None:
         return None
     upload_id, meta_json = int(row[0]), json.loads(row[1])
@@ -172,8 +191,12 @@ def insert_upload(
     raw: bytes,
     meta: UploadMeta,
     uploaded_by: str | None,
+    *,
+    packed: bytes | None = None,
 ) -> IngestResult:
     """Write the upload and every sweep whose fingerprint (``keys``) is not stored yet.
+    ``packed``: ``raw`` already compressed (:func:`compress`), done before the caller
+    took the write lock; compressed here when not given.
 
     A sweep whose measurements are stored already is pointed at, after checking that
     nothing the new bytes say about it contradicts the stored run
@@ -181,24 +204,13 @@ def insert_upload(
     :class:`Conflict`). When every sweep is stored already (e.g. NVIDIA's CSVs after
     their data.js) no upload is written: the bytes are kept as a sighting of the stored
     upload and the result says ``same_measurements_other_bytes``."""
-    r, u = schema.runs, schema.uploads
-    found = {
-        row.run_key: row
-        for row in conn.execute(
-            sa.select(
-                r.c.run_key,
-                r.c.run_id,
-                r.c.sweep_key,
-                r.c.n_candidates,
-                r.c.upload_id,
-                r.c.run_date,
-                u.c.sha256,
-                *(r.c[name] for name in (*CONTRADICTING_BLOCKS, *NOTED_BLOCKS)),
-            )
-            .join(u, u.c.upload_id == r.c.upload_id)
-            .where(r.c.run_key.in_(list(keys)))
-        ).all()
-    }
+    found = {row.run_key: row for row in conn.execute(_RUNS_BY_KEY, {"keys": list(keys)}).all()}
+    if any(str(row.sha256) == sha for row in found.values()):
+        # these very bytes were stored since the caller looked for them (a concurrent
+        # upload of the same file): the caller reads them again and records a sighting
+        raise UniqueViolation(f"ingest failed: upload {sha[:12]}… was stored concurrently")
+    if packed is None:
+        packed = compress(raw)
     differing: list[str] = []
     for sweep, key in zip(sweeps, keys, strict=True):
         if key in found:
@@ -208,7 +220,6 @@ def insert_upload(
     if len(found) == len(set(keys)):
         rows = [found[k] for k in keys]
         sighting = None
-        packed = compress(raw)
         for upload_id in dict.fromkeys(int(x.upload_id) for x in rows):
             ref = record_sighting(
                 conn, upload_id, sha, meta, uploaded_by, content=packed, size_bytes=len(raw)
@@ -226,19 +237,18 @@ def insert_upload(
         )
     now = dt.datetime.now(dt.UTC)
     upload_id = conn.execute(
-        schema.uploads.insert()
-        .values(
-            sha256=sha,
-            filename=meta.filename,
-            source_format=str(sweeps[0].run.get(C.SOURCE_FORMAT)),
-            size_bytes=len(raw),
-            compression="zstd",
-            content=compress(raw),
-            meta_json=json.dumps(dataclasses.asdict(meta), sort_keys=True),
-            uploaded_by=uploaded_by,
-            uploaded_at=now,
-        )
-        .returning(schema.uploads.c.upload_id)
+        _INSERT_UPLOAD,
+        {
+            "sha256": sha,
+            "filename": meta.filename,
+            "source_format": str(sweeps[0].run.get(C.SOURCE_FORMAT)),
+            "size_bytes": len(raw),
+            "compression": "zstd",
+            "content": packed,
+            "meta_json": json.dumps(dataclasses.asdict(meta), sort_keys=True),
+            "uploaded_by": uploaded_by,
+            "uploaded_at": now,
+        },
     ).scalar_one()
     refs: list[RunRef] = []
     new: dict[str, RunRef] = {}
@@ -312,7 +322,5 @@ def _insert_run(
     for name in (*C.RUN_COLUMNS, *RUN_EXTRA_KEYS):
         if name != C.RUN_ID:
             values[name] = _plain(sweep.run.get(name))
-    run_id = conn.execute(
-        schema.runs.insert().values(**values).returning(schema.runs.c.run_id)
-    ).scalar_one()
+    run_id = conn.execute(_INSERT_RUN, values).scalar_one()
     return int(run_id)

@@ -10,8 +10,11 @@ only ever compared with itself.
 "Earlier" is the version order of :mod:`analysis.versions` (version number, then run
 date); a run with no version, or no earlier version on its slice, has no regressions.
 
-It is cheap by construction: it reads the head run's candidates, the run list of that
-one slice, and the candidates of the base version's runs only (no cached frames).
+It is cheap by construction (it runs on every upload): two narrow statements give the
+head run's slice facts and the versions of that one slice
+(:meth:`db.runs.RunRepository.version_slice`), and only when there is an earlier version
+are candidates read: those of the head run and the base version's runs (no cached
+frames).
 
 Thresholds: :class:`RegressionThresholds` -- a default percentage and overrides per
 ``"<model>"``, ``"<model>/<hardware>"`` or ``"*/<hardware>"`` (most specific wins:
@@ -33,8 +36,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from analysis import columns as C
 from analysis import compare as K
 from analysis.identity import CONFIG_COLUMNS, WORKLOAD_COLUMNS
-from analysis.versions import ORDER, RUN_IDS, VERSION, same_version, version_table
-from db.store import Store
+from analysis.versions import (
+    ORDER,
+    RUN_IDS,
+    VERSION,
+    same_version,
+    sort_versions,
+    version_table,
+)
+from db.store import Store, VersionSlice
 from service.compare import records
 from service.frames import CELL_COLUMNS, DashData, prepare_frame
 
@@ -80,23 +90,6 @@ def _store(source: Store | DashData) -> Store:
     return source.store if isinstance(source, DashData) else source
 
 
-def _fact(facts: dict[str, Any], name: str) -> Any:
-    value = facts.get(name)
-    return None if value is None or bool(pd.isna(value)) else value
-
-
-def _slice_runs(store: Store, facts: dict[str, Any]) -> pd.DataFrame:
-    """run_id, trtllm_version, run_date of every run of the head run's slice (one
-    narrow query, not the run list: this runs on every upload)."""
-    world_size = _fact(facts, C.WORLD_SIZE)
-    return store.runs.slice_versions(
-        model=str(facts[C.MODEL]),
-        hardware=str(facts[C.HARDWARE]),
-        quant=_fact(facts, C.QUANT),
-        world_size=None if world_size is None else int(world_size),
-    )
-
-
 def earlier_versions(runs: pd.DataFrame, version: str) -> list[tuple[str, list[int]]]:
     """Every version of ``runs`` ordered before ``version`` (and not the same version),
     latest first, each with its run ids. ``runs`` holds run_id, trtllm_version and
@@ -117,6 +110,28 @@ def earlier_version(runs: pd.DataFrame, version: str) -> tuple[str, list[int]] |
     """The first of :func:`earlier_versions` (the latest earlier one), None if none."""
     found = earlier_versions(runs, version)
     return found[0] if found else None
+
+
+def slice_earlier_versions(found: VersionSlice) -> list[tuple[str, list[int]]]:
+    """:func:`earlier_versions` of the run ``found`` describes, from the (version,
+    run date, run ids) rows of its slice (:meth:`db.runs.RunRepository.version_slice`)
+    instead of a run table: the same order (:func:`analysis.versions.sort_versions`
+    over each version's first run date), without building frames on every upload."""
+    head = found.trtllm_version
+    dates: dict[str, list[str]] = {}
+    ids: dict[str, list[int]] = {}
+    for version, date, run_ids in found.versions:
+        dates.setdefault(version, [])
+        if date is not None:
+            dates[version].append(str(date))
+        ids.setdefault(version, []).extend(run_ids)
+    if head is None or head not in dates:
+        return []
+    versions = sorted(dates)
+    first = [min(dates[v]) if dates[v] else None for v in versions]
+    ordered = [versions[i] for i in sort_versions(versions, first)]
+    earlier = ordered[: ordered.index(head)]
+    return [(v, sorted(ids[v])) for v in reversed(earlier) if not same_version(v, head)]
 
 
 def _groups(frame: pd.DataFrame) -> np.ndarray:
@@ -172,17 +187,14 @@ def regressions_for_runs(
     thresholds = thresholds or RegressionThresholds()
     out: list[dict[str, Any]] = []
     for run_id in sorted({int(r) for r in run_ids}):
-        # the run's facts (run columns always come; one candidate column keeps it small)
-        head = store.candidate_frame(run_ids=[run_id], columns=(C.CANDIDATE_INDEX,))
-        if head.empty:
+        # the run's slice facts and its slice's versions: two narrow statements (this
+        # runs on every upload; the candidates are read only when there is a base)
+        found = store.runs.version_slice(run_id)
+        if found is None or found.trtllm_version is None or not found.n_candidates:
             continue
-        facts = head.iloc[0].to_dict()
-        version = facts.get(C.TRTLLM_VERSION)
-        if version is None or pd.isna(version):
-            continue
-        pct = thresholds.for_slice(str(facts[C.MODEL]), str(facts[C.HARDWARE]))
+        pct = thresholds.for_slice(found.model, found.hardware)
         remaining: set[str] | None = None  # (phase, dispatch) parts not compared yet
-        for base_version, base_ids in earlier_versions(_slice_runs(store, facts), str(version)):
+        for base_version, base_ids in slice_earlier_versions(found):
             # one read of both sides: the same categories, so the compare stays on codes
             both = prepare_frame(
                 store.candidate_frame(
@@ -193,6 +205,8 @@ def regressions_for_runs(
             group = _groups(both)
             if remaining is None:
                 remaining = set(group[is_head])
+                if not remaining:  # the head has no candidates to compare
+                    break
             here = remaining & set(group[~is_head])
             if not here:
                 continue

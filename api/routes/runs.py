@@ -140,7 +140,8 @@ def _check_body_type(request: Request) -> str:
 
 
 def _parse_and_store(store: Store, raw: bytes, meta: UploadMeta, token: TokenInfo) -> IngestResult:
-    """Parse the body and store what it holds (a refused report: its 4xx)."""
+    """Parse the body and store what it holds (a refused report: its 4xx); called once
+    ``ingest_known`` has found these bytes not stored."""
     try:
         sweeps = parse_upload(raw, meta, meta.filename)
     except InputError as exc:
@@ -148,7 +149,7 @@ def _parse_and_store(store: Store, raw: bytes, meta: UploadMeta, token: TokenInf
         if exc.field in UploadMetadata.model_fields:
             loc = ["query", exc.field]
         raise error(exc.status, loc, exc.problem, "invalid_report") from exc
-    return store.ingest(sweeps, raw, meta, uploaded_by=token.name)
+    return store.ingest(sweeps, raw, meta, uploaded_by=token.name, known_new=True)
 
 
 async def _ingest(

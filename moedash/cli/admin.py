@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import enum
+import gc
 import json
 from pathlib import Path
 from typing import Annotated
@@ -53,6 +54,11 @@ def serve(
         app = create_app(settings, store=store)
         ui.line(f"moedash serving {settings.database_url}")
         ui.line(f"open http://{settings.host}:{settings.port}/  (API docs: /docs)")
+        # what start-up built (modules, the app, the schema) lives as long as the
+        # process: frozen, the cyclic GC no longer walks it on every full collection
+        # while requests run (~1-2 ms of CPU per upload under load)
+        gc.collect()
+        gc.freeze()
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
     finally:
         store.close()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis import columns as C
@@ -217,3 +218,33 @@ def test_killed_during_shared_transactions_leaves_only_whole_uploads(tmp_path: P
         if not finished:
             return
     pytest.fail("the writer always finished before the kill; could not test a midway kill")
+
+
+def _plain(frame: pd.DataFrame) -> list[list[Any]]:
+    """Rows as lists of plain values, every kind of missing value as None."""
+    cols = list(C.CANDIDATE_COLUMNS)
+    out = frame[cols].astype(object).where(frame[cols].notna(), None)
+    return [
+        [None if v is None else (v.item() if hasattr(v, "item") else v) for v in row]
+        for row in out.itertuples(index=False)
+    ]
+
+
+def test_a_shared_transaction_writes_every_candidate_exactly(duck: Store) -> None:
+    # one insert for the candidates of the whole batch (db.dialects.deferred_inserts):
+    # frames whose columns convert to different Arrow types (a text column with no
+    # value at all next to one with values; other lengths) still land row for row
+    sweeps = [make_sweep(n, seed=i) for i, n in enumerate((5, 30, 1, 12, 30))]
+    sweeps[3].candidates[C.SKIP_REASON] = "odd ' text \" with quotes"
+    results, group = queued_while_writing(
+        duck, [ingest(duck, [s], f"mixed-{i}".encode()) for i, s in enumerate(sweeps)]
+    )
+    assert all(isinstance(r, IngestResult) for r in results)
+    assert group.solo_retries == 0
+    assert duck.table_counts()["candidates"] == 5 + 30 + 1 + 12 + 30
+    for sweep, result in zip(sweeps, results, strict=True):
+        stored = duck.candidate_frame(run_ids=[result.runs[0].run_id])
+        assert _plain(stored) == _plain(sweep.candidates)
+    # nothing is held back any more: a later upload alone is written at once
+    alone = duck.ingest([make_sweep(3, seed=50)], b"alone", META)
+    assert len(duck.candidate_frame(run_ids=[alone.runs[0].run_id])) == 3

@@ -62,6 +62,7 @@ def _calls(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> dict[str, Callabl
         "slice_versions": lambda s: s.slice_versions(
             model="m", hardware="h", quant=None, world_size=None
         ),
+        "version_slice": lambda s: s.version_slice(1),
         # candidates
         "list_candidates": lambda s: s.list_candidates(1),
         "candidate_frame": lambda s: s.candidate_frame(categorical=True),
