@@ -148,6 +148,19 @@ def _nav() -> html.Header:
     )
 
 
+# pages whose first view has a chart: they load plotly.js with the layout (dashboard/shell.py)
+CHART_PAGES = (
+    "/pareto",
+    "/recommend",
+    "/thresholds",
+    "/crossval",
+    "/crossovers",
+    "/routing",
+    "/history",
+    "/compare",
+)
+
+
 def _drawn_key(pathname: str | None, search: str | None) -> str:
     return ((pathname or "/").rstrip("/") or "/") + (search or "")
 
@@ -209,6 +222,7 @@ def create_dash(
         update_title=None,
         plotly_js=plotly_js,
         regenerator_js=regenerator_js,
+        chart_paths=CHART_PAGES,
     )
     # a function: Dash calls it for every /_dash-layout request (page_of_request)
     app.layout = lambda: shell_layout(data, page_of_request())

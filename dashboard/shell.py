@@ -10,9 +10,14 @@ What a first visit costs the browser, and what is done about it here (measured w
   regenerator-runtime (moedash.assets), the shell links that (25 KB) in the polyfill's
   place; without it the polyfill stays.
 * **No DataTable bundle**: Dash always links dash_table's loader; no page uses it.
-* **plotly.js on demand**: dcc.Graph loads the bundle when the first chart mounts. Loading
-  it ``defer`` from the page's HTML on chart pages was measured slower: its evaluation
-  (300-500 ms) then runs before Dash's renderer asks for the layout.
+* **plotly.js while the server lays the page out**: on a page whose first view has a
+  chart (``chart_paths``), :func:`plotly_early` starts loading the bundle the moment
+  Dash's renderer asks for the layout, so its evaluation (300-500 ms on 2 cores) overlaps
+  the server's work instead of following the chart's mount. Until it has run,
+  ``window.Plotly`` is a promise of it: dcc.Graph's loader (``Promise.resolve(window.Plotly
+  || load())``) waits for that instead of loading the bundle a second time. Loading it
+  ``defer`` from the HTML was measured slower: it then runs before the renderer asks for
+  the layout. Other pages load it when a chart first mounts.
 * **moedash's own component** (``static/moedash-components.js``, see
   dashboard/static_html.py) is loaded after React and before the renderer starts.
 
@@ -26,11 +31,13 @@ import hashlib
 import html as _html
 import json
 import re
+from collections.abc import Collection
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import dash
+import flask
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 
@@ -94,6 +101,32 @@ def plotly_head(plotly_js: str | None) -> str:
     )
 
 
+def plotly_early(plotly_js: str) -> str:
+    """The inline script of the module docstring's second point."""
+    url = json.dumps(plotly_js).replace("<", "\\u003c")
+    return (
+        "<script>(function (url) {\n"
+        "  var fetch0 = window.fetch;\n"
+        "  window.fetch = function (input) {\n"
+        "    var target = typeof input === 'string' ? input : (input && input.url) || '';\n"
+        "    if (target.indexOf('_dash-layout') !== -1) {\n"
+        "      window.fetch = fetch0;\n"
+        "      if (!window.Plotly) {\n"
+        "        window.Plotly = new Promise(function (resolve, reject) {\n"
+        "          var s = document.createElement('script');\n"
+        "          s.src = url; s.async = true;\n"
+        "          s.onload = function () { resolve(window.Plotly); };\n"
+        "          s.onerror = function (e) { delete window.Plotly; reject(e); };\n"
+        "          document.head.appendChild(s);\n"
+        "        });\n"
+        "      }\n"
+        "    }\n"
+        "    return fetch0.apply(this, arguments);\n"
+        "  };\n"
+        f"}})({url});</script>"
+    )
+
+
 _POLYFILL = re.compile(r'<script src="[^"]*/polyfill@[^"]*"></script>')
 _DASH_TABLE = re.compile(r'<script src="[^"]*/dash_table/bundle[^"]*"></script>\n?')
 
@@ -109,13 +142,31 @@ def trim_scripts(scripts: str, regenerator_js: str | None) -> str:
 
 
 class ShellDash(dash.Dash):
-    """Dash with the shell above; scripts trimmed by :func:`trim_scripts`."""
+    """Dash with the shell above: scripts trimmed by :func:`trim_scripts`; on the paths in
+    ``chart_paths`` the page's HTML carries :func:`plotly_early`."""
 
     def __init__(
-        self, *args: Any, plotly_js: str | None, regenerator_js: str | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        plotly_js: str | None,
+        regenerator_js: str | None = None,
+        chart_paths: Collection[str] = (),
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, index_string=index_string(plotly_js), **kwargs)
         self._moedash_regenerator_js = regenerator_js
+        self._moedash_early = plotly_early(plotly_js) if plotly_js else None
+        self._moedash_chart_paths = frozenset(chart_paths)
+
+    def interpolate_index(self, **kwargs: Any) -> str:
+        page = super().interpolate_index(**kwargs)
+        if (
+            self._moedash_early
+            and flask.has_request_context()
+            and (flask.request.path.rstrip("/") or "/") in self._moedash_chart_paths
+        ):
+            page = page.replace("</head>", self._moedash_early + "\n</head>", 1)
+        return page
 
     def _generate_scripts_html(self) -> str:
         return trim_scripts(super()._generate_scripts_html(), self._moedash_regenerator_js)

@@ -127,3 +127,17 @@ def test_trim_scripts_escapes_the_url_and_leaves_other_tags() -> None:
     assert out.startswith('<script src="/x.js?a=&quot;b&quot;"></script>')
     assert "react@18" in out and "dash_table" not in out
     assert trim_scripts(tags, None).count("polyfill@") == 1
+
+
+def test_chart_pages_start_plotly_with_the_layout_request(duck: Store) -> None:
+    bundle = "/static/vendor/plotly-basic.min.js?v=4.1.1"
+    client = create_dash(DashData(duck), plotly_js=bundle).server.test_client()
+    pareto = client.get("/pareto").get_data(as_text=True)
+    head = pareto.split("</head>", 1)[0]
+    assert "indexOf('_dash-layout')" in head and f'}})("{bundle}");</script>' in head
+    # dcc.Graph's loader waits on the same load instead of starting a second one
+    assert "window.Plotly = new Promise" in head
+    for page in ("/", "/best"):
+        assert "_dash-layout" not in client.get(page).get_data(as_text=True)
+    without = create_dash(DashData(duck)).server.test_client().get("/pareto")
+    assert "window.Plotly = new Promise" not in without.get_data(as_text=True)
