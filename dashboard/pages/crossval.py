@@ -43,6 +43,8 @@ from dashboard.pages.crossval_filters import (
     parse_query,
 )
 from dashboard.pages.crossval_render import (
+    deferred_figure,
+    register_deferred_figure,
     render_figure,
     render_guide,
     render_ledger,
@@ -335,6 +337,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     )  # fmt: skip
     keys = [*(i for i, _ in OUTPUTS), "stale", "poll_off"]
     out = dict(zip(keys, page_update(data, *values), strict=True))
+    figure_now, figure_later = deferred_figure(out["cv-figure"])
     rules = html.Dl(
         [x for r in RULES for x in (html.Dt(r), html.Dd(RULE_DEFINITIONS[r]))],
         className="definitions",
@@ -346,6 +349,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
             dcc.Store(id="cv-url-init", data=out["cv-url"]),
             dcc.Interval(id="cv-poll", interval=POLL_MS, disabled=out["poll_off"]),
             dcc.Store(id="cv-ledger-seen"),
+            dcc.Store(id="cv-figure-deferred", data=figure_later),
             *head,
             controls,
             html.Div(out["stale"], id="cv-stale", role="status"),
@@ -367,7 +371,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
             html.H3("The guide's table beside ours"),
             ui.loading(html.Div(out["cv-guide"], id="cv-guide"), "cv-guide-loading"),
             ui.loading(
-                html.Div(out["cv-figure"], id="cv-figure", style={"marginTop": "14px"}),
+                html.Div(
+                    deferred_figure(out["cv-figure"]), id="cv-figure", style={"marginTop": "14px"}
+                ),
                 "cv-figure-loading",
             ),
             html.H3("Ledger: one row per serving workload"),
@@ -436,6 +442,7 @@ def register(app: dash.Dash, data: DashData) -> None:
         return page_update(data, *values)
 
     ui.sync_url(app, "cv-url", "cv-url-init")
+    register_deferred_figure(app)
 
     @app.callback(
         Output("cv-ledger-seen", "data"),

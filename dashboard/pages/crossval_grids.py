@@ -286,6 +286,9 @@ def ledger_grid(view: pd.DataFrame) -> Any:
             "paginationPageSizeSelector": [20, 50, 100, 500],
             "enableCellTextSelection": True,
             "tooltipShowDelay": 300,
+            # draw the first page in one go, not row batches over animation frames
+            "suppressAnimationFrame": True,
+            "animateRows": False,
         },
         style={"height": f"{min(760, 300 + 60 * len(view))}px"},
         className="ag-theme-alpine",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dash import dcc, html
+from dash import Input, Output, State, dcc, html
 
 from analysis import crossval_columns as cc
 from analysis.crossval_guide import guide_summary
@@ -151,6 +151,42 @@ def render_figure(res: CrossvalView) -> Any:
         figure=XF.status_figure(res.ledger),
         config={**ui.GRAPH_CONFIG, "responsive": True},
         className="pareto-graph",
+    )
+
+
+def deferred_figure(graph: Any) -> tuple[Any, Any]:
+    """For the page's first view: (what ``cv-figure`` shows, what the
+    ``cv-figure-deferred`` store holds). ``graph`` (from :func:`render_figure`) is drawn
+    only once the ledger grid has shown its rows (``register_deferred_figure``), so the
+    ledger - the page's main content - is not queued behind the chart on the browser's
+    one main thread. Until then a box of the chart's height says it is coming (no layout
+    shift)."""
+    if not isinstance(graph, dcc.Graph):
+        return graph, None
+    height = graph.figure.layout.height or 450
+    placeholder = html.Div(
+        html.P("Drawing the status chart…", className="muted"),
+        style={"minHeight": f"{height}px"},
+        **{"data-testid": "cv-figure-pending", "aria-busy": "true"},
+    )
+    return placeholder, graph.to_plotly_json()
+
+
+def register_deferred_figure(app: Any) -> None:
+    """The browser side of :func:`deferred_figure`: when the ledger grid first reports its
+    displayed rows, the stored chart replaces the placeholder and the store is emptied
+    (later changes come from the page's callback; no server round trip here)."""
+    app.clientside_callback(
+        """function (rows, graph) {
+            var noUpdate = window.dash_clientside.no_update;
+            if (!graph || rows === undefined || rows === null) { return [noUpdate, noUpdate]; }
+            return [graph, null];
+        }""",
+        Output("cv-figure", "children", allow_duplicate=True),
+        Output("cv-figure-deferred", "data"),
+        Input("cv-ledger-grid", "virtualRowData"),
+        State("cv-figure-deferred", "data"),
+        prevent_initial_call=True,
     )
 
 
