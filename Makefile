@@ -80,5 +80,11 @@ bench: install assets
 	$(BIN)/python bench/analysis.py
 	$(BIN)/python bench/dashboard.py
 	$(BIN)/python bench/dashboard.py --published
+	$(BIN)/python bench/compare.py
+	$(BIN)/python bench/upload_checks.py
+	$(BIN)/python bench/upload_concurrency.py
+	$(BIN)/python bench/upload_memory.py
+	# the cross-validation page on the real data (needs ../shared/data or $$MOEDASH_SHARED_DATA)
+	if [ -d "$${MOEDASH_SHARED_DATA:-../shared/data}" ]; then $(BIN)/python bench/crossval.py; fi
 
 ci: test test-pg test-realdata
