@@ -166,12 +166,14 @@ def _drawn_key(pathname: str | None, search: str | None) -> str:
 
 
 def page_of_request() -> tuple[str, str] | None:
-    """(path, search) of the page a ``/_dash-layout`` request is for, from its Referer
-    (same host only); None outside such a request or when the page is not known."""
+    """(path, search) of the page a ``/_dash-layout`` request is for, from its Referer;
+    None outside such a request or when the path is not one of ours. The host is not
+    compared: behind a reverse proxy the request's Host is the proxy's upstream name, and
+    the answer is the page anyone may ask for by that path."""
     if not flask.has_request_context() or not flask.request.path.endswith("_dash-layout"):
         return None
     referrer = urlsplit(flask.request.referrer or "")
-    if referrer.scheme not in ("http", "https") or referrer.netloc != flask.request.host:
+    if referrer.scheme not in ("http", "https"):
         return None
     path = referrer.path.rstrip("/") or "/"
     if path not in PAGES:

@@ -74,7 +74,7 @@ def recent_table(runs: pd.DataFrame) -> StaticHtml:
         "candidates (ok/failed/skipped)",
         "CI",
         "notes",
-        "",
+        "data",
     )
     rows = []
     for r in runs.to_dict("records"):

@@ -60,13 +60,18 @@ def test_layout_without_a_usable_referer_leaves_the_page_to_the_router(duck: Sto
     app = create_dash(_seeded(duck))
     for referer in (
         None,
-        "http://elsewhere.example:8050/best",  # another host
         "http://127.0.0.1:8050/no-such-page",
         "javascript:alert(1)",
     ):
         layout = _layout(app, referer)
         assert _find(layout, "page")["props"].get("children") is None, referer  # type: ignore[index]
         assert _find(layout, "page-drawn")["props"].get("data") is None, referer  # type: ignore[index]
+
+
+def test_behind_a_proxy_the_public_host_in_the_referer_is_fine(duck: Store) -> None:
+    app = create_dash(_seeded(duck))
+    layout = _layout(app, "https://moedash.example.org/best", host="app:8000")
+    assert _find(layout, "best-grid") is not None
 
 
 def test_router_keeps_the_laid_out_page_once_then_renders_every_navigation(duck: Store) -> None:
