@@ -15,6 +15,7 @@ from analysis import columns as C
 from dashboard import components as ui
 from dashboard import grid_state as gs
 from dashboard import labelled as lb
+from dashboard.static_html import El, StaticHtml, table
 from service.filenames import display_filename
 from service.frames import DashData
 from service.raw_download import DASHBOARD_FORMAT
@@ -109,6 +110,54 @@ def raw_link(run_id: int, run: dict[str, Any]) -> html.Div:
     )
 
 
+SIGHTING_FIELDS = ("seen", "first seen", "last seen", "arrived as", "file", "CI", "notes", "")
+
+
+def sightings_block(run_id: int, run: dict[str, Any]) -> Any:
+    """Later arrivals of this run's upload (``Store.get_run``'s ``sightings``): when,
+    how often, with which CI metadata, and - when they came as other bytes with the same
+    measurements - a link to those bytes. Nothing when there were none."""
+    sightings = run.get("sightings") or []
+    if not sightings:
+        return None
+    rows = []
+    for sg in sightings:
+        kept = bool(sg.get("bytes_kept"))
+        href = f"/api/v1/runs/{run_id}/sightings/{sg['sighting_id']}/raw"
+        rows.append(
+            [
+                f"{int(sg.get('n_seen') or 1)}×",
+                str(sg.get("first_seen_at") or "—")[:16],
+                str(sg.get("last_seen_at") or "—")[:16],
+                "the same bytes" if sg.get("same_bytes") else "other bytes, same measurements",
+                ui.fmt(display_filename(sg.get("filename"))),
+                El("td", _ci(sg.get("ci_url")), className="wrap"),
+                El("td", ui.fmt(sg.get("notes")), className="wrap"),
+                El("a", "download", href=href) if kept else "",
+            ]
+        )
+    return html.Div(
+        [
+            html.H3("Later arrivals (sightings)"),
+            html.P(
+                "The upload arrived again; nothing new was stored (the same measurements "
+                "count once). Other bytes are kept and can be downloaded.",
+                className="muted",
+            ),
+            StaticHtml(
+                El("div", table(SIGHTING_FIELDS, rows, className="recent"), className="scroll-x"),
+                **{"data-testid": "run-sightings"},
+            ),
+        ]
+    )
+
+
+def _ci(url: Any) -> Any:
+    if isinstance(url, str) and url.startswith(("https://", "http://")):
+        return El("a", url, href=url, target="_blank", rel="noopener noreferrer")
+    return ui.fmt(url)
+
+
 def layout(data: DashData, **query: Any) -> html.Div:
     run_id = ui.as_int(ui.first(query, "id"))
     if run_id is None:
@@ -156,6 +205,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                             html.H3("Metadata"),
                             ui.kv_table(run_metadata(run), "run-meta"),
                             raw_link(run_id, run),
+                            sightings_block(run_id, run),
                             html.Ul([html.Li(str(w)) for w in warnings], className="warnings")
                             if warnings
                             else None,
