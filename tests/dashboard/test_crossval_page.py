@@ -497,16 +497,3 @@ def test_long_cells_wrap_instead_of_clipping(data: DashData) -> None:
     flat = [d for g in by_id(out[5], "cv-ledger-grid").columnDefs for d in g.get("children", [g])]
     reason = next(d for d in flat if d["field"] == cc.REASON)
     assert reason["wrapText"] and reason["autoHeight"]
-
-
-def test_first_view_defers_the_chart_until_the_ledger_shows(data: DashData) -> None:
-    page = render_page(data, "/crossval", "?hardware=H200")
-    pending = by_testid(page, "cv-figure-pending")
-    assert pending is not None and "status chart" in text(pending)
-    stored = by_id(page, "cv-figure-deferred").data
-    assert stored["type"] == "Graph" and stored["props"]["id"] == "cv-status-graph"
-    assert len(stored["props"]["figure"]["data"]) == 3  # Match, Mismatch, no data bars
-    # a filter change (the page's callback) draws the chart at once
-    out = P.update(data, None, "H200", None, None, 2, 3)
-    assert isinstance(out[4], dcc.Graph)
-    assert R.deferred_figure(None) == (None, None)
