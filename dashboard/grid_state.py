@@ -99,18 +99,31 @@ def from_store(data: Any, fields: Iterable[str]) -> GridState:
     )
 
 
-def from_grid(column_state: Any, filter_model: Any, fields: Iterable[str]) -> GridState:
+def from_grid(
+    column_state: Any, filter_model: Any, fields: Iterable[str], kept: Any = None
+) -> GridState:
     """The state a grid reports: ``columnState`` (a list of ``{colId, sort, sortIndex}``;
-    columns without a sort are unsorted) and ``filterModel``."""
+    columns without a sort are unsorted) and ``filterModel``.
+
+    A grid that has just mounted may report one of the two before the other (its empty
+    ``filterModel`` first, ``columnState`` still None). The part not reported yet is
+    taken from ``kept`` (the state the page already holds, :meth:`GridState.to_store`),
+    so the sort from the URL is not dropped for a moment and written back afterwards."""
     allowed = set(fields)
-    sorted_cols = [
-        c
-        for c in (column_state if isinstance(column_state, list) else [])
-        if isinstance(c, dict) and c.get("sort") in _DIRECTIONS
-    ]
-    sorted_cols.sort(key=lambda c: c.get("sortIndex") if isinstance(c.get("sortIndex"), int) else 0)
-    pairs = [(str(c.get("colId")), str(c.get("sort"))) for c in sorted_cols]
-    return GridState(_clean_sort(pairs, allowed), _clean_filter(filter_model, allowed))
+    held = from_store(kept, allowed)
+    if not isinstance(column_state, list):
+        sort = held.sort
+    else:
+        sorted_cols = [
+            c for c in column_state if isinstance(c, dict) and c.get("sort") in _DIRECTIONS
+        ]
+        sorted_cols.sort(
+            key=lambda c: c.get("sortIndex") if isinstance(c.get("sortIndex"), int) else 0
+        )
+        pairs = [(str(c.get("colId")), str(c.get("sort"))) for c in sorted_cols]
+        sort = _clean_sort(pairs, allowed)
+    model = held.filter if filter_model is None else _clean_filter(filter_model, allowed)
+    return GridState(sort, model)
 
 
 def leaf_fields(column_defs: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -253,10 +253,12 @@ def register(app: dash.Dash, data: DashData) -> None:
         Input("best-grid", "columnState"),
         Input("best-grid", "filterModel"),
         *[State(c.component_id, c.component_property) for c in controls],
+        State("best-gridstate", "data"),
         prevent_initial_call=True,
     )
     def _gridstate(column_state: Any, filter_model: Any, *values: Any) -> tuple[Any, str]:
-        return grid_changed(column_state, filter_model, *values)
+        *controls_now, kept = values
+        return grid_changed(column_state, filter_model, *controls_now, kept=kept)
 
     @app.callback(
         Output("best-download", "data"),
@@ -289,9 +291,11 @@ def grid_changed(
     ws: Any,
     dispatch: Any = None,
     repeats: Any = None,
+    kept: Any = None,
 ) -> tuple[dict[str, Any], str]:
-    """The grid sorted or filtered -> (kept grid state, URL search with it)."""
-    state = gs.from_grid(column_state, filter_model, grid_fields())
+    """The grid sorted or filtered -> (kept grid state, URL search with it); ``kept`` is
+    the state held so far (what the grid has not reported yet stays as it was)."""
+    state = gs.from_grid(column_state, filter_model, grid_fields(), kept)
     return state.to_store(), best_search(cell_key, grouping, ws, dispatch, repeats, state)
 
 

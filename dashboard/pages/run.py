@@ -344,10 +344,11 @@ def register(app: dash.Dash, data: DashData) -> None:
         Output("run-gridstate", "data"),
         Input("run-grid", "columnState"),
         Input("run-grid", "filterModel"),
+        State("run-gridstate", "data"),
         prevent_initial_call=True,
     )
-    def _gridstate(column_state: Any, filter_model: Any) -> Any:
-        return gs.from_grid(column_state, filter_model, GRID_COLUMNS).to_store()
+    def _gridstate(column_state: Any, filter_model: Any, kept: Any) -> Any:
+        return gs.from_grid(column_state, filter_model, GRID_COLUMNS, kept).to_store()
 
     @app.callback(
         Output("run-cand", "data"), Input("run-grid", "selectedRows"), prevent_initial_call=True

@@ -154,9 +154,13 @@ def test_run_raw_download_and_grid_sort(server: dict[str, Any], page: Any, tmp_p
     _sort_by(page, "run-grid", C.SCORE_MS, f"{C.SCORE_MS}:desc")
     scores = [float(s) for s in _column(page, "run-grid", C.SCORE_MS)]
     assert scores == sorted(scores, reverse=True)
+    entries = page.evaluate("history.length")
     page.reload()
     _wait_grid(page, "run-grid")
+    page.wait_for_load_state("networkidle")
     assert _query(page)["sort"] == [f"{C.SCORE_MS}:desc"]
+    # the reload wrote no URL of its own (it used to drop the sort, then put it back)
+    assert page.evaluate("history.length") == entries
     page.evaluate(f"() => dash_ag_grid.getApi('run-grid').ensureColumnVisible('{C.SCORE_MS}')")
     cell = page.locator(f"#run-grid [role=columnheader][col-id='{C.SCORE_MS}']")
     assert cell.get_attribute("aria-sort") == "descending"

@@ -66,8 +66,11 @@ def test_candidate_grid_sort_and_filter_round_trip_through_the_url(seeded: Any) 
     stored = to_state(
         [{"colId": C.SCORE_MS, "sort": "desc", "sortIndex": 0}, {"colId": "x", "sort": "asc"}],
         model,
+        None,
     )
     assert stored == {"sort": [[C.SCORE_MS, "desc"]], "filter": model}
+    # a just-mounted grid reports its filter first: the held sort stays
+    assert to_state(None, {}, stored) == {"sort": [[C.SCORE_MS, "desc"]], "filter": {}}
     search = callback(app, "run-url.search")("failed", None, stored, ids["known"])
     query = parse_qs(search[1:])
     assert query["sort"] == [f"{C.SCORE_MS}:desc"] and query["status"] == ["failed"]
