@@ -45,6 +45,7 @@ from dashboard.pages.crossval_filters import (
 from dashboard.pages.crossval_render import (
     deferred_figure,
     register_deferred_figure,
+    register_ledger_swap,
     render_figure,
     render_guide,
     render_ledger,
@@ -443,6 +444,7 @@ def register(app: dash.Dash, data: DashData) -> None:
 
     ui.sync_url(app, "cv-url", "cv-url-init")
     register_deferred_figure(app)
+    register_ledger_swap(app)
 
     @app.callback(
         Output("cv-ledger-seen", "data"),

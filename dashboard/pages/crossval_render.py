@@ -16,7 +16,13 @@ from analysis.crossval_sweeps import N_ROWS
 from dashboard import components as ui
 from dashboard import crossval_figures as XF
 from dashboard.pages.crossval_filters import Filters
-from dashboard.pages.crossval_grids import FIRST_ROWS, grid_rows, ledger_grid
+from dashboard.pages.crossval_grids import (
+    FIRST_ROWS,
+    grid_rows,
+    ledger_first_page,
+    ledger_grid,
+    ledger_grid_height,
+)
 from dashboard.pages.crossval_tables import (
     coverage_grid,
     guide_grid,
@@ -113,7 +119,14 @@ def render_ledger(res: CrossvalView, all_rows: bool = False, first: int = FIRST_
                 **{"data-testid": "cv-ledger-count"},
             ),
             part,
-            ledger_grid(shown),
+            # the first page as HTML at once; the grid, drawn hidden, takes its place
+            # when it has drawn its rows (register_ledger_swap)
+            html.Div(
+                ledger_first_page(shown),
+                id="cv-ledger-static-box",
+                style={"minHeight": ledger_grid_height(len(shown))},  # no shift at the swap
+            ),
+            html.Div(ledger_grid(shown), id="cv-ledger-grid-box", className="ledger-pending"),
         ]
     )
 
@@ -186,6 +199,22 @@ def register_deferred_figure(app: Any) -> None:
         Output("cv-figure-deferred", "data"),
         Input("cv-ledger-grid", "virtualRowData"),
         State("cv-figure-deferred", "data"),
+        prevent_initial_call=True,
+    )
+
+
+def register_ledger_swap(app: Any) -> None:
+    """The browser side of the ledger's first page (:func:`render_ledger`): once the grid
+    reports its displayed rows, it is shown and the HTML first page is hidden."""
+    app.clientside_callback(
+        """function (rows) {
+            var noUpdate = window.dash_clientside.no_update;
+            if (rows === undefined || rows === null) { return [noUpdate, noUpdate]; }
+            return ['ledger-ready', true];
+        }""",
+        Output("cv-ledger-grid-box", "className"),
+        Output("cv-ledger-static-box", "hidden"),
+        Input("cv-ledger-grid", "virtualRowData"),
         prevent_initial_call=True,
     )
 

@@ -129,6 +129,12 @@ def test_crossval_page_renders_filters_and_downloads(
     # ledger: the 20 mappable workloads, Match first (not mappable hidden by default)
     page.wait_for_selector("#cv-ledger-grid .ag-row", timeout=30_000)
     _wait_rows(page, 20)
+    # the grid took the place of the ledger's HTML first page (which held its rows)
+    page.wait_for_selector("#cv-ledger-grid-box.ledger-ready", timeout=15_000)
+    assert page.locator("#cv-ledger-static-box").is_hidden()
+    assert page.locator("#cv-ledger-grid .ag-row").first.is_visible()
+    static_first = page.locator("#cv-ledger-static tbody tr").first.locator("td")
+    assert static_first.nth(0).text_content() == "Match"
     count = page.locator("[data-testid=cv-ledger-count]").inner_text()
     assert count.startswith("20 workloads: 1 Match, 1 Mismatch, 18 no data")
     assert "1 with a stored end-to-end outcome" in count
