@@ -37,6 +37,7 @@ from dashboard.pages import (
     thresholds,
 )
 from dashboard.shell import ShellDash, plotly_head, static_url
+from service import foreground
 from service.frames import DashData
 from service.warm import start_warm_cache as start_service_warm_cache
 from service.warm import warm_cache
@@ -228,6 +229,10 @@ def create_dash(
     )
     # a function: Dash calls it for every /_dash-layout request (page_of_request)
     app.layout = lambda: shell_layout(data, page_of_request())
+    # every dashboard request counts as a visitor being answered: background work
+    # (warm-up, the ledger refresh) waits for it (service.foreground)
+    app.server.before_request(foreground.enter)
+    app.server.teardown_request(lambda _exc: foreground.leave())
 
     @app.callback(
         Output("page", "children"),

@@ -30,6 +30,7 @@ from analysis.crossval_sweeps import row_command
 from db.crossval_records import iter_outcome_records
 from db.dialects import plain_scalar
 from db.store import Store
+from service import foreground
 
 PHASES: tuple[str, ...] = ("prefill", "decode")
 STATUSES: tuple[str, ...] = (cc.MATCH, cc.MISMATCH, cc.NO_DATA, cc.NOT_MAPPABLE)
@@ -156,6 +157,7 @@ def refresh_ledger(store: Store, token_tolerance: float = DEFAULT_TOKEN_TOLERANC
     start = time.perf_counter()
     led = build_ledger(store, {}, token_tolerance)
     ms = (time.perf_counter() - start) * 1000
+    foreground.step_aside()  # in the background refresh: a page view first
     # other tolerances' ledgers stay (a few): a page with a custom tolerance does not
     # push the default one out
     store.crossval.store_ledger(
@@ -194,6 +196,7 @@ def build_ledger(
         )
     else:
         candidates = pd.DataFrame()
+    foreground.step_aside()  # in the background refresh: a page view first
     return ledger(workloads, candidates, token_tolerance)
 
 

@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Callable
 
 from db.store import Store
+from service import foreground
 from service.crossval import refresh_ledger
 
 _log = logging.getLogger(__name__)
@@ -135,6 +136,10 @@ class LedgerRefresher:
             return not self._running
 
     def _run(self) -> None:
+        with foreground.background():  # steps aside for page views (service.foreground)
+            self._loop()
+
+    def _loop(self) -> None:
         while self._until_due():
             self.refreshes += 1
             try:

@@ -8,6 +8,7 @@ import time
 
 from analysis.best import GROUPINGS
 from analysis.frontier import FrontierAxes, FrontierFilter
+from service import foreground
 from service.best import cell_best_table
 from service.frames import DashData
 from service.pareto import cell_pareto
@@ -30,6 +31,7 @@ def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, floa
         _log.exception("cache warm-up: listing cells failed")
         return done
     for cell in cells[: limit if limit is not None else data.max_cells]:
+        foreground.step_aside()  # between cells, never inside one (a visitor may wait on it)
         t0 = time.perf_counter()
         try:
             cell_pareto(data, cell, FrontierFilter(), FrontierAxes())
@@ -42,19 +44,24 @@ def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, floa
     return done
 
 
-def start_warm_cache(data: DashData) -> threading.Thread:
-    """:func:`warm_cache` in a daemon thread: serving starts at once, and a request for
-    a cell being warmed waits for that load instead of repeating it."""
-
-    def run() -> None:
+def warm_all(data: DashData) -> None:
+    """The cells (:func:`warm_cache`), then the whole-store threshold report (bootstraps:
+    seconds), as background work: each unit waits while a visitor is being answered
+    (``service.foreground``)."""
+    with foreground.background():
         t0 = time.perf_counter()
         done = warm_cache(data)
         _log.info("cache warm-up: %d cells in %.1f s", len(done), time.perf_counter() - t0)
-        try:  # the whole-store threshold report (bootstraps: seconds) after the cells
+        try:
+            foreground.step_aside()
             threshold_report(data)
         except Exception:  # noqa: BLE001 - warming is best effort
             _log.exception("cache warm-up of the threshold report failed")
 
-    thread = threading.Thread(target=run, name="moedash-warm-cache", daemon=True)
+
+def start_warm_cache(data: DashData) -> threading.Thread:
+    """:func:`warm_all` in a daemon thread: serving starts at once, and a request for
+    a cell being warmed waits for that load instead of repeating it."""
+    thread = threading.Thread(target=warm_all, args=(data,), name="moedash-warm-cache", daemon=True)
     thread.start()
     return thread

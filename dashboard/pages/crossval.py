@@ -54,6 +54,7 @@ from dashboard.pages.crossval_render import (
     render_summary,
     render_sweeps,
 )
+from service import foreground
 from service.crossval import (
     BAND_RANGE,
     LEDGER_VIEW_COLUMNS,
@@ -161,6 +162,7 @@ def warm(data: DashData) -> None:
     """Compute and cache the page's default view (the first visitor's), so it is
     answered from memory; errors are logged (the page computes it on demand)."""
     try:
+        foreground.step_aside()  # in the background: after the visitor being answered
         data.invalidate()  # called right after a store: read the new version now
         if has_workloads(data):
             page_update(data)
@@ -171,7 +173,12 @@ def warm(data: DashData) -> None:
 def start_warm(data: DashData) -> threading.Thread:
     """:func:`warm` in a daemon thread (started with the server: serving starts at once,
     and a first view arriving meanwhile waits for the same computation, not a second)."""
-    thread = threading.Thread(target=warm, args=(data,), name="moedash-crossval-warm", daemon=True)
+
+    def run() -> None:
+        with foreground.background():
+            warm(data)
+
+    thread = threading.Thread(target=run, name="moedash-crossval-warm", daemon=True)
     thread.start()
     return thread
 
