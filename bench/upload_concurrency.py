@@ -8,8 +8,9 @@ read back: *lost* = files answered 201 whose run is not stored, or never answere
 *duplicated* = stored runs beyond the number of distinct files, or two files answered
 with the same run id. *cpu ms* is the server process's CPU time (all threads, background
 work included) during the run, per upload: on a shared machine the latencies depend on
-the load, this much less. Reports are synthetic (ingest.demo, one per seed, so every file is
-distinct bytes and distinct measurements). Prints a table and writes
+the load, this much less; *pool ms* is the parse workers' CPU per upload
+(``ingest.parse_pool``, the server's children). Reports are synthetic (ingest.demo, one
+per seed, so every file is distinct bytes and distinct measurements). Prints a table and writes
 bench/results/upload_concurrency.json.
 
     .venv/bin/python bench/upload_concurrency.py [--uploaders 32] [--files 20]
@@ -29,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,19 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process (all its threads) has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds of each running child of ``pid`` (the parse pool's workers)."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return {}
+    out: dict[int, float] = {}
+    for kid in kids:
+        with suppress(OSError):
+            out[int(kid)] = cpu_seconds(int(kid))
+    return out
 
 
 def _own_cpu() -> float:
@@ -186,6 +200,7 @@ def main() -> None:
             for t in threads:
                 t.start()
             cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+            pool0 = children_cpu_seconds(pid)
             client0 = _own_cpu()
             start.set()
             for t in threads:
@@ -193,6 +208,9 @@ def main() -> None:
             wall = time.perf_counter() - t0
             # the server's own CPU while it took the uploads (its background work too)
             server_cpu = cpu_seconds(pid) - cpu0
+            # the parse workers' CPU (children alive at the end; one started during the
+            # run counts whole, one that exited during it is missing)
+            pool_cpu = sum(c - pool0.get(k, 0.0) for k, c in children_cpu_seconds(pid).items())
             client_cpu = _own_cpu() - client0  # the 32 uploaders share the 2 cores too
         store = open_store(db)
         stored = store.table_counts()["runs"] - before
@@ -208,6 +226,7 @@ def main() -> None:
         "wall_s": round(wall, 2),
         "uploads_per_s": round(n / wall, 1),
         "server_cpu_ms_per_upload": round(1000 * server_cpu / n, 1),
+        "pool_cpu_ms_per_upload": round(1000 * pool_cpu / n, 1),
         "client_cpu_ms_per_upload": round(1000 * client_cpu / n, 1),
         "load_average_1m": round(os.getloadavg()[0], 1),
         "p50_s": round(percentile(secs, 50), 3),
@@ -223,12 +242,13 @@ def main() -> None:
     }
     print(
         f"{'db':10} {'clients':>7} {'files':>5} {'KB':>5} {'wall s':>7} {'up/s':>6} "
-        f"{'cpu ms':>6} {'p50 s':>6} {'p95 s':>6} {'p99 s':>6} {'max s':>6} {'429s':>5} "
-        f"{'lost':>4} {'dup':>4}"
+        f"{'cpu ms':>6} {'pool ms':>7} {'p50 s':>6} {'p95 s':>6} {'p99 s':>6} {'max s':>6} "
+        f"{'429s':>5} {'lost':>4} {'dup':>4}"
     )
     print(
         f"{row['database']:10} {row['uploaders']:>7} {row['files']:>5} {row['report_kb']:>5} "
         f"{row['wall_s']:>7} {row['uploads_per_s']:>6} {row['server_cpu_ms_per_upload']:>6} "
+        f"{row['pool_cpu_ms_per_upload']:>7} "
         f"{row['p50_s']:>6} {row['p95_s']:>6} "
         f"{row['p99_s']:>6} {row['max_s']:>6} {row['retries_429']:>5} {row['lost']:>4} "
         f"{row['duplicated']:>4}"

@@ -15,6 +15,7 @@ the dialect.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any
@@ -34,24 +35,55 @@ def is_duckdb(conn_or_engine: sa.Connection | sa.Engine) -> bool:
 _DEFERRED = "moedash_deferred_inserts"
 
 
-def bulk_insert_frame(conn: sa.Connection, table: str, frame: pd.DataFrame) -> None:
+@dataclasses.dataclass(frozen=True)
+class CopyRows:
+    """A frame as the Python rows PostgreSQL's COPY takes (:func:`copy_rows`), made
+    before the insert (e.g. in a parse worker): ``columns`` and one tuple per row."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def with_first(self, name: str, value: Any) -> CopyRows:
+        """The rows with a constant column ``name`` in front."""
+        return CopyRows((name, *self.columns), [(value, *row) for row in self.rows])
+
+
+def copy_rows(frame: pd.DataFrame) -> CopyRows:
+    """``frame`` as :class:`CopyRows` (what :func:`bulk_insert_frame` sends to COPY)."""
+    return CopyRows(tuple(frame.columns), _python_rows(frame))
+
+
+def bulk_insert_frame(
+    conn: sa.Connection, table: str, frame: pd.DataFrame | pa.Table | CopyRows
+) -> None:
     """Insert every row of ``frame`` into ``table`` (columns matched by name) inside the
     connection's current transaction (inside :func:`deferred_inserts`: possibly at its
-    end, together with the other frames for the same table)."""
-    if frame.empty:
+    end, together with the other frames for the same table). ``frame`` may already be
+    in the form the dialect inserts (e.g. made in a parse worker): on DuckDB the Arrow
+    table of :func:`arrow_or_frame`, on PostgreSQL the :func:`copy_rows`."""
+    if isinstance(frame, CopyRows) and is_duckdb(conn):
+        frame = pd.DataFrame(frame.rows, columns=list(frame.columns))
+    elif isinstance(frame, pa.Table) and not is_duckdb(conn):
+        frame = frame.to_pandas()
+    if len(frame) == 0:
         return
-    cols = list(frame.columns)
     raw: Any = conn.connection.driver_connection
     if is_duckdb(conn):
-        data = _arrow_or_frame(frame)
+        data = frame if isinstance(frame, pa.Table) else arrow_or_frame(frame)
+        cols = list(data.column_names if isinstance(data, pa.Table) else data.columns)
         pending: dict[tuple[str, tuple[str, ...]], list[pa.Table]] | None = conn.info.get(_DEFERRED)
         if pending is not None and isinstance(data, pa.Table):
             pending.setdefault((table, tuple(cols)), []).append(data)
             return
         _duckdb_insert(raw, table, cols, data)
         return
-    col_sql = ", ".join(f'"{c}"' for c in cols)
-    rows = _python_rows(frame)
+    assert not isinstance(frame, pa.Table)
+    copy_in = frame if isinstance(frame, CopyRows) else copy_rows(frame)
+    col_sql = ", ".join(f'"{c}"' for c in copy_in.columns)
+    rows = copy_in.rows
     with raw.cursor() as cur, cur.copy(f"COPY {table} ({col_sql}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
@@ -107,7 +139,7 @@ def deferred_inserts(conn: sa.Connection) -> Iterator[None]:
 _ARROW_MAX_ROWS = 10_000
 
 
-def _arrow_or_frame(frame: pd.DataFrame) -> pa.Table | pd.DataFrame:
+def arrow_or_frame(frame: pd.DataFrame) -> pa.Table | pd.DataFrame:
     """``frame`` as an Arrow table (one ``pa.array`` per column, pandas' null semantics:
     NaN is NULL, as DuckDB's own DataFrame scan treats it), which DuckDB inserts ~2x
     faster than it scans a small DataFrame with nullable/Arrow-backed columns; the frame

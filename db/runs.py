@@ -34,6 +34,7 @@ import zstandard
 
 from db import schema
 from db.errors import NotFound, StoreError, UniqueViolation
+from db.prepared import PreparedUpload, stored_sweeps
 from db.session import Database
 from db.sightings import (
     delete_sightings,
@@ -46,7 +47,6 @@ from db.uploads import (
     compress,
     existing_upload,
     insert_upload,
-    sweep_fingerprint,
 )
 from ingest.records import Sweep, UploadMeta
 
@@ -147,9 +147,34 @@ class RunRepository:
                 existing = existing_upload(conn, sha, meta)
             if existing is not None:
                 return self._sighted(existing, meta, uploaded_by)
-        keys = [sweep_fingerprint(s) for s in sweeps]
+        stored = stored_sweeps(sweeps)
         # compressed before the write lock is taken, not while others wait for it
-        packed = compress(raw)
+        prepared = PreparedUpload(sha, len(raw), compress(raw), tuple(stored))
+        return self._write_prepared(prepared, meta, uploaded_by)
+
+    def ingest_prepared(
+        self, prepared: PreparedUpload, meta: UploadMeta, *, uploaded_by: str | None = None
+    ) -> IngestResult:
+        """:meth:`ingest` with ``known_new=True`` for an upload parsed and prepared
+        elsewhere (a parse-pool worker, :func:`db.prepared.parse_and_prepare`): the same
+        writes, the same answer, without the parse, the fingerprint and the compression
+        in this process."""
+        if not prepared.sweeps:
+            raise StoreError("ingest_prepared: nothing to store (no sweeps)")
+        try:
+            return self._write_prepared(prepared, meta, uploaded_by)
+        except StoreError as exc:
+            # the writes are grouped with ingest's (one group commit), so they carry
+            # its name; a plain store error names this operation
+            text = str(exc)
+            if type(exc) is not StoreError or not text.startswith("ingest failed: "):
+                raise
+            raise StoreError("ingest_prepared" + text.removeprefix("ingest")) from exc
+
+    def _write_prepared(
+        self, prepared: PreparedUpload, meta: UploadMeta, uploaded_by: str | None
+    ) -> IngestResult:
+        sha = prepared.sha256
         for attempt in range(2):
             try:
                 # several concurrent uploads may share one transaction (group commit,
@@ -157,7 +182,13 @@ class RunRepository:
                 return self._db.write_grouped(
                     "ingest",
                     lambda conn: insert_upload(
-                        conn, sha, sweeps, keys, raw, meta, uploaded_by, packed=packed
+                        conn,
+                        sha,
+                        prepared.sweeps,
+                        prepared.size,
+                        prepared.packed,
+                        meta,
+                        uploaded_by,
                     ),
                 )
             except UniqueViolation:

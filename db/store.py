@@ -32,6 +32,7 @@ from analysis import columns as C
 from db import migrations
 from db.candidates import CandidateReader
 from db.crossval import CrossvalRepository
+from db.prepared import PreparedUpload
 from db.runs import Page, RawUpload, RunRepository, VersionSlice
 from db.session import Database, make_engine
 from db.tokens import TokenRepository
@@ -109,6 +110,12 @@ class Store:
     ) -> IngestResult:
         """See :meth:`db.runs.RunRepository.ingest`."""
         return self.runs.ingest(sweeps, raw, meta, uploaded_by=uploaded_by, known_new=known_new)
+
+    def ingest_prepared(
+        self, prepared: PreparedUpload, meta: UploadMeta, *, uploaded_by: str | None = None
+    ) -> IngestResult:
+        """See :meth:`db.runs.RunRepository.ingest_prepared`."""
+        return self.runs.ingest_prepared(prepared, meta, uploaded_by=uploaded_by)
 
     def list_runs(
         self,

@@ -11,8 +11,10 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pyarrow as pa
 import sqlalchemy as sa
 import zstandard
 
@@ -23,6 +25,9 @@ from db.errors import Conflict, UniqueViolation
 from db.fingerprint import candidate_hashes
 from db.sightings import SightingRef, record_sighting
 from ingest.records import RUN_EXTRA_KEYS, Sweep, UploadMeta
+
+if TYPE_CHECKING:  # db.prepared imports this module
+    from db.prepared import StoredSweep
 
 # Upload metadata that states facts about the measurement. The same bytes (or the same
 # measurements) sent again with another value contradict what is stored: Conflict (409).
@@ -186,17 +191,15 @@ def existing_upload(conn: sa.Connection, sha: str, meta: UploadMeta) -> IngestRe
 def insert_upload(
     conn: sa.Connection,
     sha: str,
-    sweeps: Sequence[Sweep],
-    keys: Sequence[str],
-    raw: bytes,
+    sweeps: Sequence[StoredSweep],
+    size: int,
+    packed: bytes,
     meta: UploadMeta,
     uploaded_by: str | None,
-    *,
-    packed: bytes | None = None,
 ) -> IngestResult:
-    """Write the upload and every sweep whose fingerprint (``keys``) is not stored yet.
-    ``packed``: ``raw`` already compressed (:func:`compress`), done before the caller
-    took the write lock; compressed here when not given.
+    """Write the upload and every sweep whose fingerprint (``run_key``) is not stored
+    yet. ``size``: of the bytes; ``packed``: them compressed (:func:`compress`), done
+    before the caller took the write lock (:mod:`db.prepared`).
 
     A sweep whose measurements are stored already is pointed at, after checking that
     nothing the new bytes say about it contradicts the stored run
@@ -204,13 +207,12 @@ def insert_upload(
     :class:`Conflict`). When every sweep is stored already (e.g. NVIDIA's CSVs after
     their data.js) no upload is written: the bytes are kept as a sighting of the stored
     upload and the result says ``same_measurements_other_bytes``."""
-    found = {row.run_key: row for row in conn.execute(_RUNS_BY_KEY, {"keys": list(keys)}).all()}
+    keys = [s.run_key for s in sweeps]
+    found = {row.run_key: row for row in conn.execute(_RUNS_BY_KEY, {"keys": keys}).all()}
     if any(str(row.sha256) == sha for row in found.values()):
         # these very bytes were stored since the caller looked for them (a concurrent
         # upload of the same file): the caller reads them again and records a sighting
         raise UniqueViolation(f"ingest failed: upload {sha[:12]}… was stored concurrently")
-    if packed is None:
-        packed = compress(raw)
     differing: list[str] = []
     for sweep, key in zip(sweeps, keys, strict=True):
         if key in found:
@@ -222,7 +224,7 @@ def insert_upload(
         sighting = None
         for upload_id in dict.fromkeys(int(x.upload_id) for x in rows):
             ref = record_sighting(
-                conn, upload_id, sha, meta, uploaded_by, content=packed, size_bytes=len(raw)
+                conn, upload_id, sha, meta, uploaded_by, content=packed, size_bytes=size
             )
             sighting = sighting or ref
         return IngestResult(
@@ -242,7 +244,7 @@ def insert_upload(
             "sha256": sha,
             "filename": meta.filename,
             "source_format": str(sweeps[0].run.get(C.SOURCE_FORMAT)),
-            "size_bytes": len(raw),
+            "size_bytes": size,
             "compression": "zstd",
             "content": packed,
             "meta_json": json.dumps(dataclasses.asdict(meta), sort_keys=True),
@@ -261,10 +263,8 @@ def insert_upload(
             refs.append(dataclasses.replace(new[key], created=False))
             continue
         run_id = _insert_run(conn, int(upload_id), key, sweep, now)
-        frame = sweep.candidates.copy(deep=False)
-        frame.insert(0, C.RUN_ID, run_id)
-        dialects.bulk_insert_frame(conn, "candidates", frame)
-        new[key] = RunRef(run_id, sweep.key, len(sweep.candidates))
+        dialects.bulk_insert_frame(conn, "candidates", _with_run_id(sweep.rows, run_id))
+        new[key] = RunRef(run_id, sweep.key, sweep.n_candidates)
         refs.append(new[key])
     return IngestResult(int(upload_id), sha, False, tuple(refs), differing_fields=tuple(differing))
 
@@ -279,7 +279,20 @@ def _json_value(text: Any) -> Any:
         return text
 
 
-def _differences(stored: sa.Row[Any], sweep: Sweep, meta: UploadMeta) -> list[str]:
+def _with_run_id(rows: pa.Table | Any, run_id: int) -> pa.Table | Any:
+    """The candidate rows with ``run_id`` as their first column (a DataFrame: a shallow
+    copy; an Arrow table: the same buffers plus one column; COPY rows: new tuples)."""
+    if isinstance(rows, dialects.CopyRows):
+        return rows.with_first(C.RUN_ID, run_id)
+    if isinstance(rows, pa.Table):
+        ids = pa.array(np.full(rows.num_rows, run_id, dtype=np.int64))
+        return rows.add_column(0, C.RUN_ID, ids)
+    frame = rows.copy(deep=False)
+    frame.insert(0, C.RUN_ID, run_id)
+    return frame
+
+
+def _differences(stored: sa.Row[Any], sweep: StoredSweep, meta: UploadMeta) -> list[str]:
     """The accepted differences (:data:`NOTED_BLOCKS`) between a stored run and a sweep
     with the same measurements; raises :class:`Conflict` for a contradiction."""
     row = stored._mapping
@@ -306,17 +319,16 @@ def _differences(stored: sa.Row[Any], sweep: Sweep, meta: UploadMeta) -> list[st
 
 
 def _insert_run(
-    conn: sa.Connection, upload_id: int, run_key: str, sweep: Sweep, now: dt.datetime
+    conn: sa.Connection, upload_id: int, run_key: str, sweep: StoredSweep, now: dt.datetime
 ) -> int:
-    status = sweep.candidates[C.STATUS]
     values: dict[str, Any] = {
         "upload_id": upload_id,
         "run_key": run_key,
         "sweep_key": sweep.key,
-        "n_candidates": len(sweep.candidates),
-        "n_success": int((status == "success").sum()),
-        "n_failed": int((status == "failed").sum()),
-        "n_skipped": int((status == "skipped").sum()),
+        "n_candidates": sweep.n_candidates,
+        "n_success": sweep.n_success,
+        "n_failed": sweep.n_failed,
+        "n_skipped": sweep.n_skipped,
         "created_at": now,
     }
     for name in (*C.RUN_COLUMNS, *RUN_EXTRA_KEYS):

@@ -15,6 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from api.app import create_api
 from api.config import ApiConfig
 from db.store import Store, open_store
+from ingest.parse_pool import ParsePool, default_workers
 from moedash.assets import REGENERATOR, plotly_bundle, vendored_url
 from moedash.settings import Settings
 
@@ -23,10 +24,16 @@ from moedash.settings import Settings
 STATIC_DIRS = (Path(__file__).resolve().parent.parent / "static", Path.cwd() / "static")
 
 
-def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    store: Store | None = None,
+    parse_pool: ParsePool | None = None,
+) -> FastAPI:
     """Build the app. ``store`` lets tests share one store with the app; otherwise the
     store is opened from ``settings.database_url`` (schema upgraded when
-    ``migrate_on_start``) and closed at shutdown."""
+    ``migrate_on_start``) and closed at shutdown. ``parse_pool``: worker processes that
+    parse small uploads (:func:`make_parse_pool`; ``moedash serve`` passes one), owned
+    by the caller; without it uploads parse in the server process."""
     settings = settings or Settings()
     owned = store is None
     store = store or open_store(settings.database_url, upgrade=settings.migrate_on_start)
@@ -45,6 +52,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     )
     app = create_api(store, config, on_start=on_start, on_stop=on_stop)
     app.state.settings = settings
+    app.state.parse_pool = parse_pool
     static = next((d for d in STATIC_DIRS if d.is_dir()), None)
     if static is not None:
         from api.compress import CachedGZipMiddleware
@@ -56,6 +64,18 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     if settings.enable_dashboard:
         _mount_dashboard(app, store, settings, on_start, static)
     return app
+
+
+# the parse pool's task: parse, fingerprint, compress (db.prepared)
+PARSE_TASK = "db.prepared:parse_and_prepare"
+
+
+def make_parse_pool(settings: Settings) -> ParsePool | None:
+    """The parse pool ``settings.parse_workers`` asks for (None for 0)."""
+    workers = settings.parse_workers
+    if workers is None:
+        workers = default_workers()
+    return ParsePool(PARSE_TASK, workers) if workers > 0 else None
 
 
 def _mount_dashboard(

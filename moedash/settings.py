@@ -52,6 +52,13 @@ class Settings(BaseSettings):
         ge=1024,
         description="Upload bytes parsed at the same time; more wait (on disk) for room.",
     )
+    parse_workers: int | None = Field(
+        None,
+        ge=0,
+        le=64,
+        description="Parse worker processes `moedash serve` uses for uploads of at most "
+        "16 MiB (ingest.parse_pool); unset: one per CPU, at most 4; 0: parse in the server.",
+    )
     read_requires_token: bool = Field(
         False,
         description="When true, reads (GET, the dashboard, /docs, the OpenAPI schema) also "

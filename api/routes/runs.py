@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
@@ -15,11 +16,13 @@ from api.jsonio import FastJSONResponse, frame_records
 from api.limits import ParseBudget
 from api.uploads import SpooledUpload, spool_form, spool_raw, spooled_raw_file, upload_size
 from db.errors import Conflict, NotFound
+from db.prepared import input_error
 from db.store import IngestResult, Store
 from db.tokens import TokenInfo
 from ingest.detect import parse_upload
 from ingest.errors import InputError
 from ingest.metadata import MetadataError, UploadMetadata, validate_metadata
+from ingest.parse_pool import ParsePool, PoolUnavailable
 from ingest.records import UploadMeta
 from service.crossval_refresh import LedgerRefresher
 from service.raw_download import run_raw_download
@@ -139,17 +142,35 @@ def _check_body_type(request: Request) -> str:
     return ctype
 
 
-def _parse_and_store(store: Store, raw: bytes, meta: UploadMeta, token: TokenInfo) -> IngestResult:
+def _refused(exc: InputError) -> HTTPException:
+    loc: list[str | int] = ["body", exc.field] if exc.field else ["body"]
+    if exc.field in UploadMetadata.model_fields:
+        loc = ["query", exc.field]
+    return error(exc.status, loc, exc.problem, "invalid_report")
+
+
+def _parse_and_store(
+    store: Store, raw: bytes, meta: UploadMeta, token: TokenInfo, pool: ParsePool | None
+) -> IngestResult:
     """Parse the body and store what it holds (a refused report: its 4xx); called once
-    ``ingest_known`` has found these bytes not stored."""
-    try:
-        sweeps = parse_upload(raw, meta, meta.filename)
-    except InputError as exc:
-        loc: list[str | int] = ["body", exc.field] if exc.field else ["body"]
-        if exc.field in UploadMetadata.model_fields:
-            loc = ["query", exc.field]
-        raise error(exc.status, loc, exc.problem, "invalid_report") from exc
-    return store.ingest(sweeps, raw, meta, uploaded_by=token.name, known_new=True)
+    ``ingest_known`` has found these bytes not stored. A body of at most
+    ``pool.max_bytes`` is parsed by the parse pool (``ingest.parse_pool``) when it can
+    answer; otherwise, and for bigger bodies, here (the pool pauses meanwhile)."""
+    if pool is not None and len(raw) <= pool.max_bytes:
+        try:
+            outcome = pool.run(raw, meta, meta.filename, store.dialect == "duckdb")
+        except PoolUnavailable:
+            pass  # parsed here instead, below
+        else:
+            if outcome[0] == "input_error":
+                raise _refused(input_error(outcome))
+            return store.ingest_prepared(outcome[1], meta, uploaded_by=token.name)
+    with pool.paused() if pool is not None and len(raw) > pool.max_bytes else nullcontext():
+        try:
+            sweeps = parse_upload(raw, meta, meta.filename)
+        except InputError as exc:
+            raise _refused(exc) from exc
+        return store.ingest(sweeps, raw, meta, uploaded_by=token.name, known_new=True)
 
 
 async def _ingest(
@@ -174,7 +195,8 @@ async def _ingest(
                 store.runs.ingest_known, raw, meta, uploaded_by=token.name
             )
             if known is None:
-                result = await run_in_threadpool(_parse_and_store, store, raw, meta, token)
+                pool = getattr(request.app.state, "parse_pool", None)
+                result = await run_in_threadpool(_parse_and_store, store, raw, meta, token, pool)
             else:
                 result = known
         except Conflict as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import gc
 import json
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -34,7 +35,7 @@ def serve(
     NVIDIA's bench_moe sweeps and the InferenceX / srt-slurm serving points)."""
     import uvicorn
 
-    from moedash.app import create_app
+    from moedash.app import create_app, make_parse_pool
 
     ui = Output()
     settings = settings_for(db)
@@ -51,7 +52,10 @@ def serve(
                 f"loaded {loaded.n_candidates} published candidates in {loaded.n_runs} runs, "
                 f"{loaded.n_workloads} serving workloads"
             )
-        app = create_app(settings, store=store)
+        pool = make_parse_pool(settings)
+        if pool is not None:  # workers import while uvicorn starts; a big upload stops them
+            threading.Thread(target=pool.warm, daemon=True, name="parse-pool-warm").start()
+        app = create_app(settings, store=store, parse_pool=pool)
         ui.line(f"moedash serving {settings.database_url}")
         ui.line(f"open http://{settings.host}:{settings.port}/  (API docs: /docs)")
         # what start-up built (modules, the app, the schema) lives as long as the
@@ -59,7 +63,11 @@ def serve(
         # while requests run (~1-2 ms of CPU per upload under load)
         gc.collect()
         gc.freeze()
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+        try:
+            uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+        finally:
+            if pool is not None:
+                pool.close()
     finally:
         store.close()
     return OK

@@ -3,6 +3,7 @@ StoreError, on reads as on writes, on DuckDB and on PostgreSQL."""
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,9 +17,11 @@ from db.candidates import CandidateReader
 from db.crossval import CrossvalRepository
 from db.crossval_records import OutcomeRecord
 from db.errors import StoreError, UniqueViolation
+from db.prepared import PreparedUpload, stored_sweeps
 from db.runs import RunRepository
 from db.store import Store, open_store
 from db.tokens import TokenRepository
+from db.uploads import compress
 from ingest.records import UploadMeta
 from ingest.serving_configs import import_directory, points_frame, recipe_configs
 from tests.db.outage import Outage, outage_database
@@ -41,6 +44,12 @@ def serving() -> tuple[pd.DataFrame, pd.DataFrame, str]:
     return points, map_workloads(points, recipe_configs(r)), r.content_hash
 
 
+def _prepared(raw: bytes) -> PreparedUpload:
+    """An upload prepared as a parse-pool worker would (db.prepared)."""
+    sweeps = tuple(stored_sweeps([make_sweep(5)], arrow=True))
+    return PreparedUpload(hashlib.sha256(raw).hexdigest(), len(raw), compress(raw), sweeps)
+
+
 def _calls(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> dict[str, Callable[[Any], Any]]:
     """One call of every public method that reaches the database, by name."""
     points, workloads, digest = serving
@@ -57,6 +66,7 @@ def _calls(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> dict[str, Callabl
         "delete_run": lambda s: s.delete_run(1),
         "table_counts": lambda s: s.table_counts(),
         "ingest_known": lambda s: s.ingest_known(b"outage", META),
+        "ingest_prepared": lambda s: s.ingest_prepared(_prepared(b"outage"), META),
         "sighting_raw": lambda s: s.sighting_raw(1, 1),
         "recent_runs": lambda s: s.recent_runs(),
         "slice_versions": lambda s: s.slice_versions(
