@@ -6,7 +6,8 @@ Two ways to get one, with the same result:
 
 - in the server process, from parsed sweeps (:func:`stored_sweeps`), as every upload
   did before the parse pool existed;
-- in a parse-pool worker (:func:`parse_and_prepare`, run by :mod:`ingest.parse_pool`):
+- in a parse-pool worker (``api.parse_task.parse_and_prepare``, run by
+  :mod:`ingest.parse_pool`):
   the worker parses, fingerprints, compresses and converts the candidates to an Arrow
   table, and the server only unpickles a few buffers and writes them. Parsing is most of
   the CPU an upload costs, and the server's one interpreter lock is what limits uploads/s.
@@ -17,7 +18,6 @@ Nothing here opens a connection.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,10 +26,8 @@ import pyarrow as pa
 
 from analysis import columns as C
 from db.dialects import CopyRows, arrow_or_frame, copy_rows
-from db.uploads import compress, sweep_fingerprint
-from ingest.detect import parse_upload
-from ingest.errors import InputError, UnsupportedFormat
-from ingest.records import Sweep, UploadMeta
+from db.uploads import sweep_fingerprint
+from ingest.records import Sweep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,49 +86,3 @@ def _insert_form(frame: pd.DataFrame, arrow: bool | None) -> pa.Table | pd.DataF
 def stored_sweeps(sweeps: Sequence[Sweep], *, arrow: bool | None = None) -> list[StoredSweep]:
     """:func:`stored_sweep` of each."""
     return [stored_sweep(s, arrow=arrow) for s in sweeps]
-
-
-def parse_and_prepare(
-    raw: bytes, meta: UploadMeta, filename: str | None, arrow: bool
-) -> tuple[Any, ...]:
-    """The parse pool's task: parse ``raw`` (:func:`ingest.detect.parse_upload`) and
-    prepare it. Returns ``("ok", PreparedUpload)`` or, for a refused report,
-    ``("input_error", field, problem, status, unsupported)`` (see :func:`input_error`);
-    anything else raises (the pool then parses in the server, which raises it there)."""
-    try:
-        sweeps = parse_upload(raw, meta, filename)
-    except InputError as exc:
-        return (
-            "input_error",
-            exc.field,
-            exc.problem,
-            exc.status,
-            isinstance(exc, UnsupportedFormat),
-        )
-    prepared = PreparedUpload(
-        sha256=hashlib.sha256(raw).hexdigest(),
-        size=len(raw),
-        packed=compress(raw),
-        sweeps=tuple(stored_sweeps(sweeps, arrow=arrow)),
-    )
-    return ("ok", prepared)
-
-
-def input_error(outcome: tuple[Any, ...]) -> InputError:
-    """The error of an ``("input_error", ...)`` outcome of :func:`parse_and_prepare`, of
-    the same class and with the same field, problem and status as the parser raised."""
-    _, field, problem, status, unsupported = outcome
-    if unsupported:
-        return UnsupportedFormat(problem, field, status)
-    return InputError(field, problem, status)
-
-
-def warm_up() -> None:
-    """Run the task once on a small generated report, so a new worker's first upload
-    does not pay for lazy imports and first-use caches (~0.5 s)."""
-    from ingest.demo.jsontext import dump_report
-    from ingest.demo.report import generate_report
-
-    raw = dump_report(generate_report("kimi_k2", "GB300", "NVFP4", 8, [64], seed=0))
-    parse_and_prepare(raw, UploadMeta(), None, True)
-    parse_and_prepare(raw, UploadMeta(), None, False)

@@ -156,7 +156,7 @@ class RunRepository:
         self, prepared: PreparedUpload, meta: UploadMeta, *, uploaded_by: str | None = None
     ) -> IngestResult:
         """:meth:`ingest` with ``known_new=True`` for an upload parsed and prepared
-        elsewhere (a parse-pool worker, :func:`db.prepared.parse_and_prepare`): the same
+        elsewhere (a parse-pool worker, ``api.parse_task.parse_and_prepare``): the same
         writes, the same answer, without the parse, the fingerprint and the compression
         in this process."""
         if not prepared.sweeps:

@@ -66,8 +66,8 @@ def create_app(
     return app
 
 
-# the parse pool's task: parse, fingerprint, compress (db.prepared)
-PARSE_TASK = "db.prepared:parse_and_prepare"
+# the parse pool's task: parse, fingerprint, compress (api/parse_task.py)
+PARSE_TASK = "api.parse_task:parse_and_prepare"
 
 
 def make_parse_pool(settings: Settings) -> ParsePool | None:

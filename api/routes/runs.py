@@ -14,9 +14,9 @@ from api.auth import get_config, get_store, require_read, require_scope
 from api.config import ApiConfig
 from api.jsonio import FastJSONResponse, frame_records
 from api.limits import ParseBudget
+from api.parse_task import input_error
 from api.uploads import SpooledUpload, spool_form, spool_raw, spooled_raw_file, upload_size
 from db.errors import Conflict, NotFound
-from db.prepared import input_error
 from db.store import IngestResult, Store
 from db.tokens import TokenInfo
 from ingest.detect import parse_upload
