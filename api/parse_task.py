@@ -7,11 +7,9 @@ not parse, so nothing below the HTTP layer depends on the parsers' entry point.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-from db.prepared import PreparedUpload, stored_sweeps
-from db.uploads import compress
+from db.prepared import prepare_upload
 from ingest.detect import parse_upload
 from ingest.errors import InputError, UnsupportedFormat
 from ingest.records import UploadMeta
@@ -34,13 +32,7 @@ def parse_and_prepare(
             exc.status,
             isinstance(exc, UnsupportedFormat),
         )
-    prepared = PreparedUpload(
-        sha256=hashlib.sha256(raw).hexdigest(),
-        size=len(raw),
-        packed=compress(raw),
-        sweeps=tuple(stored_sweeps(sweeps, arrow=arrow)),
-    )
-    return ("ok", prepared)
+    return ("ok", prepare_upload(raw, sweeps, arrow=arrow))
 
 
 def input_error(outcome: tuple[Any, ...]) -> InputError:

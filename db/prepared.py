@@ -18,6 +18,7 @@ Nothing here opens a connection.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ import pyarrow as pa
 
 from analysis import columns as C
 from db.dialects import CopyRows, arrow_or_frame, copy_rows
-from db.uploads import sweep_fingerprint
+from db.uploads import compress, sweep_fingerprint
 from ingest.records import Sweep
 
 
@@ -86,3 +87,15 @@ def _insert_form(frame: pd.DataFrame, arrow: bool | None) -> pa.Table | pd.DataF
 def stored_sweeps(sweeps: Sequence[Sweep], *, arrow: bool | None = None) -> list[StoredSweep]:
     """:func:`stored_sweep` of each."""
     return [stored_sweep(s, arrow=arrow) for s in sweeps]
+
+
+def prepare_upload(raw: bytes, sweeps: Sequence[Sweep], *, arrow: bool) -> PreparedUpload:
+    """``raw`` and its parsed ``sweeps`` ready for the write path: SHA-256, size,
+    compressed bytes and each sweep in insert form (``arrow`` as for
+    :func:`stored_sweep`)."""
+    return PreparedUpload(
+        sha256=hashlib.sha256(raw).hexdigest(),
+        size=len(raw),
+        packed=compress(raw),
+        sweeps=tuple(stored_sweeps(sweeps, arrow=arrow)),
+    )

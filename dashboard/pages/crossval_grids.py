@@ -177,8 +177,11 @@ _STATUS_RULES = {
 }
 
 
-def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
-    """Grouped column definitions (deployed | bench_moe best | comparison | end to end)."""
+def ledger_column_defs(
+    view: pd.DataFrame, widths: dict[str, int] | None = None
+) -> list[dict[str, Any]]:
+    """Grouped column definitions (deployed | bench_moe best | comparison | end to end);
+    ``widths``: :func:`ledger_widths` of ``view`` when the caller has them."""
     over = _overrides(LEDGER_HEADERS, LEDGER_TIPS)
     # status leads the grid; not pinned: AG Grid's pinned header beside column groups
     # renders a header row group without cells (axe: aria-required-children, critical)
@@ -199,7 +202,7 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
                 "function": "params.value == null ? '' : (params.value ? 'yes' : 'no')"
             },
         }
-    for col in (cc.DIFFERS, cc.REASON, cc.SWEEP_COMMAND):
+    for col, min_width in WRAPPED_MIN_WIDTHS.items():
         # wrapped, never clipped: the row grows to hold the text
         over[col] = {
             **over.get(col, {}),
@@ -207,7 +210,7 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
             "wrapText": True,
             "autoHeight": True,
             "cellStyle": WRAPPED_STYLE,
-            "minWidth": 320 if col == cc.REASON else 260,
+            "minWidth": min_width,
             "maxWidth": 520,
         }
     for col in (
@@ -223,9 +226,8 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
         over[col] = {**over.get(col, {}), "minWidth": 135}
     # Widths from the data (no client-side autoSize: measuring ~40 columns of 1,000+ rows
     # in the browser dominated the first load); wrapped text columns keep their own.
-    for col in GRID_COLUMNS:
-        if col in _AUTOSIZE:
-            over[col] = {**over.get(col, {}), "width": _width(view, col)}
+    for col, width in (widths if widths is not None else ledger_widths(view)).items():
+        over[col] = {**over.get(col, {}), "width": width}
     groups: list[dict[str, Any]] = []
     for header, cols in LEDGER_GROUPS:
         defs = ui.column_defs(view, cols, over)
@@ -234,9 +236,17 @@ def ledger_column_defs(view: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 GRID_COLUMNS: tuple[str, ...] = tuple(col for _, cols in LEDGER_GROUPS for col in cols)
+# Text columns that wrap (never clipped), with their minimum pixel widths.
+WRAPPED_MIN_WIDTHS: dict[str, int] = {cc.DIFFERS: 260, cc.REASON: 320, cc.SWEEP_COMMAND: 260}
 # Columns sized to their content: all but the wrapped text ones (fixed by min/max).
-_AUTOSIZE = tuple(c for c in GRID_COLUMNS if c not in (cc.DIFFERS, cc.REASON, cc.SWEEP_COMMAND))
+_AUTOSIZE = tuple(c for c in GRID_COLUMNS if c not in WRAPPED_MIN_WIDTHS)
 _CHAR_PX, _PAD_PX = 10, 36  # ag-theme-alpine 14px font (caps are wide); padding + icon
+
+
+def ledger_widths(view: pd.DataFrame) -> dict[str, int]:
+    """Pixel widths of the columns sized to their content (:func:`_width`), for the grid
+    and its HTML first page alike."""
+    return {col: _width(view, col) for col in _AUTOSIZE}
 
 
 def _width(view: pd.DataFrame, col: str) -> int:
@@ -272,12 +282,13 @@ def ledger_grid_height(rows: int) -> str:
     return f"{min(760, 300 + 60 * rows)}px"
 
 
-def ledger_grid(view: pd.DataFrame) -> Any:
-    """The ledger grid over ``view``'s rows (paged, sortable, filterable)."""
+def ledger_grid(view: pd.DataFrame, widths: dict[str, int] | None = None) -> Any:
+    """The ledger grid over ``view``'s rows (paged, sortable, filterable); ``widths`` as
+    for :func:`ledger_column_defs`."""
     return dag.AgGrid(
         id="cv-ledger-grid",
         rowData=_row_records(view),
-        columnDefs=ledger_column_defs(view),
+        columnDefs=ledger_column_defs(view, widths),
         defaultColDef={
             "sortable": True,
             "filter": True,
@@ -304,21 +315,20 @@ def ledger_grid(view: pd.DataFrame) -> Any:
     )
 
 
-def ledger_first_page(view: pd.DataFrame) -> StaticHtml:
+def ledger_first_page(view: pd.DataFrame, widths: dict[str, int]) -> StaticHtml:
     """The grid's first page (its first ``PAGE_SIZE`` rows, its columns and headers) as a
     server-rendered table, shown while the browser loads and lays out AG Grid (about
     0.5 s of main thread for its chunk and first draw on a 2-core machine); the page
-    swaps it for the grid once the grid has drawn its rows (``register_ledger_swap``)."""
+    swaps it for the grid once the grid has drawn its rows (``register_ledger_swap``).
+    ``widths``: :func:`ledger_widths` of ``view``, as the grid has them."""
     rows = ui.records(view.head(PAGE_SIZE), GRID_COLUMNS)
-    wrap = (cc.DIFFERS, cc.REASON, cc.SWEEP_COMMAND)
-    widths = {c: _width(view, c) for c in _AUTOSIZE} | {c: 260 for c in wrap}
     return data_table(
         "cv-ledger-static",
         rows,
         GRID_COLUMNS,
         LEDGER_HEADERS,
         LEDGER_TIPS,
-        wrap=wrap,
-        widths=widths,
+        wrap=tuple(WRAPPED_MIN_WIDTHS),
+        widths=widths | WRAPPED_MIN_WIDTHS,
         caption=f"Ledger, first {len(rows)} rows (the sortable grid is loading)",
     )

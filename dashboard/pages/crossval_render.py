@@ -22,6 +22,7 @@ from dashboard.pages.crossval_grids import (
     ledger_first_page,
     ledger_grid,
     ledger_grid_height,
+    ledger_widths,
 )
 from dashboard.pages.crossval_tables import (
     coverage_grid,
@@ -93,6 +94,7 @@ def render_ledger(res: CrossvalView, all_rows: bool = False, first: int = FIRST_
             test_id="cv-ledger-empty",
         )
     shown = grid_rows(view) if all_rows else view.head(first)
+    widths = ledger_widths(shown)  # once, for the grid and its HTML first page
     part = None
     if len(shown) < len(view) and all_rows:
         part = html.P(
@@ -122,11 +124,13 @@ def render_ledger(res: CrossvalView, all_rows: bool = False, first: int = FIRST_
             # the first page as HTML at once; the grid, drawn hidden, takes its place
             # when it has drawn its rows (register_ledger_swap)
             html.Div(
-                ledger_first_page(shown),
+                ledger_first_page(shown, widths),
                 id="cv-ledger-static-box",
                 style={"minHeight": ledger_grid_height(len(shown))},  # no shift at the swap
             ),
-            html.Div(ledger_grid(shown), id="cv-ledger-grid-box", className="ledger-pending"),
+            html.Div(
+                ledger_grid(shown, widths), id="cv-ledger-grid-box", className="ledger-pending"
+            ),
         ]
     )
 

@@ -22,15 +22,7 @@ from moedash.app import PARSE_TASK, create_app
 from moedash.settings import Settings
 from tests.factories import EXAMPLE
 from tests.factories import upload_reports as R
-
-
-def post(client: TestClient, token: str, body: bytes, **params: str) -> Any:
-    return client.post(
-        "/api/v1/runs",
-        content=body,
-        params={"trtllm_version": "v1.3.0rc26", **params},
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
+from tests.factories.upload_reports import post, stored_run
 
 
 @pytest.fixture
@@ -45,14 +37,6 @@ def pool() -> Iterator[ParsePool]:
 
 def _app(settings: Settings, store: Store, pool: ParsePool | None) -> TestClient:
     return TestClient(create_app(settings, store=store, parse_pool=pool))
-
-
-def _stored(store: Store, run_id: int) -> tuple[dict[str, Any], pd.DataFrame, bytes]:
-    run = store.get_run(run_id)
-    for key in ("run_id", "upload_id", "created_at", "uploaded_at", "sightings"):
-        run.pop(key, None)
-    cands = store.list_candidates(run_id, limit=10_000).items.drop(columns=["run_id"])
-    return run, cands.reset_index(drop=True), store.raw_upload(run_id).content
 
 
 def test_pool_path_stores_exactly_what_the_in_process_path_stores(
@@ -77,7 +61,7 @@ def test_pool_path_stores_exactly_what_the_in_process_path_stores(
             if parse_pool is not None:
                 assert pool.completed - before == 3  # every upload went through a worker
             bodies_out = [a.json() for a in answers]
-            stored[name] = [_stored(store, b["run_ids"][0]) for b in bodies_out] + [
+            stored[name] = [stored_run(store, b["run_ids"][0]) for b in bodies_out] + [
                 [{k: v for k, v in b.items() if k != "runs"} for b in bodies_out]
             ]
         finally:
@@ -144,7 +128,7 @@ def test_a_killed_worker_costs_no_upload(
     assert store.table_counts()["runs"] == 2
 
 
-def test_a_hung_worker_is_replaced_and_the_upload_stored(
+def test_a_hung_worker_is_replaced_and_the_uploadstored_run(
     settings: Settings, store: Store, upload_token: str
 ) -> None:
     pool = ParsePool(PARSE_TASK, 1, timeout_s=1.5)

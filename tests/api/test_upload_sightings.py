@@ -4,22 +4,12 @@ field. Through the real ASGI app, on DuckDB and (marker postgres) PostgreSQL."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi.testclient import TestClient
 
 from db.store import Store
 from tests.factories import EXAMPLE
 from tests.factories import upload_reports as R
-
-
-def post(client: TestClient, token: str, body: bytes, **params: str) -> Any:
-    return client.post(
-        "/api/v1/runs",
-        content=body,
-        params={"trtllm_version": "v1.3.0rc26", **params},
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
+from tests.factories.upload_reports import post
 
 
 def test_retry_with_a_new_ci_url_is_200_and_a_sighting(

@@ -5,41 +5,26 @@ PostgreSQL schema."""
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from db.prepared import PreparedUpload, stored_sweeps
+from db.prepared import PreparedUpload, prepare_upload
 from db.store import Store, open_store
-from db.uploads import compress
 from ingest.records import Sweep, UploadMeta
 from tests.factories.sweeps import make_sweep
+from tests.factories.upload_reports import stored_run
 
 META = UploadMeta(hardware="GB300", trtllm_version="v1.3.0rc26")
 
 
 def _prepared(sweeps: list[Sweep], raw: bytes, *, arrow: bool) -> PreparedUpload:
     """As a worker makes it, and through pickle as it crosses the pipe."""
-    upload = PreparedUpload(
-        hashlib.sha256(raw).hexdigest(),
-        len(raw),
-        compress(raw),
-        tuple(stored_sweeps(sweeps, arrow=arrow)),
-    )
+    upload = prepare_upload(raw, sweeps, arrow=arrow)
     out: PreparedUpload = pickle.loads(pickle.dumps(upload, protocol=5))
     return out
-
-
-def _read_back(store: Store, run_id: int) -> tuple[dict[str, Any], pd.DataFrame, bytes]:
-    run = store.get_run(run_id)
-    for key in ("run_id", "upload_id", "created_at", "uploaded_at", "sightings"):
-        run.pop(key, None)
-    cands = store.list_candidates(run_id, limit=10_000).items.drop(columns=["run_id"])
-    return run, cands.reset_index(drop=True), store.raw_upload(run_id).content
 
 
 def test_prepared_upload_stores_what_ingest_stores(tmp_path: Path) -> None:
@@ -55,7 +40,7 @@ def test_prepared_upload_stores_what_ingest_stores(tmp_path: Path) -> None:
                 result = store.ingest_prepared(
                     _prepared(sweeps, raw, arrow=arrow), META, uploaded_by="ci"
                 )
-            results.append((result.sha256, [_read_back(store, r.run_id) for r in result.runs]))
+            results.append((result.sha256, [stored_run(store, r.run_id) for r in result.runs]))
         finally:
             store.close()
     (sha, expected), *others = results

@@ -3,7 +3,6 @@ StoreError, on reads as on writes, on DuckDB and on PostgreSQL."""
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,11 +16,10 @@ from db.candidates import CandidateReader
 from db.crossval import CrossvalRepository
 from db.crossval_records import OutcomeRecord
 from db.errors import StoreError, UniqueViolation
-from db.prepared import PreparedUpload, stored_sweeps
+from db.prepared import PreparedUpload, prepare_upload
 from db.runs import RunRepository
 from db.store import Store, open_store
 from db.tokens import TokenRepository
-from db.uploads import compress
 from ingest.records import UploadMeta
 from ingest.serving_configs import import_directory, points_frame, recipe_configs
 from tests.db.outage import Outage, outage_database
@@ -46,8 +44,7 @@ def serving() -> tuple[pd.DataFrame, pd.DataFrame, str]:
 
 def _prepared(raw: bytes) -> PreparedUpload:
     """An upload prepared as a parse-pool worker would (db.prepared)."""
-    sweeps = tuple(stored_sweeps([make_sweep(5)], arrow=True))
-    return PreparedUpload(hashlib.sha256(raw).hexdigest(), len(raw), compress(raw), sweeps)
+    return prepare_upload(raw, [make_sweep(5)], arrow=True)
 
 
 def _calls(serving: tuple[pd.DataFrame, pd.DataFrame, str]) -> dict[str, Callable[[Any], Any]]:

@@ -1,12 +1,39 @@
 """bench_moe report bytes for upload tests: the example report as another TensorRT-LLM
-version with a known slowdown, re-serialised, with an extra key or another ranking."""
+version with a known slowdown, re-serialised, with an extra key or another ranking; how
+tests post them and read a stored run back."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pandas as pd
+from fastapi.testclient import TestClient
+
+from db.store import Store
 from tests.factories import EXAMPLE
+
+
+def post(client: TestClient, token: str, body: bytes, **params: str) -> Any:
+    """POST ``body`` to /api/v1/runs as JSON with ``token`` (trtllm_version v1.3.0rc26
+    unless ``params`` says otherwise)."""
+    return client.post(
+        "/api/v1/runs",
+        content=body,
+        params={"trtllm_version": "v1.3.0rc26", **params},
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+
+
+def stored_run(store: Store, run_id: int) -> tuple[dict[str, Any], pd.DataFrame, bytes]:
+    """What is stored of run ``run_id``, without what differs between two databases
+    storing the same upload (ids, times, sightings): its fields, its candidates and its
+    raw bytes."""
+    run = store.get_run(run_id)
+    for key in ("run_id", "upload_id", "created_at", "uploaded_at", "sightings"):
+        run.pop(key, None)
+    cands = store.list_candidates(run_id, limit=10_000).items.drop(columns=["run_id"])
+    return run, cands.reset_index(drop=True), store.raw_upload(run_id).content
 
 
 def example_report() -> dict[str, Any]:
