@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Request
 
 from api.auth import get_store, require_read
 from api.config import ApiConfig
@@ -73,9 +73,16 @@ def create_api(
     v1 = APIRouter(prefix="/api/v1")
 
     @v1.get("/health", tags=["meta"], summary="Liveness and database check")
-    def health(s: Store = Depends(get_store)) -> dict[str, object]:
-        # reads the database, so an outage answers 503 (the store error envelope)
-        return {"status": "ok", "database": s.dialect, "schema_version": s.schema_version()}
+    def health(request: Request, s: Store = Depends(get_store)) -> dict[str, object]:
+        # reads the database, so an outage answers 503 (the store error envelope);
+        # parse_pool: its workers ready of its size (None: uploads parse in the server)
+        pool = getattr(request.app.state, "parse_pool", None)
+        return {
+            "status": "ok",
+            "database": s.dialect,
+            "schema_version": s.schema_version(),
+            "parse_pool": None if pool is None else pool.status(),
+        }
 
     @v1.get(
         "/coverage", tags=["runs"], summary="What is stored", dependencies=[Depends(require_read)]

@@ -89,6 +89,12 @@ def bulk_insert_frame(
             copy.write_row(row)
 
 
+def insert_arrow(raw: Any, table: str, data: pa.Table) -> None:
+    """Insert the rows of ``data`` into ``table`` through the DuckDB driver connection
+    ``raw``, columns matched by name (one statement)."""
+    _duckdb_insert(raw, table, list(data.column_names), data)
+
+
 def _duckdb_insert(raw: Any, table: str, cols: list[str], data: pa.Table | pd.DataFrame) -> None:
     col_sql = ", ".join(f'"{c}"' for c in cols)
     view = "_moedash_bulk_in"

@@ -27,10 +27,12 @@ T = TypeVar("T")
 
 
 class _Job(Generic[T]):
-    """One queued write function and, once it ran, its result or error."""
+    """One queued write function (and what it writes, for ``combine``) and, once it
+    ran, its result or error."""
 
-    def __init__(self, fn: Callable[[sa.Connection], T]) -> None:
+    def __init__(self, fn: Callable[[sa.Connection], T], item: Any = None) -> None:
         self.fn = fn
+        self.item = item
         self.ready = threading.Event()  # set when done, or when promoted to leader
         self.done = False
         self.result: T | None = None
@@ -43,8 +45,12 @@ class GroupCommit:
     ``begin`` opens one write transaction (commit on success, rollback on error), e.g.
     ``lambda: database.write("ingest")``; ``shared(conn)`` is entered around the
     functions of a shared transaction, inside it (its exit may still write; an error
-    there fails the batch like a member's). ``batches`` and ``solo_retries`` count what
-    happened (observability and tests).
+    there fails the batch like a member's). ``combine(conn, items)``, when given, is
+    called first in a shared transaction with the ``item`` of each member (all members
+    given one) and writes those it can together: it returns a result per member, or
+    None for a member whose ``fn`` is then run as usual (after it, so it sees what was
+    combined). ``batches``, ``solo_retries`` and ``combined`` count what happened
+    (observability and tests).
     """
 
     def __init__(
@@ -52,21 +58,25 @@ class GroupCommit:
         begin: Callable[[], AbstractContextManager[sa.Connection]],
         max_batch: int = 16,
         shared: Callable[[sa.Connection], AbstractContextManager[None]] | None = None,
+        combine: Callable[[sa.Connection, list[Any]], list[Any]] | None = None,
     ) -> None:
         self._begin = begin
         # wraps the functions of a shared transaction (e.g. dialects.deferred_inserts)
         self._shared = shared or (lambda _conn: nullcontext())
+        self._combine = combine
         self.max_batch = max_batch
         self._lock = threading.Lock()
         self._queue: list[_Job[Any]] = []
         self._leading = False
         self.batches = 0
         self.solo_retries = 0
+        self.combined = 0
 
-    def run(self, fn: Callable[[sa.Connection], T]) -> T:
+    def run(self, fn: Callable[[sa.Connection], T], item: Any = None) -> T:
         """Run ``fn(conn)`` inside a write transaction, possibly shared with other
-        callers; returns its result or raises its own error."""
-        job: _Job[T] = _Job(fn)
+        callers (``item``: what it writes, for ``combine``); returns its result or
+        raises its own error."""
+        job: _Job[T] = _Job(fn, item)
         with self._lock:
             self._queue.append(job)
             lead = not self._leading
@@ -102,7 +112,11 @@ class GroupCommit:
         if len(batch) > 1:
             try:
                 with self._begin() as conn, self._shared(conn):
-                    results = [job.fn(conn) for job in batch]
+                    results = self._combined(conn, batch)
+                    results = [
+                        job.fn(conn) if r is None else r
+                        for job, r in zip(batch, results, strict=True)
+                    ]
             except Exception:  # noqa: BLE001 - rolled back: each member alone, below
                 self.solo_retries += len(batch)
             else:
@@ -116,3 +130,11 @@ class GroupCommit:
             except Exception as exc:  # noqa: BLE001 - handed to its own caller
                 job.error = exc
             job.done = True
+
+    def _combined(self, conn: sa.Connection, batch: list[_Job[Any]]) -> list[Any]:
+        """``combine``'s result per member of a shared transaction (None: not combined)."""
+        if self._combine is None or any(job.item is None for job in batch):
+            return [None] * len(batch)
+        results = self._combine(conn, [job.item for job in batch])
+        self.combined += sum(r is not None for r in results)
+        return results

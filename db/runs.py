@@ -42,11 +42,11 @@ from db.sightings import (
     sighting_bytes,
     sightings_of_upload,
 )
+from db.upload_batch import UploadWrite, write_fresh
 from db.uploads import (
     IngestResult,
     compress,
     existing_upload,
-    insert_upload,
 )
 from ingest.records import Sweep, UploadMeta
 
@@ -179,17 +179,11 @@ class RunRepository:
             try:
                 # several concurrent uploads may share one transaction (group commit,
                 # db.group_commit); each is still stored whole or not at all
+                write = UploadWrite(
+                    sha, prepared.sweeps, prepared.size, prepared.packed, meta, uploaded_by
+                )
                 return self._db.write_grouped(
-                    "ingest",
-                    lambda conn: insert_upload(
-                        conn,
-                        sha,
-                        prepared.sweeps,
-                        prepared.size,
-                        prepared.packed,
-                        meta,
-                        uploaded_by,
-                    ),
+                    "ingest", write.insert, item=write, combine=write_fresh
                 )
             except UniqueViolation:
                 if attempt:

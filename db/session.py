@@ -92,11 +92,21 @@ class Database:
         with self.translating(op, writing=True), lock, self.engine.begin() as conn:
             yield conn
 
-    def write_grouped(self, op: str, fn: Callable[[sa.Connection], T]) -> T:
+    def write_grouped(
+        self,
+        op: str,
+        fn: Callable[[sa.Connection], T],
+        *,
+        item: Any = None,
+        combine: Callable[[sa.Connection, list[Any]], list[Any]] | None = None,
+    ) -> T:
         """``fn(conn)`` in a write transaction like :meth:`write`; on DuckDB, concurrent
         calls with the same ``op`` share transactions (:mod:`db.group_commit`: one
         commit for several uploads; each stays all-or-nothing). ``fn`` may run twice (a
-        shared transaction that failed is retried member by member)."""
+        shared transaction that failed is retried member by member). ``item`` and
+        ``combine``: the members of a shared transaction written together
+        (:class:`db.group_commit.GroupCommit`; the first call of ``op`` sets
+        ``combine``)."""
         if self._write_lock is None:  # PostgreSQL: concurrent transactions, own commits
             with self.write(op) as conn:
                 return fn(conn)
@@ -104,9 +114,12 @@ class Database:
         if group is None:  # setdefault is atomic: racing callers end up with one group
             # a shared transaction writes the members' candidates in one statement
             group = self._groups.setdefault(
-                op, GroupCommit(lambda: self.write(op), shared=dialects.deferred_inserts)
+                op,
+                GroupCommit(
+                    lambda: self.write(op), shared=dialects.deferred_inserts, combine=combine
+                ),
             )
-        return group.run(fn)
+        return group.run(fn, item)
 
     @contextmanager
     def translating(self, op: str, *, writing: bool) -> Iterator[None]:

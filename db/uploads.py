@@ -239,18 +239,7 @@ def insert_upload(
         )
     now = dt.datetime.now(dt.UTC)
     upload_id = conn.execute(
-        _INSERT_UPLOAD,
-        {
-            "sha256": sha,
-            "filename": meta.filename,
-            "source_format": str(sweeps[0].run.get(C.SOURCE_FORMAT)),
-            "size_bytes": size,
-            "compression": "zstd",
-            "content": packed,
-            "meta_json": json.dumps(dataclasses.asdict(meta), sort_keys=True),
-            "uploaded_by": uploaded_by,
-            "uploaded_at": now,
-        },
+        _INSERT_UPLOAD, upload_values(sha, sweeps, size, packed, meta, uploaded_by, now)
     ).scalar_one()
     refs: list[RunRef] = []
     new: dict[str, RunRef] = {}
@@ -262,8 +251,9 @@ def insert_upload(
         if key in new:  # the same sweep twice inside one upload
             refs.append(dataclasses.replace(new[key], created=False))
             continue
-        run_id = _insert_run(conn, int(upload_id), key, sweep, now)
-        dialects.bulk_insert_frame(conn, "candidates", _with_run_id(sweep.rows, run_id))
+        values = run_values(int(upload_id), key, sweep, now)
+        run_id = int(conn.execute(_INSERT_RUN, values).scalar_one())
+        dialects.bulk_insert_frame(conn, "candidates", with_run_id(sweep.rows, run_id))
         new[key] = RunRef(run_id, sweep.key, sweep.n_candidates)
         refs.append(new[key])
     return IngestResult(int(upload_id), sha, False, tuple(refs), differing_fields=tuple(differing))
@@ -279,7 +269,7 @@ def _json_value(text: Any) -> Any:
         return text
 
 
-def _with_run_id(rows: pa.Table | Any, run_id: int) -> pa.Table | Any:
+def with_run_id(rows: pa.Table | Any, run_id: int) -> pa.Table | Any:
     """The candidate rows with ``run_id`` as their first column (a DataFrame: a shallow
     copy; an Arrow table: the same buffers plus one column; COPY rows: new tuples)."""
     if isinstance(rows, dialects.CopyRows):
@@ -318,9 +308,33 @@ def _differences(stored: sa.Row[Any], sweep: StoredSweep, meta: UploadMeta) -> l
     ]
 
 
-def _insert_run(
-    conn: sa.Connection, upload_id: int, run_key: str, sweep: StoredSweep, now: dt.datetime
-) -> int:
+def upload_values(
+    sha: str,
+    sweeps: Sequence[StoredSweep],
+    size: int,
+    packed: bytes,
+    meta: UploadMeta,
+    uploaded_by: str | None,
+    now: dt.datetime,
+) -> dict[str, Any]:
+    """The ``uploads`` row of a new upload (all but its ``upload_id``)."""
+    return {
+        "sha256": sha,
+        "filename": meta.filename,
+        "source_format": str(sweeps[0].run.get(C.SOURCE_FORMAT)),
+        "size_bytes": size,
+        "compression": "zstd",
+        "content": packed,
+        "meta_json": json.dumps(dataclasses.asdict(meta), sort_keys=True),
+        "uploaded_by": uploaded_by,
+        "uploaded_at": now,
+    }
+
+
+def run_values(
+    upload_id: int, run_key: str, sweep: StoredSweep, now: dt.datetime
+) -> dict[str, Any]:
+    """The ``runs`` row of a new run of ``sweep`` (all but its ``run_id``)."""
     values: dict[str, Any] = {
         "upload_id": upload_id,
         "run_key": run_key,
@@ -334,5 +348,4 @@ def _insert_run(
     for name in (*C.RUN_COLUMNS, *RUN_EXTRA_KEYS):
         if name != C.RUN_ID:
             values[name] = _plain(sweep.run.get(name))
-    run_id = conn.execute(_INSERT_RUN, values).scalar_one()
-    return int(run_id)
+    return values

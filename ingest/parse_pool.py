@@ -125,6 +125,14 @@ class ParsePool:
         self._reaper = threading.Thread(target=self._reap, daemon=True, name="parse-pool-reaper")
         self._reaper.start()
 
+    def status(self) -> dict[str, int]:
+        """``size`` (workers it keeps at most) and ``ready`` (started and waiting or
+        working now): a pool that is warming up, stopped after idling or paused for a
+        big upload has fewer ready than its size (``/api/v1/health`` reports this)."""
+        with self._cond:
+            ready = sum(1 for w in self._workers if w.ready)
+        return {"size": self.size, "ready": ready}
+
     def pids(self) -> list[int]:
         """Process ids of the running workers."""
         with self._cond:

@@ -37,6 +37,7 @@ def post_example(client: TestClient, token: str, **params: str) -> object:
 def test_health_and_openapi(client: TestClient) -> None:
     body = client.get("/api/v1/health").json()
     assert body["status"] == "ok" and body["schema_version"] >= 2
+    assert body["parse_pool"] is None  # no pool: uploads parse in the server
     spec = client.get("/api/v1/openapi.json").json()
     assert "/api/v1/runs" in spec["paths"]
     assert client.get("/docs").status_code == 200

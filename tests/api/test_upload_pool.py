@@ -102,6 +102,8 @@ def test_pool_path_on_every_database(
     settings: Settings, store: Store, upload_token: str, pool: ParsePool
 ) -> None:
     with _app(settings, store, pool) as client:
+        # the health check says whether the workers are up (a warm-up to wait for)
+        assert client.get("/api/v1/health").json()["parse_pool"] == {"size": 1, "ready": 1}
         resp = post(client, upload_token, EXAMPLE.read_bytes())
         again = post(client, upload_token, EXAMPLE.read_bytes())
     assert resp.status_code == 201, resp.text

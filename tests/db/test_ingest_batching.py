@@ -24,6 +24,7 @@ from db.errors import StoreError
 from db.group_commit import GroupCommit
 from db.store import IngestResult, Store, open_store
 from ingest.records import Sweep, UploadMeta
+from tests.factories.batching import queued_while_writing
 from tests.factories.servers import REPO
 from tests.factories.sweeps import make_sweep
 
@@ -33,40 +34,6 @@ META = UploadMeta(hardware="GB300")
 @pytest.fixture
 def duck(tmp_path: Path) -> Store:
     return open_store(f"duckdb:///{tmp_path / 'batch.duckdb'}")
-
-
-def queued_while_writing(
-    store: Store, uploads: list[Callable[[], IngestResult]]
-) -> tuple[list[Any], GroupCommit]:
-    """Run ``uploads`` in threads while the write lock is held, so that all of them
-    queue up before any writes; returns (result or exception per upload, the group)."""
-    db: Any = store._db
-    out: list[Any] = [None] * len(uploads)
-
-    def call(i: int) -> None:
-        try:
-            out[i] = uploads[i]()
-        except Exception as exc:  # asserted by the caller
-            out[i] = exc
-
-    def until(ready: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + 60
-        while not ready() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert ready()
-
-    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(uploads))]
-    with db._write_lock:
-        threads[0].start()  # the first upload leads: it takes its job and waits for the lock
-        until(lambda: "ingest" in db._groups and db._groups["ingest"]._leading)
-        group: GroupCommit = db._groups["ingest"]
-        until(lambda: not group._queue)
-        for t in threads[1:]:
-            t.start()
-        until(lambda: len(group._queue) == len(uploads) - 1)  # the rest queue meanwhile
-    for t in threads:
-        t.join(60)
-    return out, group
 
 
 def ingest(store: Store, sweeps: list[Sweep], raw: bytes) -> Callable[[], IngestResult]:
@@ -79,8 +46,9 @@ def test_queued_uploads_share_one_transaction_and_all_land(duck: Store) -> None:
         duck, [ingest(duck, [s], f"upload-{i}".encode()) for i, s in enumerate(sweeps)]
     )
     assert all(isinstance(r, IngestResult) and not r.already_existed for r in results)
-    # the leader's own upload, then the seven that queued meanwhile in one transaction
-    assert group.batches == 2 and group.solo_retries == 0
+    # the leader's own upload, then the seven that queued meanwhile in one transaction,
+    # written together (db.upload_batch)
+    assert group.batches == 2 and group.solo_retries == 0 and group.combined == 7
     assert duck.table_counts()["runs"] == 8
     assert duck.table_counts()["candidates"] == 8 * 30
     for sweep, result in zip(sweeps, results, strict=True):

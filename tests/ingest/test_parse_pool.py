@@ -98,8 +98,10 @@ def test_waiting_callers_are_served_in_arrival_order() -> None:
 
 
 def test_paused_stops_the_workers_and_refuses_tasks(pool: ParsePool) -> None:
+    assert pool.status() == {"size": 1, "ready": 1}
     with pool.paused():
         assert pool.pids() == []
+        assert pool.status() == {"size": 1, "ready": 0}
         with pytest.raises(PoolUnavailable, match="paused"):
             pool.run(1)
     assert pool.run(1) == 1  # a worker starts again on demand
@@ -107,12 +109,14 @@ def test_paused_stops_the_workers_and_refuses_tasks(pool: ParsePool) -> None:
 
 def test_idle_workers_stop() -> None:
     pool = ParsePool(f"{TASKS}:echo", 1, idle_s=0.5)
+    assert pool.status() == {"size": 1, "ready": 0}  # nothing starts before it is asked
     try:
         assert pool.warm(60) and pool.run(1) == 1
         deadline = time.monotonic() + 10
         while pool.pids() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert pool.pids() == []
+        assert pool.status() == {"size": 1, "ready": 0}  # /api/v1/health says so
     finally:
         pool.close()
 
