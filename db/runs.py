@@ -22,7 +22,6 @@ Contract
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -87,31 +86,34 @@ class VersionSlice:
     versions: tuple[tuple[str, str | None, tuple[int, ...]], ...]
 
 
-_VERSIONS_OF = sa.func.string_agg(sa.cast(schema.runs.c.run_id, sa.Text), sa.literal(","))
-
-
-@functools.cache
-def _slice_versions_statement(quant_null: bool, world_size_null: bool) -> sa.Select[Any]:
-    """The versions of one slice (:meth:`RunRepository.version_slice`), built once per
-    shape (building a statement costs about what running this one costs): ``quant`` /
-    ``world_size`` NULL, or bound as parameters."""
-    r = schema.runs
-    conds = [r.c.model == sa.bindparam("model"), r.c.hardware == sa.bindparam("hardware")]
-    for col, null in ((r.c.quant, quant_null), (r.c.world_size, world_size_null)):
-        conds.append(col.is_(None) if null else col == sa.bindparam(col.name))
-    return (
-        sa.select(r.c.trtllm_version, r.c.run_date, _VERSIONS_OF)
-        .where(*conds, r.c.trtllm_version.is_not(None))
-        .group_by(r.c.trtllm_version, r.c.run_date)
-    )
-
-
-_HEAD = sa.select(
-    *(
-        schema.runs.c[name]
+def _version_slice_statement() -> sa.Select[Any]:
+    """One run's slice facts next to each (trtllm_version, run_date) stored on its slice
+    with their run ids (:meth:`RunRepository.version_slice`): the run joined with the
+    runs of the same model, hardware, quant and world size (NULL matches NULL), those
+    without a version left out; one row with NULL versions when there are none."""
+    head, other = schema.runs.alias("head"), schema.runs.alias("other")
+    facts = [
+        head.c[name]
         for name in ("model", "hardware", "quant", "world_size", "trtllm_version", "n_candidates")
+    ]
+    same_slice = sa.and_(
+        other.c.model == head.c.model,
+        other.c.hardware == head.c.hardware,
+        other.c.quant.is_not_distinct_from(head.c.quant),
+        other.c.world_size.is_not_distinct_from(head.c.world_size),
+        other.c.trtllm_version.is_not(None),
     )
-).where(schema.runs.c.run_id == sa.bindparam("run_id", type_=sa.BigInteger))
+    ids = sa.func.string_agg(sa.cast(other.c.run_id, sa.Text), sa.literal(","))
+    return (
+        sa.select(*facts, other.c.trtllm_version.label("version"), other.c.run_date, ids)
+        .select_from(head.outerjoin(other, same_slice))
+        .where(head.c.run_id == sa.bindparam("run_id", type_=sa.BigInteger))
+        .group_by(*facts, other.c.trtllm_version, other.c.run_date)
+    )
+
+
+# built once: building a statement costs about what running this one costs
+_VERSION_SLICE = _version_slice_statement()
 
 
 class RunRepository:
@@ -203,7 +205,9 @@ class RunRepository:
         when these bytes are not stored (parse them and call :meth:`ingest`). Raises
         :class:`Conflict` as :meth:`ingest` does for contradicting metadata."""
         sha = hashlib.sha256(raw).hexdigest()
-        with self._db.read("ingest_known") as conn:
+        # single: a stored upload's runs do not change (a delete between the two
+        # statements leaves an answer with fewer runs, as a moment later would)
+        with self._db.read("ingest_known", single=True) as conn:
             existing = existing_upload(conn, sha, meta)
         return None if existing is None else self._sighted(existing, meta, uploaded_by)
 
@@ -299,33 +303,28 @@ class RunRepository:
         )
 
     def version_slice(self, run_id: int) -> VersionSlice | None:
-        """What the upload-time regression check needs of one run, in one connection
-        and two narrow statements (no candidate read): the run's slice facts, and the
-        versions stored on its slice (same model, hardware, quant, world size; NULL
-        matches NULL), one row per (trtllm_version, run_date) with its run ids, runs
-        without a version left out. None for an unknown run."""
-        with self._db.read("version_slice") as conn:
-            head = conn.execute(_HEAD, {"run_id": run_id}).first()
-            if head is None:
-                return None
-            model, hardware, quant, world_size = head[0], head[1], head[2], head[3]
-            stmt = _slice_versions_statement(quant is None, world_size is None)
-            params = {"model": model, "hardware": hardware}
-            params.update(
-                {k: v for k, v in (("quant", quant), ("world_size", world_size)) if v is not None}
-            )
-            rows = conn.execute(stmt, params).all() if model and hardware else []
+        """What the upload-time regression check needs of one run, in one statement (no
+        candidate read): the run's slice facts, and the versions stored on its slice
+        (same model, hardware, quant, world size; NULL matches NULL), one row per
+        (trtllm_version, run_date) with its run ids, runs without a version left out.
+        None for an unknown run."""
+        with self._db.read("version_slice", single=True) as conn:
+            rows = conn.execute(_VERSION_SLICE, {"run_id": run_id}).all()
+        if not rows:
+            return None
+        model, hardware, quant, world_size, version, n_candidates = rows[0][:6]
         return VersionSlice(
             run_id=run_id,
             model=str(model),
             hardware=str(hardware),
             quant=quant,
             world_size=None if world_size is None else int(world_size),
-            trtllm_version=head[4],
-            n_candidates=int(head[5]),
+            trtllm_version=version,
+            n_candidates=int(n_candidates),
             versions=tuple(
                 (str(v), None if d is None else d, tuple(sorted(int(x) for x in i.split(","))))
-                for v, d, i in rows
+                for *_facts, v, d, i in rows
+                if v is not None and model and hardware
             ),
         )
 

@@ -12,6 +12,7 @@ breaks the database under every public method to prove none does).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -33,6 +34,12 @@ def normalise_url(url: str) -> str:
     return url
 
 
+# DuckDB checkpoints its write-ahead log inside the commit that makes it pass this size
+# (DuckDB's default: 16 MB); a server checkpoints earlier, when writes pause
+# (db.checkpoint), so that no upload waits for one
+INLINE_CHECKPOINT = "128MB"
+
+
 def make_engine(url: str) -> sa.Engine:
     """Engine for a database URL. DuckDB files get their parent directory created.
 
@@ -49,7 +56,10 @@ def make_engine(url: str) -> sa.Engine:
                     "empty database; use a file, e.g. duckdb:///var/moedash.duckdb"
                 )
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            return sa.create_engine(url, pool_size=8, max_overflow=8)
+            config = {"checkpoint_threshold": INLINE_CHECKPOINT}
+            return sa.create_engine(
+                url, pool_size=8, max_overflow=8, connect_args={"config": config}
+            )
         if url.startswith("postgresql"):
             return sa.create_engine(url, pool_size=5, max_overflow=10, pool_pre_ping=True)
     except sa.exc.SQLAlchemyError as exc:
@@ -70,6 +80,7 @@ class Database:
         # DuckDB is one process by design; concurrent writers inside it conflict on the
         # same keys instead of waiting, so writes are serialised here.
         self._write_lock = threading.Lock() if dialects.is_duckdb(engine) else None
+        self.last_write = 0.0  # time.monotonic() when the last write transaction ended
         self._groups: dict[str, GroupCommit] = {}
 
     @property
@@ -78,10 +89,15 @@ class Database:
         return self.engine.dialect.name
 
     @contextmanager
-    def read(self, op: str) -> Iterator[sa.Connection]:
+    def read(self, op: str, *, single: bool = False) -> Iterator[sa.Connection]:
         """A connection for reads; nothing it does is committed. ``op`` names the public
-        operation in the error message (``"list_runs failed: ..."``)."""
+        operation in the error message (``"list_runs failed: ..."``). ``single``: the
+        block runs one statement, or statements that need not see one snapshot, so the
+        connection runs in autocommit (no BEGIN and ROLLBACK round trips: on DuckDB two
+        calls that each wait for the interpreter lock again, on every upload)."""
         with self.translating(op, writing=False), self.engine.connect() as conn:
+            if single:
+                conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
 
     @contextmanager
@@ -89,8 +105,16 @@ class Database:
         """One write transaction: commit on success, roll back on any error (ours or the
         database's). A unique/primary-key collision raises :class:`UniqueViolation`."""
         lock = self._write_lock if self._write_lock is not None else nullcontext()
-        with self.translating(op, writing=True), lock, self.engine.begin() as conn:
-            yield conn
+        try:
+            with self.translating(op, writing=True), lock, self.engine.begin() as conn:
+                yield conn
+        finally:
+            self.last_write = time.monotonic()
+
+    @property
+    def write_lock(self) -> threading.Lock | None:
+        """The lock DuckDB writes hold (None on PostgreSQL)."""
+        return self._write_lock
 
     def write_grouped(
         self,

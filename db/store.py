@@ -23,6 +23,7 @@ database failure raises :class:`db.errors.StoreError`, on reads as on writes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -31,6 +32,7 @@ import sqlalchemy as sa
 from analysis import columns as C
 from db import migrations
 from db.candidates import CandidateReader
+from db.checkpoint import IdleCheckpointer
 from db.crossval import CrossvalRepository
 from db.prepared import PreparedUpload
 from db.runs import Page, RawUpload, RunRepository, VersionSlice
@@ -74,6 +76,7 @@ class Store:
         self.candidates = CandidateReader(self._db)
         self.tokens = TokenRepository(self._db)
         self.crossval = CrossvalRepository(self._db)
+        self._checkpointer: IdleCheckpointer | None = None
 
     @property
     def engine(self) -> sa.Engine:
@@ -86,8 +89,23 @@ class Store:
         """``duckdb`` or ``postgresql``."""
         return self._db.dialect
 
+    def checkpoint_when_idle(self) -> IdleCheckpointer | None:
+        """On a DuckDB file, checkpoint from now on when writes pause
+        (:mod:`db.checkpoint`; ``moedash serve`` does); stopped by :meth:`close`.
+        None on PostgreSQL."""
+        if self._db.dialect != "duckdb" or self._checkpointer is not None:
+            return self._checkpointer
+        path = self._db.engine.url.database
+        if not path:
+            return None
+        self._checkpointer = IdleCheckpointer(self._db, Path(path)).start()
+        return self._checkpointer
+
     def close(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection (and stop the idle checkpoints)."""
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
         self._db.close()
 
     def upgrade(self) -> int:

@@ -175,7 +175,7 @@ class TokenRepository:
         than 200 characters)."""
         if not secret or len(secret) > 200:
             return None
-        with self._db.read("verify_token") as conn:
+        with self._db.read("verify_token", single=True) as conn:
             info = find_by_secret(conn, secret)
         if info is None or not info.active:
             return None

@@ -39,6 +39,8 @@ def create_app(
     store = store or open_store(settings.database_url, upgrade=settings.migrate_on_start)
     on_start: list[Callable[[], object]] = []
     on_stop: list[Callable[[], object]] = [store.close] if owned else []
+    if owned:  # DuckDB: checkpoint when uploads pause, not inside one (db.checkpoint)
+        on_start.append(store.checkpoint_when_idle)
     config = ApiConfig(
         max_upload_bytes=settings.max_upload_bytes,
         max_page_body_bytes=settings.max_page_body_bytes,
