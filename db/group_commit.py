@@ -112,10 +112,10 @@ class GroupCommit:
         if len(batch) > 1:
             try:
                 with self._begin() as conn, self._shared(conn):
-                    results = self._combined(conn, batch)
+                    combined = self._combined(conn, batch)
                     results = [
                         job.fn(conn) if r is None else r
-                        for job, r in zip(batch, results, strict=True)
+                        for job, r in zip(batch, combined, strict=True)
                     ]
             except Exception:  # noqa: BLE001 - rolled back: each member alone, below
                 self.solo_retries += len(batch)

@@ -4,6 +4,7 @@ what was written reads back the same after a restart."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 
@@ -14,9 +15,13 @@ from db.store import Store, open_store
 from ingest.records import UploadMeta
 from tests.factories.sweeps import make_sweep
 
+_SEEDS = itertools.count()
 
-def _fill_wal(store: Store, n: int, start: int = 0) -> None:
-    for i in range(start, start + n):
+
+def _fill_wal(store: Store, checkpointer: IdleCheckpointer) -> None:
+    """Distinct uploads until the write-ahead log holds MIN_WAL_BYTES."""
+    while checkpointer.wal_bytes() < MIN_WAL_BYTES:
+        i = next(_SEEDS)
         store.ingest([make_sweep(400, seed=i)], f"wal-{i}".encode(), UploadMeta())
 
 
@@ -34,9 +39,7 @@ def test_the_log_is_checkpointed_once_writes_pause(tmp_path: Path) -> None:
     store = open_store(f"duckdb:///{path}")
     checkpointer = store.checkpoint_when_idle()
     assert checkpointer is not None and store.checkpoint_when_idle() is checkpointer
-    while checkpointer.wal_bytes() < MIN_WAL_BYTES:  # below DuckDB's own threshold
-        _fill_wal(store, 5, start=checkpointer.wal_bytes())
-        assert checkpointer.checkpoints == 0 or checkpointer.wal_bytes() < MIN_WAL_BYTES
+    _fill_wal(store, checkpointer)  # far below DuckDB's own threshold
     runs = store.table_counts()["runs"]
     assert _wait(lambda: checkpointer.checkpoints >= 1)
     assert checkpointer.wal_bytes() < MIN_WAL_BYTES
@@ -51,8 +54,7 @@ def test_no_checkpoint_while_a_write_runs_and_one_beside_a_read(tmp_path: Path) 
     store = open_store(f"duckdb:///{path}")
     db = store._db  # type: ignore[attr-defined]
     checkpointer = IdleCheckpointer(db, path, idle_s=0.5)
-    while checkpointer.wal_bytes() < MIN_WAL_BYTES:
-        _fill_wal(store, 5, start=1000 + checkpointer.wal_bytes())
+    _fill_wal(store, checkpointer)
     assert not checkpointer.due()  # a write just ended
     with db.write_lock:  # a write in progress: the checkpoint does not wait for it
         assert not checkpointer.checkpoint_now()

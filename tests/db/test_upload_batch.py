@@ -6,6 +6,7 @@ it gets alone, and a value that does not fit the combined form falls back to one
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,7 @@ def _report(seed: int, tokens: list[int]) -> bytes:
 def _tables(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of the upload tables, ordered by key, without the clock columns."""
     out: dict[str, list[tuple[Any, ...]]] = {}
-    engine: sa.Engine = store._db.engine  # type: ignore[attr-defined]
-    with engine.connect() as conn:
+    with store.engine.connect() as conn:
         for table, order in (
             ("uploads", "upload_id"),
             ("runs", "run_id"),
@@ -192,8 +192,10 @@ def test_combine_sees_each_members_item_and_the_rest_run_after_it(with_items: bo
     threads += [threading.Thread(target=work, args=(i,)) for i in range(1, 5)]
     for t in threads[1:]:
         t.start()
-    while len(group._queue) < 4:
-        pass
+    deadline = time.monotonic() + 30
+    while len(group._queue) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(group._queue) == 4
     gate.set()
     for t in threads:
         t.join(30)
