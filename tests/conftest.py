@@ -19,6 +19,7 @@ from hypothesis import settings as hypothesis_settings
 from db.store import Store, open_store
 from moedash.app import create_app
 from moedash.settings import Settings
+from tests.factories.stores import DuckDBTemplates
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,6 +35,10 @@ PG_URL = os.environ.get("MOEDASH_TEST_PG_URL", "postgresql://postgres@127.0.0.1:
 @pytest.fixture
 def pg_schema_url() -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a fresh, empty schema (dropped afterwards)."""
+    yield from _pg_schema()
+
+
+def _pg_schema() -> Iterator[str]:
     name = "t_" + uuid.uuid4().hex[:12]
     admin = sa.create_engine(PG_URL.replace("postgresql://", "postgresql+psycopg://", 1))
     with admin.begin() as conn:
@@ -47,12 +52,47 @@ def pg_schema_url() -> Iterator[str]:
         admin.dispose()
 
 
+@pytest.fixture(scope="session")
+def duckdb_templates(tmp_path_factory: pytest.TempPathFactory) -> DuckDBTemplates:
+    """Migrated (optionally seeded) DuckDB files built once per test process and copied
+    per test (tests/factories/stores.py): each test still gets its own database file."""
+    return DuckDBTemplates(tmp_path_factory.mktemp("duckdb-templates"))
+
+
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh database URL: a DuckDB file in tmp_path, or a fresh PostgreSQL schema."""
+    """A fresh database URL: a DuckDB file in tmp_path (a copy of the migrated
+    template), or a fresh PostgreSQL schema."""
     if request.param == "duckdb":
-        return f"duckdb:///{tmp_path / 'store.duckdb'}"
+        templates: DuckDBTemplates = request.getfixturevalue("duckdb_templates")
+        return templates.copy(tmp_path / "store.duckdb")
     return str(request.getfixturevalue("pg_schema_url"))
+
+
+@pytest.fixture(
+    scope="module", params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def module_db_url(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    duckdb_templates: DuckDBTemplates,
+) -> Iterator[str]:
+    """A fresh database URL shared by one module's tests: for modules whose tests only
+    read what a module-scoped fixture seeded (seeding and cold caches once, not per test)."""
+    if request.param == "duckdb":
+        yield duckdb_templates.copy(tmp_path_factory.mktemp("module") / "store.duckdb")
+        return
+    yield from _pg_schema()
+
+
+@pytest.fixture(scope="module")
+def module_store(module_db_url: str) -> Iterator[Store]:
+    """The store on :func:`module_db_url` (read-only by the tests that share it)."""
+    s = open_store(module_db_url, upgrade=not module_db_url.startswith("duckdb"))
+    try:
+        yield s
+    finally:
+        s.close()
 
 
 @pytest.fixture
@@ -75,7 +115,9 @@ def upload_token(store: Store) -> str:
 
 @pytest.fixture
 def store(db_url: str) -> Iterator[Store]:
-    s = open_store(db_url)
+    """The store on ``db_url``; a DuckDB copy of the template is at the head already, a
+    PostgreSQL schema is migrated here."""
+    s = open_store(db_url, upgrade=not db_url.startswith("duckdb"))
     try:
         yield s
     finally:

@@ -19,10 +19,10 @@ from tests.factories.dashboard import seed_store, walk
 from tests.factories.routing import seed_skew
 
 
-@pytest.fixture
-def seeded(store: Store) -> tuple[DashData, dict[str, int]]:
-    ids = {**seed_store(store), **seed_skew(store)}
-    return DashData(store, version_ttl=0.0), ids
+@pytest.fixture(scope="module")
+def seeded(module_store: Store) -> tuple[DashData, dict[str, int]]:
+    ids = {**seed_store(module_store), **seed_skew(module_store)}
+    return DashData(module_store, version_ttl=0.0), ids
 
 
 def by_id(tree: Any, cid: str) -> Any:

@@ -24,10 +24,10 @@ KNOWN = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 OTHER = Cell("kimi_k2", "B300", "NVFP4")  # 40 candidates: the cell with the most data
 
 
-@pytest.fixture
-def data(store: Store) -> DashData:
-    seed_store(store)
-    return DashData(store, version_ttl=0.0)
+@pytest.fixture(scope="module")
+def data(module_store: Store) -> DashData:
+    seed_store(module_store)
+    return DashData(module_store, version_ttl=0.0)
 
 
 def _grid(body: Any) -> Any:

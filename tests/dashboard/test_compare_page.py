@@ -20,10 +20,10 @@ from tests.factories import version_sweeps as V
 from tests.factories.dashboard import by_id, by_testid, callback, text, walk
 
 
-@pytest.fixture
-def data(duck: Store) -> DashData:
-    V.seed_versions(duck)
-    return DashData(duck, version_ttl=0.0)
+@pytest.fixture(scope="module")
+def data(module_duck: Store) -> DashData:
+    V.seed_versions(module_duck)
+    return DashData(module_duck, version_ttl=0.0)
 
 
 def controls(**form: Any) -> list[Any]:

@@ -24,10 +24,10 @@ DECODE = {**V.SLICE, "phase": "decode"}
 VERSIONS = [V.RC9, V.RC27, V.RC28]
 
 
-@pytest.fixture
-def data(duck: Store) -> DashData:
-    V.seed_versions(duck)
-    return DashData(duck, version_ttl=0.0)
+@pytest.fixture(scope="module")
+def data(module_duck: Store) -> DashData:
+    V.seed_versions(module_duck)
+    return DashData(module_duck, version_ttl=0.0)
 
 
 def controls(**form: Any) -> list[Any]:

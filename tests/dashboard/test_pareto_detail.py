@@ -23,9 +23,9 @@ from tests.factories.exports import CELL, seed_awkward_exports
 KNOWN = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 
 
-@pytest.fixture
-def seeded(store: Store) -> tuple[DashData, dict[str, int]]:
-    return DashData(store, version_ttl=0.0), seed_store(store)
+@pytest.fixture(scope="module")
+def seeded(module_store: Store) -> tuple[DashData, dict[str, int]]:
+    return DashData(module_store, version_ttl=0.0), seed_store(module_store)
 
 
 def _cloud() -> Any:

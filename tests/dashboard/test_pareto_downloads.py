@@ -26,10 +26,10 @@ KNOWN = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 CONTROLS_DEFAULT = ["all", "decode", "all", [], [], [], [], C.SCORE_MS, C.TOKENS_PER_S_PER_GPU]
 
 
-@pytest.fixture
-def data(store: Store) -> DashData:
-    seed_store(store)
-    return DashData(store, version_ttl=0.0)
+@pytest.fixture(scope="module")
+def data(module_store: Store) -> DashData:
+    seed_store(module_store)
+    return DashData(module_store, version_ttl=0.0)
 
 
 def _rows(payload: dict[str, Any]) -> list[dict[str, str]]:

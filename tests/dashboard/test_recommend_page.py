@@ -20,10 +20,10 @@ from tests.factories.dashboard import by_id, callback, seed_store, walk
 KNOWN = "?hardware=GB300&model=deepseek_v4_pro&quant=NVFP4&ws=8&attn=DP&phase=decode&tokens=300"
 
 
-@pytest.fixture
-def data(store: Store) -> DashData:
-    seed_store(store)  # deepseek_v4_pro · GB300 (7 candidates), kimi_k2 · B300 (40)
-    return DashData(store, version_ttl=0.0)
+@pytest.fixture(scope="module")
+def data(module_store: Store) -> DashData:
+    seed_store(module_store)  # deepseek_v4_pro · GB300 (7 candidates), kimi_k2 · B300 (40)
+    return DashData(module_store, version_ttl=0.0)
 
 
 def form(**kw: Any) -> recommend.Form:

@@ -21,11 +21,11 @@ from tests.factories.routing import CELL_KEY, SKEWED, WORKLOAD, seed_skew
 URL = "?model=kimi_k2&hardware=GB300&quant=NVFP4&ws=16&phase=decode&attn=dp&tokens=256"
 
 
-@pytest.fixture
-def data(store: Store) -> DashData:
-    seed_store(store)
-    seed_skew(store)
-    return DashData(store, version_ttl=0.0)
+@pytest.fixture(scope="module")
+def data(module_store: Store) -> DashData:
+    seed_store(module_store)
+    seed_skew(module_store)
+    return DashData(module_store, version_ttl=0.0)
 
 
 def texts(tree: Any) -> str:

@@ -18,10 +18,10 @@ from tests.factories import thresholds as TF
 from tests.factories.dashboard import callback, walk
 
 
-@pytest.fixture
-def data(duck: Store) -> DashData:
-    TF.seed_threshold_store(duck)
-    return DashData(duck, version_ttl=0.0)
+@pytest.fixture(scope="module")
+def data(module_duck: Store) -> DashData:
+    TF.seed_threshold_store(module_duck)
+    return DashData(module_duck, version_ttl=0.0)
 
 
 def ids(tree: Any) -> set[str]:

@@ -1,7 +1,8 @@
 """Fixtures the page-vs-API parity tests share. A test module supplies ``seeded`` (the
-store it seeds); ``api`` and ``page`` then read that store, each through its own read
-path (``DashData``), so a shared cache cannot hide a difference. A module's own ``api``
-or ``page`` fixture overrides these."""
+store it seeds, module-scoped over ``module_store``: the tests only read it); ``api`` and
+``page`` then read that store once per module, each through its own read path
+(``DashData``), so a shared cache cannot hide a difference. A module's own ``api`` or
+``page`` fixture overrides these."""
 
 from __future__ import annotations
 
@@ -18,15 +19,15 @@ from moedash.settings import Settings
 from service.frames import DashData
 
 
-@pytest.fixture
-def api(db_url: str, seeded: Store) -> Iterator[TestClient]:
+@pytest.fixture(scope="module")
+def api(module_db_url: str, seeded: Store) -> Iterator[TestClient]:
     """The real app (API only) over ``seeded`` through Starlette's test client."""
-    settings = Settings(database_url=db_url, enable_dashboard=False)
+    settings = Settings(database_url=module_db_url, enable_dashboard=False)
     with TestClient(create_app(settings, store=seeded)) as client:
         yield client
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def page(seeded: Store) -> Any:
     """The Dash app over ``seeded``, its store version re-read on every call."""
     return create_dash(DashData(seeded, version_ttl=0.0))

@@ -20,10 +20,10 @@ from service.scope import Scope
 from tests.factories import version_sweeps as V
 
 
-@pytest.fixture
-def seeded(store: Store) -> Store:
-    V.seed_versions(store)
-    return store
+@pytest.fixture(scope="module")
+def seeded(module_store: Store) -> Store:
+    V.seed_versions(module_store)
+    return module_store
 
 
 def _data(store: Store) -> DashData:

@@ -36,11 +36,11 @@ SLICES: list[dict[str, Any]] = [
 ]
 
 
-@pytest.fixture
-def seeded(store: Store) -> Store:
-    seed_crossovers(store)
-    seed_store(store)  # the dashboard's known sweep and a 40-candidate kimi_k2 cell
-    return store
+@pytest.fixture(scope="module")
+def seeded(module_store: Store) -> Store:
+    seed_crossovers(module_store)
+    seed_store(module_store)  # the dashboard's known sweep and a 40-candidate kimi_k2 cell
+    return module_store
 
 
 def _controls(params: dict[str, Any], series: str | None = None) -> list[Any]:

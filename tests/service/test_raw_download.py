@@ -100,12 +100,13 @@ def test_missing_run_is_not_found(store: Store) -> None:
 
 @pytest.fixture
 def seeded(store: Store) -> Store:
-    """A store holding the dashboard data.js fixture (for the ``api`` fixture)."""
+    """A store holding the dashboard data.js fixture (read by the ``client`` fixture)."""
     _ingest(store, DATAJS.read_bytes(), "/srv/ci/data.js")
     return store
 
 
-def test_api_serves_the_same_download(api: Any, seeded: Store) -> None:
+def test_api_serves_the_same_download(client: Any, seeded: Store) -> None:
+    api = client
     for run_id in [int(r) for r in seeded.list_runs(limit=10).items[C.RUN_ID]]:
         want = run_raw_download(seeded, run_id)
         got = api.get(f"/api/v1/runs/{run_id}/raw")

@@ -28,10 +28,10 @@ SLICES = [
 COL = {name: i for i, (name, _) in enumerate(MAIN)}
 
 
-@pytest.fixture
-def seeded(store: Store) -> Store:
-    TF.seed_threshold_store(store)
-    return store
+@pytest.fixture(scope="module")
+def seeded(module_store: Store) -> Store:
+    TF.seed_threshold_store(module_store)
+    return module_store
 
 
 def _controls(s: dict[str, str], tree: str) -> list[Any]:
