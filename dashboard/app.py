@@ -182,6 +182,16 @@ def page_of_request() -> tuple[str, str] | None:
     return path, (f"?{referrer.query}" if referrer.query else "")
 
 
+def _layout_cache_headers(response: flask.Response) -> flask.Response:
+    """``/_dash-layout`` answers by the Referer (:func:`page_of_request`) and by the data
+    at that moment: a shared cache must neither hand one page's layout to another page
+    (``Vary: Referer``) nor keep a stale one (``no-store``)."""
+    if flask.request.path.endswith("_dash-layout"):
+        response.headers.add("Vary", "Referer")
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 def shell_layout(data: DashData, initial: tuple[str, str] | None) -> html.Div:
     """The app's layout; with ``initial`` = (path, search) the page is laid out inside
     it, so a first visit draws with the layout instead of one callback round trip later.
@@ -233,6 +243,7 @@ def create_dash(
     # (warm-up, the ledger refresh) waits for it (service.foreground)
     app.server.before_request(foreground.enter)
     app.server.teardown_request(lambda _exc: foreground.leave())
+    app.server.after_request(_layout_cache_headers)
 
     @app.callback(
         Output("page", "children"),
