@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -21,21 +19,7 @@ import flask
 from dash import Input, Output, State, dcc, html
 
 from dashboard import components as ui
-from dashboard.pages import (
-    agreement,
-    best,
-    compare,
-    crossovers,
-    crossval,
-    history,
-    overview,
-    pareto,
-    planner,
-    recommend,
-    routing,
-    run,
-    thresholds,
-)
+from dashboard.registry import CHART_PATHS, NAV_PATHS, PAGES, REGISTRY, WARM_PATHS
 from dashboard.shell import ShellDash, plotly_head, static_url
 from service import foreground
 from service.frames import DashData
@@ -55,37 +39,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-# path -> (page module, nav label); the order is the navigation bar's.
-PAGES: dict[str, tuple[ModuleType, str]] = {
-    "/": (overview, "Overview"),
-    "/pareto": (pareto, "Pareto"),
-    "/best": (best, "Best by workload"),
-    "/recommend": (recommend, "Recommendations"),
-    "/thresholds": (thresholds, "Thresholds"),
-    "/planner": (planner, "Planner"),
-    "/crossval": (crossval, "Cross validation"),
-    "/crossovers": (crossovers, "Crossovers"),
-    "/routing": (routing, "Routing skew"),
-    "/agreement": (agreement, "Tree vs data"),
-    "/history": (history, "History"),
-    "/compare": (compare, "Compare"),
-    "/run": (run, "Run"),
-}
-_NAV = (
-    "/",
-    "/pareto",
-    "/best",
-    "/recommend",
-    "/thresholds",
-    "/planner",
-    "/crossval",
-    "/crossovers",
-    "/routing",
-    "/agreement",
-    "/history",
-    "/compare",
-)
-
 
 def parse_search(search: str | None) -> dict[str, Any]:
     """Query string -> {key: value or list of values}; repeated keys become lists."""
@@ -103,15 +56,12 @@ def render_page(data: DashData, pathname: str | None, search: str | None) -> Any
         )
     query = parse_search(search)
     # Multi-value keys are lists; single-value pages read the first value themselves.
-    return entry[0].layout(data, **query)
-
-
-# the pages a first visit most often opens, laid out once by the warm-up
-WARM_PAGES = ("/", "/pareto", "/best", "/recommend")
+    return entry.module.layout(data, **query)
 
 
 def start_warm_cache(data: DashData) -> threading.Thread:
-    """Warm-up in a daemon thread (serving starts at once): lay out :data:`WARM_PAGES`
+    """Warm-up in a daemon thread (serving starts at once): lay out the registry's warm
+    pages (:data:`dashboard.registry.WARM_PATHS`)
     once -- which loads their data (the overview's lists, the default cell's Pareto view
     and best table) and pays the process's one-time figure costs (plotly's template and
     validators: over a second on a busy 2-core machine) before a visitor does -- then
@@ -120,7 +70,7 @@ def start_warm_cache(data: DashData) -> threading.Thread:
 
     def run() -> None:
         t0 = time.perf_counter()
-        for path in WARM_PAGES:
+        for path in WARM_PATHS:
             try:
                 render_page(data, path, None)
             except Exception:  # noqa: BLE001 - warming is best effort
@@ -134,7 +84,7 @@ def start_warm_cache(data: DashData) -> threading.Thread:
 
 
 def _nav() -> html.Header:
-    links = [dcc.Link(PAGES[p][1], href=p, className="nav-link") for p in _NAV]
+    links = [dcc.Link(PAGES[p].label, href=p, className="nav-link") for p in NAV_PATHS]
     return html.Header(
         html.Nav(
             [
@@ -147,19 +97,6 @@ def _nav() -> html.Header:
         ),
         className="site-header",
     )
-
-
-# pages whose first view has a chart: they load plotly.js with the layout (dashboard/shell.py)
-CHART_PAGES = (
-    "/pareto",
-    "/recommend",
-    "/thresholds",
-    "/crossval",
-    "/crossovers",
-    "/routing",
-    "/history",
-    "/compare",
-)
 
 
 def _drawn_key(pathname: str | None, search: str | None) -> str:
@@ -235,7 +172,7 @@ def create_dash(
         update_title=None,
         plotly_js=plotly_js,
         regenerator_js=regenerator_js,
-        chart_paths=CHART_PAGES,
+        chart_paths=CHART_PATHS,
     )
     # a function: Dash calls it for every /_dash-layout request (page_of_request)
     app.layout = lambda: shell_layout(data, page_of_request())
@@ -259,22 +196,7 @@ def create_dash(
             return dash.no_update, None
         return render_page(data, pathname, search), None
 
-    registrars: list[Callable[[dash.Dash, DashData], None]] = [
-        overview.register,
-        pareto.register,
-        best.register,
-        run.register,
-        recommend.register,
-        planner.register,
-        crossval.register,
-        crossovers.register,
-        routing.register,
-        agreement.register,
-        thresholds.register,
-        history.register,
-        compare.register,
-    ]
-    for register in registrars:
-        register(app, data)
+    for page in REGISTRY:
+        page.module.register(app, data)
     app.server.config["MOEDASH_DATA"] = data  # lets tests and benches reach the cache
     return app

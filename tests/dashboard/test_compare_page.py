@@ -10,7 +10,7 @@ import pytest
 from dash import html
 
 from analysis import compare as K
-from dashboard.app import _NAV, PAGES, create_dash, render_page
+from dashboard.app import PAGES, create_dash, render_page
 from dashboard.pages import compare as P
 from dashboard.pages import compare_form as F
 from dashboard.pages.compare_view import COUNTS
@@ -37,7 +37,7 @@ def counts(body: Any) -> dict[str, int]:
 
 
 def test_page_is_registered_with_labelled_controls_and_defaults(data: DashData) -> None:
-    assert PAGES["/compare"][0] is P and "/compare" in _NAV
+    assert PAGES["/compare"].module is P and PAGES["/compare"].nav
     page = render_page(data, "/compare", "")
     # no URL: the slice with the most versions, base/head its last two versions
     assert by_id(page, "cmp-model").value == V.MODEL

@@ -16,7 +16,7 @@ from dash import dcc
 
 from analysis import columns as C
 from analysis.crossovers import find_rank_one_segments
-from dashboard.app import _NAV, PAGES, create_dash, parse_search, render_page
+from dashboard.app import PAGES, create_dash, parse_search, render_page
 from dashboard.crossover_figures import band_edges, crossover_figure, option_colors
 from dashboard.pages import crossovers as P
 from dashboard.pages import crossovers_form as F
@@ -76,7 +76,7 @@ def test_defaults_and_odd_values() -> None:
 
 # ------------------------------------------------------------------ routing + layout
 def test_page_is_registered_and_lays_out_the_permalink(data: DashData) -> None:
-    assert PAGES["/crossovers"][0] is P and "/crossovers" in _NAV
+    assert PAGES["/crossovers"].module is P and PAGES["/crossovers"].nav
     page = render_page(
         data, "/crossovers", "?model=toy_moe&hardware=H200&quant=FP8&axis=dispatch_kb"
     )

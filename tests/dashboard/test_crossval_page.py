@@ -21,7 +21,7 @@ from dash import dcc
 from analysis import columns as C
 from analysis import crossval_columns as cc
 from dashboard import crossval_figures as XF
-from dashboard.app import _NAV, PAGES, create_dash, render_page
+from dashboard.app import PAGES, create_dash, render_page
 from dashboard.pages import crossval as P
 from dashboard.pages import crossval_filters as CF
 from dashboard.pages import crossval_grids as G
@@ -141,7 +141,7 @@ def test_bounds_are_accepted() -> None:
 
 # ------------------------------------------------------------------ routing + layout
 def test_page_is_registered(data: DashData) -> None:
-    assert PAGES["/crossval"][0] is P and "/crossval" in _NAV
+    assert PAGES["/crossval"].module is P and PAGES["/crossval"].nav
     app = create_dash(data)
     outputs = " ".join(app.callback_map)
     for out in (

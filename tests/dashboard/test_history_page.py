@@ -11,7 +11,7 @@ import pytest
 from dash import html
 
 from analysis import columns as C
-from dashboard.app import _NAV, PAGES, create_dash, render_page
+from dashboard.app import PAGES, create_dash, render_page
 from dashboard.pages import history as P
 from dashboard.pages import history_form as F
 from dashboard.pages import history_slices as S
@@ -37,7 +37,7 @@ def controls(**form: Any) -> list[Any]:
 
 
 def test_page_is_registered_with_labelled_controls_and_defaults(data: DashData) -> None:
-    assert PAGES["/history"][0] is P and "/history" in _NAV
+    assert PAGES["/history"].module is P and PAGES["/history"].nav
     page = render_page(data, "/history", "")
     # no URL: the slice with the most versions (decode before prefill on a tie)
     want = {**DECODE}

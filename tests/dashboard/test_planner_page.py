@@ -11,7 +11,7 @@ import pytest
 
 from analysis.planner import GPUS, MODELS, Workload, search_plans, timeline
 from dashboard import planner_figures as PF
-from dashboard.app import _NAV, PAGES, create_dash, parse_search, render_page
+from dashboard.app import PAGES, create_dash, parse_search, render_page
 from dashboard.pages import planner as P
 from dashboard.pages import planner_form as F
 from db.store import Store
@@ -316,7 +316,7 @@ def test_update_explains_refusals_and_empty_results(store: Store) -> None:
 
 
 def test_page_is_routed_and_registered(store: Store) -> None:
-    assert PAGES["/planner"][0] is P and "/planner" in _NAV
+    assert PAGES["/planner"].module is P and PAGES["/planner"].nav
     app = create_dash(DashData(store))
     outputs = " ".join(app.callback_map)
     assert "plan-body.children" in outputs and "plan-download.data" in outputs

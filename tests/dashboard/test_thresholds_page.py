@@ -9,7 +9,7 @@ from typing import Any
 import dash
 import pytest
 
-from dashboard.app import _NAV, PAGES, create_dash, render_page
+from dashboard.app import PAGES, create_dash, render_page
 from dashboard.pages import thresholds as P
 from db.store import Store
 from service.frames import DashData
@@ -37,7 +37,7 @@ def texts(tree: Any) -> str:
 
 
 def test_registered_in_the_router_and_navigation() -> None:
-    assert PAGES["/thresholds"][0] is P and "/thresholds" in _NAV
+    assert PAGES["/thresholds"].module is P and PAGES["/thresholds"].nav
 
 
 def test_layout_shows_the_rule_and_keeps_the_url_state(data: DashData) -> None:
