@@ -26,7 +26,7 @@ from db.runs import Page
 from db.session import Database
 
 # Text columns (what ``candidate_frame(categorical=True)`` makes categorical).
-_TEXT_COLUMNS = frozenset(
+TEXT_COLUMNS = frozenset(
     c
     for c in (*C.RUN_COLUMNS, *C.CANDIDATE_COLUMNS)
     if c not in (*C.INT_COLUMNS, *C.FLOAT_COLUMNS, *C.BOOL_COLUMNS, C.RUN_ID)
@@ -145,8 +145,8 @@ class CandidateReader:
             f"{' AND '.join(run_where)}) AND {' AND '.join(cand_where)} "
             "ORDER BY run_id, candidate_index"
         )
-        text_runs = [x for x in C.RUN_COLUMNS if x in _TEXT_COLUMNS]
-        text_cands = [x for x in cand_cols if x in _TEXT_COLUMNS]
+        text_runs = [x for x in C.RUN_COLUMNS if x in TEXT_COLUMNS]
+        text_cands = [x for x in cand_cols if x in TEXT_COLUMNS]
         with self._db.read("candidate_frame") as conn:
             runs = dialects.read_frame(
                 conn, run_sql, run_params, categorical=text_runs if categorical else ()
@@ -157,7 +157,7 @@ class CandidateReader:
                 [*run_params, *cand_params],
                 categorical=text_cands if categorical else (),
             )
-        return _join_runs(runs, cands, cand_cols)
+        return join_runs(runs, cands, cand_cols)
 
     def coverage(self) -> pd.DataFrame:
         """Model x hardware x quant x world size: runs, candidates and distinct workloads
@@ -167,7 +167,7 @@ class CandidateReader:
             return dialects.read_frame(conn, _COVERAGE_SQL)
 
 
-def _join_runs(runs: pd.DataFrame, cands: pd.DataFrame, cand_cols: list[str]) -> pd.DataFrame:
+def join_runs(runs: pd.DataFrame, cands: pd.DataFrame, cand_cols: list[str]) -> pd.DataFrame:
     """Run columns repeated onto their candidates (by position), then the candidate
     columns; nullable integer/boolean columns without a missing value become numpy."""
     run_ids = runs[C.RUN_ID].to_numpy(np.int64)
@@ -181,7 +181,7 @@ def _join_runs(runs: pd.DataFrame, cands: pd.DataFrame, cand_cols: list[str]) ->
         values = runs[col].array.take(pos) if len(cand_runs) else runs[col].array[:0]
         if isinstance(values.dtype, pd.Int64Dtype | pd.BooleanDtype) and not values.isna().any():
             values = values.to_numpy(values.dtype.numpy_dtype)
-        elif col in _TEXT_COLUMNS and values.dtype != object and values.isna().all():
+        elif col in TEXT_COLUMNS and values.dtype != object and values.isna().all():
             # as a direct read: a text column with no value at all is object/None
             none = np.full(len(values), None, dtype=object)
             values = pd.Categorical(none) if isinstance(values.dtype, pd.CategoricalDtype) else none

@@ -10,6 +10,8 @@ the dialect.
   come back dictionary-encoded as pandas categoricals); PostgreSQL rows are fetched
   through the driver cursor.
 - unique-violation detection for idempotent concurrent uploads.
+- the median aggregate (:func:`median`): DuckDB's ``quantile_cont``, PostgreSQL's
+  ordered-set ``percentile_cont ... WITHIN GROUP``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
+import sqlalchemy.ext.compiler
 
 
 def is_duckdb(conn_or_engine: sa.Connection | sa.Engine) -> bool:
@@ -260,6 +263,34 @@ def _categorical(col: pa.ChunkedArray) -> pd.Categorical:
     remap[-1] = -1  # code -1 (missing) stays missing
     dtype = pd.CategoricalDtype(pd.Index(values[order], dtype="str"))
     return pd.Categorical.from_codes(remap[codes], dtype=dtype)
+
+
+def median(column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """The median of ``column`` as an aggregate (interpolated: the mean of the two middle
+    values for an even count; NULLs ignored), written for the dialect the statement is
+    compiled for: ``quantile_cont(x, 0.5)`` on DuckDB, ``percentile_cont(0.5) WITHIN
+    GROUP (ORDER BY x)`` on PostgreSQL."""
+    return _Median(column)
+
+
+class _Median(sa.sql.functions.GenericFunction[Any]):
+    """``median(x)`` compiled per dialect (see :func:`median`)."""
+
+    name = "moedash_median"
+    inherit_cache = True
+    type = sa.Float(precision=53)
+
+
+@sa.ext.compiler.compiles(_Median, "duckdb")
+def _median_duckdb(element: _Median, compiler: Any, **kw: Any) -> str:
+    (arg,) = element.clauses
+    return f"quantile_cont({compiler.process(arg, **kw)}, 0.5)"
+
+
+@sa.ext.compiler.compiles(_Median)
+def _median_default(element: _Median, compiler: Any, **kw: Any) -> str:
+    (arg,) = element.clauses
+    return f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {compiler.process(arg, **kw)})"
 
 
 def is_unique_violation(exc: BaseException) -> bool:

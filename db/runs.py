@@ -397,7 +397,7 @@ class RunRepository:
         return zstandard.ZstdDecompressor().decompress(packed)
 
     def delete_run(self, run_id: int) -> None:
-        """Delete a run and its candidates; its upload too once no run refers to it.
+        """Delete a run, its candidates and measurements; its upload too once no run refers to it.
         A missing run raises :class:`NotFound` and deletes nothing."""
         r, u = schema.runs, schema.uploads
         with self._db.write("delete_run") as conn:
@@ -405,6 +405,7 @@ class RunRepository:
             if upload_id is None:
                 raise NotFound("run", run_id)
             conn.execute(schema.candidates.delete().where(schema.candidates.c.run_id == run_id))
+            conn.execute(schema.measurements.delete().where(schema.measurements.c.run_id == run_id))
             conn.execute(r.delete().where(r.c.run_id == run_id))
             left = conn.execute(
                 sa.select(sa.func.count()).select_from(r).where(r.c.upload_id == upload_id)

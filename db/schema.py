@@ -79,6 +79,55 @@ candidates = sa.Table(
     sa.PrimaryKeyConstraint(C.RUN_ID, C.CANDIDATE_INDEX, name="candidates_pk"),
 )
 
+# The cell keys and facts each measurement row carries from its run (revision 0007).
+MEASUREMENT_RUN_KEYS: tuple[str, ...] = (
+    C.MODEL,
+    C.HARDWARE,
+    C.QUANT,
+    C.WORLD_SIZE,
+    C.TRTLLM_VERSION,
+)
+# The candidate columns every answer reads: configuration identity, workload, status,
+# score and iteration spread (no JSON, no long texts).
+MEASUREMENT_COLUMNS: tuple[str, ...] = (
+    C.CANDIDATE_INDEX,
+    C.NUM_TOKENS,
+    C.PARALLEL_MODE,
+    C.ATTENTION_DP,
+    C.ATTN,
+    C.MOE_EP_SIZE,
+    C.MOE_TP_SIZE,
+    C.BACKEND,
+    C.COMM,
+    C.COMM_REQUESTED,
+    C.CUDA_GRAPH,
+    C.LOW_PRECISION_COMBINE,
+    C.NUM_CHUNKS,
+    C.DISPATCH,
+    C.STATUS,
+    C.FAILURE_CATEGORY,
+    C.SCORE_MS,
+    C.ITER_MEDIAN_MS,
+    C.ITER_STDEV_MS,
+    C.ITER_P90_MS,
+    C.OUTLIER_COUNT,
+    C.AUTOTUNE_STATUS,
+)
+
+# One row per run x configuration x workload with its cell on the row (see db.stats).
+measurements = sa.Table(
+    "measurements",
+    metadata,
+    sa.Column(C.RUN_ID, sa.BigInteger, nullable=False, autoincrement=False),
+    *[sa.Column(c, _column_type(c)) for c in MEASUREMENT_RUN_KEYS],
+    *[
+        sa.Column(c, _column_type(c), nullable=c != C.CANDIDATE_INDEX, autoincrement=False)
+        for c in MEASUREMENT_COLUMNS
+    ],
+    sa.PrimaryKeyConstraint(C.RUN_ID, C.CANDIDATE_INDEX, name="measurements_pk"),
+    sa.Index("measurements_cell", C.MODEL, C.HARDWARE, C.QUANT, C.RUN_ID, C.CANDIDATE_INDEX),
+)
+
 api_tokens = sa.Table(
     "api_tokens",
     metadata,

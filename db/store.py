@@ -11,6 +11,10 @@ serialised DuckDB writes) shared by one repository per concept:
 - ``store.runs`` (:class:`db.runs.RunRepository`): uploads and runs,
 - ``store.candidates`` (:class:`db.candidates.CandidateReader`): candidate lists, the
   analysis frame, coverage,
+- ``store.cells`` (:class:`db.cells.CellReader`): per-cell versions, distinct run
+  values and the runs a filter selects, from the runs table alone,
+- ``store.stats`` (:class:`db.stats.StatsRepository`): measurements keyed by cell and
+  the per-configuration statistics aggregated from them,
 - ``store.tokens`` (:class:`db.tokens.TokenRepository`): API tokens,
 - ``store.crossval`` (:class:`db.crossval.CrossvalRepository`): serving imports,
   workloads, end-to-end outcomes.
@@ -22,6 +26,7 @@ database failure raises :class:`db.errors.StoreError`, on reads as on writes.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,11 +37,14 @@ import sqlalchemy as sa
 from analysis import columns as C
 from db import migrations
 from db.candidates import CandidateReader
+from db.cells import CellReader
 from db.checkpoint import IdleCheckpointer
 from db.crossval import CrossvalRepository
+from db.errors import StoreError
 from db.prepared import PreparedUpload
 from db.runs import Page, RawUpload, RunRepository, VersionSlice
 from db.session import Database, make_engine
+from db.stats import StatsRepository
 from db.tokens import TokenRepository
 from db.uploads import IngestResult, RunRef, sweep_fingerprint
 from ingest.records import Sweep, UploadMeta
@@ -74,6 +82,8 @@ class Store:
         self._db = Database(engine)
         self.runs = RunRepository(self._db)
         self.candidates = CandidateReader(self._db)
+        self.cells = CellReader(self._db)
+        self.stats = StatsRepository(self._db)
         self.tokens = TokenRepository(self._db)
         self.crossval = CrossvalRepository(self._db)
         self._checkpointer: IdleCheckpointer | None = None
@@ -126,14 +136,27 @@ class Store:
         uploaded_by: str | None = None,
         known_new: bool = False,
     ) -> IngestResult:
-        """See :meth:`db.runs.RunRepository.ingest`."""
-        return self.runs.ingest(sweeps, raw, meta, uploaded_by=uploaded_by, known_new=known_new)
+        """See :meth:`db.runs.RunRepository.ingest`; the new runs' measurements are
+        recorded right after the upload commits (:meth:`db.stats.StatsRepository.record_runs`)."""
+        result = self.runs.ingest(sweeps, raw, meta, uploaded_by=uploaded_by, known_new=known_new)
+        self._record(result)
+        return result
 
     def ingest_prepared(
         self, prepared: PreparedUpload, meta: UploadMeta, *, uploaded_by: str | None = None
     ) -> IngestResult:
-        """See :meth:`db.runs.RunRepository.ingest_prepared`."""
-        return self.runs.ingest_prepared(prepared, meta, uploaded_by=uploaded_by)
+        """See :meth:`db.runs.RunRepository.ingest_prepared` (and :meth:`ingest` for the
+        measurements)."""
+        result = self.runs.ingest_prepared(prepared, meta, uploaded_by=uploaded_by)
+        self._record(result)
+        return result
+
+    def _record(self, result: IngestResult) -> None:
+        # A failure here loses nothing: the upload is stored, and a read of its cell
+        # records what is missing (StatsRepository.ensure_cell).
+        if not result.already_existed:
+            with contextlib.suppress(StoreError):
+                self.stats.record_runs([ref.run_id for ref in result.runs])
 
     def list_runs(
         self,

@@ -46,7 +46,10 @@ def _report(
         th = None if thresholds == "published" else tree_thresholds(data, thresholds)
         return agreement_report(df, th, repeats=repeats)
 
-    detail, summary = data.cached(("agreement", scope.key(), thresholds, repeats), compute)
+    # derived or validated thresholds come from every cell: keyed on the whole store
+    where = scope.filters() if thresholds == "published" else None
+    key = ("agreement", scope.key(), thresholds, repeats)
+    detail, summary = data.cached(key, compute, where=where)
     return df, detail, summary, routing
 
 

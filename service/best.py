@@ -114,7 +114,9 @@ def best_table(
         table = best_by_workload(df, grouping=grouping, repeats=repeats)
         return with_winner_columns(table, df, API_WINNER_COLUMNS[grouping])
 
-    items = data.cached(("best-scope", scope.key(), grouping, repeats), compute)
+    items = data.cached(
+        ("best-scope", scope.key(), grouping, repeats), compute, where=scope.filters()
+    )
     return BestTable(items, grouping, provenance(df), routing, repeats)
 
 
@@ -154,7 +156,7 @@ def cell_best(
         table = best_by_workload(frame, grouping, repeats=repeats)
         return CellBest(with_winner_columns(table, frame, PAGE_WINNER_COLUMNS), routing)
 
-    return data.cached(("best", cell, grouping, ws, dispatch, repeats), compute)
+    return data.cached(("best", cell, grouping, ws, dispatch, repeats), compute, where=cell)
 
 
 def cell_best_table(

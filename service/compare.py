@@ -111,12 +111,13 @@ def csv_text(frame: pd.DataFrame) -> str:
 
 def slice_frame(data: DashData, scope: Scope) -> tuple[pd.DataFrame, Routing]:
     """The scope's candidates of every status (cell frame when the scope names a cell,
-    else all candidates), its routing pattern applied, and which it is."""
+    else the bounded frame of its runs, ``DashData.bounded_frame``), its routing pattern
+    applied, and which it is."""
     cell = scope.cell()
     if cell is not None:
         frame = data.cell_frame(cell) if cell in data.cells() else None
     else:
-        frame = data.all_frame()
+        frame = data.bounded_frame(scope.filters(), scope.run_id)
     if frame is None or frame.empty:
         empty = pd.DataFrame(columns=list(dict.fromkeys((*C.RUN_COLUMNS, *CELL_COLUMNS))))
         return empty, Routing(scope.dispatch, (), ())
@@ -277,7 +278,7 @@ def compare(
         )
 
     key = ("compare", scope.key(), base.strip(), head.strip(), float(threshold_pct), repeats)
-    return data.cached(key, compute)
+    return data.cached(key, compute, where=scope.filters())
 
 
 def compare_options(data: DashData, scope: Scope) -> dict[str, Any]:

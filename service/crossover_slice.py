@@ -210,7 +210,8 @@ def _frame(data: DashData, filters: dict[str, Any]) -> pd.DataFrame:
         )
         if cell is not None:
             return data.cell_frame(cell)
-    return data.all_frame()
+    cols = dict(FILTER_COLUMNS[:4])
+    return data.bounded_frame({cols[k]: v for k, v in filters.items() if k in cols})
 
 
 def _index_of(data: DashData, frame: pd.DataFrame) -> ConfigIndex:

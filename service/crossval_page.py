@@ -48,7 +48,8 @@ from service.crossval import (
     workload_filters,
 )
 from service.crossval_refresh import LedgerRefresher, refresher_for
-from service.frames import _LRU, DashData
+from service.frames import DashData
+from service.lru import LRU
 
 T = TypeVar("T")
 # Derived results kept per DashData: ledgers of two keys (the one shown and the next)
@@ -60,7 +61,7 @@ class _PageCache:
     """The page's results of one DashData, and the refresher it asks."""
 
     def __init__(self, data: DashData) -> None:
-        self.results = _LRU(CACHE_SIZE)
+        self.results = LRU(CACHE_SIZE)
         self.refresher: LedgerRefresher = refresher_for(data.store)
 
 

@@ -13,18 +13,21 @@ The store is the truth; this module keeps what the pages read often in memory:
 * analysis results that are expensive and depend only on a cell (best-by-workload
   tables) or on everything (threshold check).
 
-Every cache entry is keyed on the store's *version*: (number of runs, newest run id).
-An upload or a delete changes it, so new data shows up without a restart. The version
-itself is re-read at most once per ``version_ttl`` seconds (1 s by default), which
-bounds both the staleness and the cost of asking.
+Every cache entry is keyed on the *version* of the cells it was computed from: a cell's
+version is (number of runs in the cell, newest run id in the cell), read from the runs
+table (``Store.cells.cell_versions``: one small grouped query, never a candidate). An
+upload or a delete changes the version of its own cell only, so new data shows up
+without a restart and the other cells' frames and answers stay warm. Answers that read
+every cell (the whole-store threshold check) are keyed on all of them. The versions are
+re-read at most once per ``version_ttl`` seconds (1 s by default), which bounds both the
+staleness and the cost of asking.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,6 +38,8 @@ from analysis import columns as C
 from analysis.derived import add_derived, rankable_mask
 from analysis.frontier import RANKABLE
 from db.store import Store
+from service.errors import InvalidQuery
+from service.lru import LRU
 
 T = TypeVar("T")
 Version = tuple[int, int]
@@ -85,6 +90,26 @@ _CATEGORICAL = (
 )
 
 
+# Rows of cell and slice frames one process keeps (~175 bytes a row prepared).
+MAX_CACHED_ROWS = 3_000_000
+# Candidates a question without a whole cell may read at once (else 422 with a hint).
+MAX_SLICE_ROWS = 2_000_000
+# Run columns a bounded read filters in SQL (the rest are candidate-level).
+RUN_FILTER_COLUMNS = frozenset(
+    {C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE, C.SYNTHETIC, C.TRTLLM_VERSION}
+)
+
+
+@dataclass(frozen=True)
+class CellVersion:
+    """What the runs table says of one cell: its number of runs, newest run id and
+    stored candidates."""
+
+    runs: int
+    newest_run_id: int
+    candidates: int
+
+
 @dataclass(frozen=True)
 class Cell:
     model: str
@@ -105,6 +130,28 @@ class Cell:
         return cls(*parts) if len(parts) == 3 and all(parts) else None
 
 
+def too_broad(filters: Mapping[str, Any], total: int, runs: pd.DataFrame, cap: int) -> InvalidQuery:
+    """The 422 of a question whose runs hold more than ``cap`` candidates: names the
+    first of model, hardware, quant that is missing (else world_size) and an example
+    cell to ask about."""
+    missing = [k for k in (C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE) if k not in filters]
+    field = missing[0] if missing else C.RUN_ID
+    sizes = runs.groupby([C.MODEL, C.HARDWARE, C.QUANT], sort=True)["n_candidates"].sum()
+    example = sizes.idxmax() if len(sizes) else None
+    hint = (
+        f" (e.g. model={example[0]}&hardware={example[1]}&quant={example[2]})"
+        if example is not None
+        else ""
+    )
+    return InvalidQuery(
+        field,
+        f"this question spans {total:,} stored candidates in {len(sizes)} cells, more than "
+        f"one answer reads ({cap:,}); add {field} -- model, hardware and quant together "
+        f"name one cell{hint}",
+        "too_broad",
+    )
+
+
 def prepare_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Cell frame from a store candidate frame: derived columns, categoricals and the
     ``_rankable`` flag. Row order is kept (run_id, candidate_index)."""
@@ -116,71 +163,98 @@ def prepare_frame(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-class _LRU:
-    """A small thread-safe LRU of computed values; ``get`` computes once per key even
-    when several threads ask at the same time."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self._key_locks: dict[Hashable, threading.Lock] = {}
-
-    def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]  # type: ignore[no-any-return]
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            with self._lock:
-                if key in self._items:
-                    return self._items[key]  # type: ignore[no-any-return]
-            value = compute()
-            with self._lock:
-                self._items[key] = value
-                while len(self._items) > self.size:
-                    self._items.popitem(last=False)
-                self._key_locks.pop(key, None)
-        return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-
 class DashData:
     """The read path over one :class:`Store` (see module docstring): the service object
     the API routes and the dashboard pages both read through. Cell frames carry the
     ``_rankable`` flag (:data:`analysis.frontier.RANKABLE`)."""
 
-    def __init__(self, store: Store, *, max_cells: int = 6, version_ttl: float = 1.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        max_cells: int = 6,
+        version_ttl: float = 1.0,
+        max_rows: int = MAX_CACHED_ROWS,
+        max_slice_rows: int = MAX_SLICE_ROWS,
+    ) -> None:
         self.store = store
         self.max_cells = max_cells
         self.version_ttl = version_ttl
-        self._version: Version = (-1, -1)
+        self.max_slice_rows = max_slice_rows
+        self._cell_versions: dict[Cell, CellVersion] = {}
         self._version_at = -np.inf
         self._version_lock = threading.Lock()
-        self._cells = _LRU(max_cells)
-        self._results = _LRU(64)
-        self._per_frame = _LRU(max_cells)
-        self._small = _LRU(16)
+        self._cells = LRU(max_cells, max_weight=max_rows)
+        self._results = LRU(64)
+        self._per_frame = LRU(max_cells)
+        self._small = LRU(16)
 
     # ------------------------------------------------------------ version
-    def version(self) -> Version:
-        """(runs, newest run id) of the store, re-read at most every ``version_ttl`` s."""
+    def _versions(self) -> dict[Cell, CellVersion]:
+        """Every stored cell's version, re-read at most every ``version_ttl`` s."""
         now = time.monotonic()
         with self._version_lock:
             if now - self._version_at < self.version_ttl:
-                return self._version
-        page = self.store.list_runs(limit=1)
-        newest = int(page.items[C.RUN_ID].iloc[0]) if len(page.items) else 0
+                return self._cell_versions
+        table = self.store.cells.cell_versions()
+        versions = {
+            Cell(str(m), str(h), str(q)): CellVersion(int(n), int(newest), int(rows))
+            for m, h, q, n, newest, rows in table.itertuples(index=False)
+        }
         with self._version_lock:
-            self._version, self._version_at = (page.total, newest), time.monotonic()
-            return self._version
+            self._cell_versions, self._version_at = versions, time.monotonic()
+            return versions
+
+    def version(self) -> Version:
+        """(runs, newest run id) of the whole store: what answers over every cell are
+        keyed on."""
+        versions = self._versions().values()
+        return (
+            sum(v.runs for v in versions),
+            max((v.newest_run_id for v in versions), default=0),
+        )
+
+    def cell_version(self, cell: Cell) -> Version:
+        """(runs, newest run id) of one cell; (0, 0) for a cell with no run."""
+        v = self._versions().get(cell)
+        return (0, 0) if v is None else (v.runs, v.newest_run_id)
+
+    def cell_sizes(self) -> dict[Cell, int]:
+        """Stored candidates per cell (from the runs table's counts)."""
+        return {cell: v.candidates for cell, v in self._versions().items()}
+
+    def cells_matching(self, filters: Mapping[str, Any]) -> list[Cell]:
+        """The stored cells whose model, hardware and quant agree with ``filters`` (a
+        filter absent or None matches any; a list means any of), in the store's order
+        (model, hardware, quant)."""
+        out = []
+        for cell in self._versions():
+            ok = True
+            for col in (C.MODEL, C.HARDWARE, C.QUANT):
+                want = filters.get(col)
+                have = getattr(cell, col)
+                if want is None:
+                    continue
+                if isinstance(want, list | tuple | set | frozenset):
+                    ok = ok and have in {str(w) for w in want}
+                else:
+                    ok = ok and have == str(want)
+            if ok:
+                out.append(cell)
+        return out
+
+    def scope_version(self, where: Cell | Mapping[str, Any] | None) -> Hashable:
+        """The version an answer over ``where`` is keyed on: one cell's, the versions of
+        the cells a filter mapping selects, or (None) the whole store's."""
+        if where is None:
+            return ("store", self.version())
+        if isinstance(where, Cell):
+            return ("cell", self.cell_version(where))
+        cells = self.cells_matching(where)
+        return ("cells", tuple((c.key, self.cell_version(c)) for c in cells))
 
     def invalidate(self) -> None:
-        """Forget the cached version (the next read asks the store)."""
+        """Forget the cached versions (the next read asks the store)."""
         with self._version_lock:
             self._version_at = -np.inf
 
@@ -205,10 +279,9 @@ class DashData:
         return bool(cov[C.SYNTHETIC].fillna(False).astype(bool).any())
 
     def cells(self) -> list[Cell]:
-        """Every (model, hardware, quant) with data, sorted."""
-        cov = self.coverage()
-        keys = cov[[C.MODEL, C.HARDWARE, C.QUANT]].drop_duplicates()
-        return [Cell(str(m), str(h), str(q)) for m, h, q in keys.itertuples(index=False)]
+        """Every (model, hardware, quant) with data, ordered by model, hardware, quant
+        (from the runs table)."""
+        return self.cells_matching({})
 
     def recent_runs(self, limit: int = 20) -> pd.DataFrame:
         """Newest runs with their upload's filename and upload time."""
@@ -222,18 +295,52 @@ class DashData:
         """All candidates of one cell (every status) as a prepared frame."""
 
         def load() -> pd.DataFrame:
-            raw = self.store.candidate_frame(
-                filters={C.MODEL: cell.model, C.HARDWARE: cell.hardware, C.QUANT: cell.quant},
-                columns=CELL_COLUMNS,
-                categorical=True,
+            # the measurements table carries the cell on its rows (one index range)
+            self.store.stats.ensure_cell(cell.model, cell.hardware, cell.quant)
+            raw = self.store.stats.cell_frame(
+                cell.model, cell.hardware, cell.quant, columns=CELL_COLUMNS, categorical=True
             )
             return prepare_frame(raw)
 
-        return self._cells.get((cell, self.version()), load)
+        return self._cells.get((cell, self.cell_version(cell)), load, len)
 
-    def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """A derived result cached under ``key`` for the current store version."""
-        return self._results.get((key, self.version()), compute)
+    def bounded_frame(
+        self, filters: Mapping[str, Any], run_ids: Sequence[int] | None = None
+    ) -> pd.DataFrame:
+        """The prepared candidates (every status) of the runs that the run-level entries
+        of ``filters`` (model, hardware, quant, world size, synthetic ...; the others are
+        the caller's to apply) and ``run_ids`` select, read with those filters in SQL:
+        the frame a question without a whole cell is asked on. Ordered by (run_id,
+        candidate_index); cached per set of runs. When those runs hold more than
+        ``max_slice_rows`` candidates, :class:`InvalidQuery` names the cell key to add
+        (the API answers 422): no answer reads the whole store into memory."""
+        run_filters = {k: v for k, v in filters.items() if k in RUN_FILTER_COLUMNS}
+        runs = self.store.cells.matching_runs(run_filters)
+        if run_ids is not None:
+            runs = runs[runs[C.RUN_ID].isin(list(run_ids))]
+        total = int(runs["n_candidates"].sum())
+        if total > self.max_slice_rows:
+            raise too_broad(run_filters, total, runs, self.max_slice_rows)
+        ids = tuple(int(x) for x in runs[C.RUN_ID])
+        if not ids:
+            return pd.DataFrame(columns=list(dict.fromkeys((*C.RUN_COLUMNS, *CELL_COLUMNS))))
+
+        def load() -> pd.DataFrame:
+            raw = self.store.candidate_frame(run_ids=ids, columns=CELL_COLUMNS, categorical=True)
+            return prepare_frame(raw)
+
+        return self._cells.get(("slice", ids), load, len)
+
+    def cached(
+        self,
+        key: Hashable,
+        compute: Callable[[], T],
+        where: Cell | Mapping[str, Any] | None = None,
+    ) -> T:
+        """A derived result cached under ``key`` for the current version of what it was
+        computed from (:meth:`scope_version` of ``where``: one cell, the cells a filter
+        mapping selects, or by default the whole store)."""
+        return self._results.get((key, self.scope_version(where)), compute)
 
     def frame_cached(self, key: Hashable, frame: pd.DataFrame, compute: Callable[[], T]) -> T:
         """A structure built from one cell frame (that may keep the frame alive, e.g. the
@@ -241,11 +348,3 @@ class DashData:
         and at most ``max_cells`` of them are kept."""
         # the value holds the frame, so id(frame) is not reused while the entry lives
         return self._per_frame.get((key, id(frame)), compute)
-
-    def all_frame(self) -> pd.DataFrame:
-        """Every candidate (cell columns only), prepared; used by the threshold check."""
-
-        def load() -> pd.DataFrame:
-            return prepare_frame(self.store.candidate_frame(columns=CELL_COLUMNS, categorical=True))
-
-        return self._cells.get(("all", self.version()), load)

@@ -99,7 +99,8 @@ def history(
             items = H.best_history(items)
         return HistoryAnswer(items, version_table(frame), routing, provenance(sub), by, repeats)
 
-    return data.cached(("history", scope.key(), flt.key(), by, repeats, best_only), compute)
+    key = ("history", scope.key(), flt.key(), by, repeats, best_only)
+    return data.cached(key, compute, where=scope.filters())
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def frontiers(
         return FrontiersAnswer(items, version_table(frame), routing, provenance(sub))
 
     key = ("frontiers", scope.key(), tuple(versions or ()), repeats)
-    return data.cached(key, compute)
+    return data.cached(key, compute, where=scope.filters())
 
 
 @dataclass(frozen=True)
@@ -188,4 +189,4 @@ def frontier_change(
         return FrontierChangeAnswer(slices, b, h, routing, prov)
 
     key = ("frontier-change", scope.key(), base.strip(), head.strip(), repeats)
-    return data.cached(key, compute)
+    return data.cached(key, compute, where=scope.filters())

@@ -155,7 +155,7 @@ def cell_config_frame(data: DashData, cell: Cell, repeats: Repeats = "median") -
         out[RANKABLE] = rankable_mask(out)
         return out
 
-    return data.cached(("pareto-configs", cell, repeats), build)
+    return data.cached(("pareto-configs", cell, repeats), build, where=cell)
 
 
 def _prepare_rest(index: ParetoIndex) -> threading.Thread:

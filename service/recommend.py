@@ -148,7 +148,7 @@ def _stored_shape(data: DashData, model: str) -> Shape | None:
                 return int(vals[0]), int(vals[1]), int(vals[2])
         return None
 
-    return data.cached(("model-shape", model), load)
+    return data.cached(("model-shape", model), load, where={C.MODEL: model})
 
 
 def model_shape(data: DashData, req: DeploymentRequest) -> Shape:

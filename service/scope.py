@@ -4,7 +4,9 @@
 reads it from the query string; field limits live here, once). :func:`scoped_frame`
 answers it from the cached frames of :class:`~service.frames.DashData`: one cell frame
 when model, hardware and quant are all given (the frame the pages read), else the
-all-candidates frame; then the remaining filters as masks. Only successful candidates
+bounded frame of the runs the run-level filters select (read with them in SQL; too
+many candidates is a 422 naming the filter to add); then the remaining filters as
+masks. Only successful candidates
 with a score are kept -- what every analysis ranks.
 
 Routing pattern (``dispatch``): a label filters to that pattern (matched case-
@@ -174,7 +176,7 @@ def scoped_frame(data: DashData, scope: Scope) -> pd.DataFrame:
         # an unknown cell would cache an empty frame and push a real one out of the LRU
         frame = data.cell_frame(cell) if cell in data.cells() else None
     else:
-        frame = data.all_frame()
+        frame = data.bounded_frame(scope.filters(), scope.run_id)
     if frame is None or frame.empty:
         return pd.DataFrame(columns=list(dict.fromkeys((*C.RUN_COLUMNS, *CELL_COLUMNS))))
     # (to_numpy may hand out read-only views: combine into new arrays)

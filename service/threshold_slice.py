@@ -56,11 +56,17 @@ class ThresholdSlice:
 
 
 def allowed_values(data: DashData, column: str) -> list[str]:
-    """Sorted distinct stored values of a filter column (empty store: [])."""
-    frame = data.all_frame()
-    if frame.empty or column not in frame:
-        return []
-    return sorted({str(v) for v in frame[column].dropna().unique()})
+    """Sorted distinct stored values of a filter column (empty store: []): run columns
+    from the runs table, candidate columns (dispatch) aggregated in the database."""
+
+    def load() -> list[str]:
+        if column in (C.MODEL, C.HARDWARE, C.QUANT):
+            values = data.store.cells.distinct_values(column)
+        else:
+            values = data.store.cells.distinct_candidate_values(column)
+        return sorted({str(v) for v in values})
+
+    return data.cached(("allowed-values", column), load)
 
 
 def threshold_slice(
@@ -89,8 +95,9 @@ def threshold_slice(
 
 def slice_frame(data: DashData, s: ThresholdSlice) -> pd.DataFrame:
     """Every stored candidate of the slice (all statuses; the analysis keeps the
-    rankable ones), index reset."""
-    frame = data.all_frame()
+    rankable ones), index reset: the bounded frame of the slice's runs
+    (``DashData.bounded_frame``; too broad a slice is an :class:`InvalidQuery`)."""
+    frame = data.bounded_frame(s.filters())
     if frame.empty:
         return frame
     mask = np.ones(len(frame), dtype=bool)

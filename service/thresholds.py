@@ -67,7 +67,7 @@ def threshold_report(data: DashData, s: ThresholdSlice | None = None) -> Thresho
         ok = df[df["status"] == "success"] if len(df) else df
         return ThresholdReport(s, check, trees, provenance(ok))
 
-    return data.cached(("threshold_report", s.key()), compute)
+    return data.cached(("threshold_report", s.key()), compute, where=s.filters())
 
 
 def guide_check(data: DashData) -> GuideCheck:

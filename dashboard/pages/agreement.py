@@ -16,7 +16,6 @@ import dash
 from dash import Input, Output, State, dcc, html
 
 from analysis import columns as C
-from analysis.identity import known_dispatch
 from analysis.tables import to_csv_text
 from dashboard import components as ui
 from dashboard.labelled import action, control
@@ -30,6 +29,7 @@ from service.agreement_view import (
 from service.errors import ServiceError
 from service.frames import DashData
 from service.scope import Scope
+from service.threshold_slice import allowed_values
 
 PATH = "/agreement"
 _FILTERS = ("model", "hardware", "quant", "phase", "dispatch", "thresholds", "repeats", "show")
@@ -129,8 +129,7 @@ def csv_download(data: DashData, values: dict[str, Any]) -> dict[str, Any] | Non
 def dispatch_options(data: DashData) -> list[dict[str, Any]]:
     """The routing control: the default (balanced where stored), every pattern, or one
     stored label."""
-    frame = data.all_frame()
-    labels = known_dispatch(frame[C.DISPATCH]) if len(frame) else []
+    labels = allowed_values(data, C.DISPATCH)
     return [
         {"label": "balanced where stored (default)", "value": DEFAULT_DISPATCH},
         {"label": "all patterns (each workload on its own)", "value": "all"},

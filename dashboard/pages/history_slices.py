@@ -3,15 +3,15 @@
 holds, the default slice (the one with the most versions), the slice dropdowns'
 options and the labelled control wrapper both pages use.
 
-The version counts come from the read path's all-candidates frame (cached per store
-version), so opening either page costs one grouped count, not one frame per cell.
+The version counts come from ``service.slices.stored_slices`` (the runs table and one
+grouped read of the phases each run holds, cached per store version), so opening
+either page reads no candidate frame.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from dash import html
 
@@ -19,47 +19,24 @@ from analysis import columns as C
 from service.compare import compare_options
 from service.frames import DashData
 from service.scope import Scope
+from service.slices import KEYS, N_VERSIONS, stored_slices
 
 ALL = "all"
-KEYS: tuple[str, ...] = (C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE, C.PHASE)
-N_VERSIONS, N_RUNS = "n_versions", "n_runs"
 PHASE_LABELS = {"decode": "decode (CUDA graph on)", "prefill": "prefill (CUDA graph off)"}
 
 
 def slice_table(data: DashData) -> pd.DataFrame:
     """One row per stored slice (:data:`KEYS`) with its number of distinct TensorRT-LLM
     versions and runs; most versions first (then most runs, then the slice's values)."""
-
-    def compute() -> pd.DataFrame:
-        frame = data.all_frame()
-        cols = [*KEYS, N_VERSIONS, N_RUNS]
-        if frame.empty:
-            return pd.DataFrame(columns=cols)
-        sub = frame[[*KEYS, C.TRTLLM_VERSION, C.RUN_ID]]
-        grouped = sub.groupby(list(KEYS), observed=True, sort=True, dropna=True)
-        table = grouped.agg(
-            **{
-                N_VERSIONS: (C.TRTLLM_VERSION, "nunique"),
-                N_RUNS: (C.RUN_ID, "nunique"),
-            }
-        ).reset_index()
-        for col in (C.MODEL, C.HARDWARE, C.QUANT, C.PHASE):
-            table[col] = table[col].astype(str)
-        table[C.WORLD_SIZE] = table[C.WORLD_SIZE].astype(np.int64)
-        table = table.sort_values(
-            [N_VERSIONS, N_RUNS, *KEYS],
-            ascending=[False, False, True, True, True, True, True],
-            kind="mergesort",
-        )
-        return table[cols].reset_index(drop=True)
-
-    return data.cached(("history-slices",), compute)
+    return data.cached(("history-slices",), lambda: stored_slices(data))
 
 
 def side_choices(data: DashData, scope: Scope) -> dict[str, Any]:
     """``service.compare.compare_options`` (versions, runs, routing of a slice), cached
     per scope and store version: both pages ask it for several controls per update."""
-    return data.cached(("side-choices", scope.key()), lambda: compare_options(data, scope))
+    return data.cached(
+        ("side-choices", scope.key()), lambda: compare_options(data, scope), where=scope.filters()
+    )
 
 
 def default_slice(data: DashData) -> dict[str, Any]:

@@ -131,6 +131,13 @@ def _check_old_rows_survived(url: str) -> None:
         cands = store.list_candidates(1).items
         assert cands["score_ms"].tolist() == [0.25] and cands["backend"].tolist() == ["CUTLASS"]
         assert store.raw_upload(1).content == b"old"
+        # revision 0007 copied the old candidate into the cell-keyed measurements
+        measured = store.stats.cell_frame("old_model", "GB300", "NVFP4")
+        assert measured.empty  # the old run has no quant: it is not that cell
+        m = schema.measurements
+        with store.engine.connect() as conn:
+            rows = conn.execute(sa.select(m.c.run_id, m.c.model, m.c.score_ms)).all()
+        assert [tuple(r) for r in rows] == [(1, "old_model", 0.25)]
         assert [t.name for t in store.tokens.list_tokens()] == ["old"]
         # the sequences carried on: new rows get new ids
         new = store.ingest([make_sweep(3)], b"new", UploadMeta(hardware="GB300"))
@@ -145,7 +152,7 @@ def test_oldest_revision_upgrades_to_the_fresh_head_schema(db_url: str, head_url
         assert migrations.upgrade(db, "0001") == 1
         with db.write("seed") as conn:
             _insert_old_rows(conn)
-        assert migrations.upgrade(db) == migrations.head_revision() == 6
+        assert migrations.upgrade(db) == migrations.head_revision() == 7
     finally:
         db.close()
     open_store(head_url).close()

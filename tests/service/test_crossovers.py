@@ -216,8 +216,14 @@ def test_the_index_is_built_once_per_frame_and_follows_uploads(store: Store) -> 
     assert resolve(data, CrossoverQuery(**GEMM_SLICE, axis="dispatch_kb")).index is first
     for i, sweep in enumerate(repeat_sweeps()):
         store.ingest([sweep], f"r{i}".encode(), UploadMeta(hardware="GB300"))
-    assert resolve(data, CrossoverQuery(**GEMM_SLICE)).index is not first
+    # uploads to another cell leave this cell's frame and index as they were
+    assert resolve(data, CrossoverQuery(**GEMM_SLICE)).index is first
     assert len(ask(data, model="deepseek_v4_pro").result.switches) == 1
+    shape = {C.NUM_EXPERTS: 64, C.TOP_K: 2, C.HIDDEN_SIZE: 2048, C.INTERMEDIATE_SIZE: 1024}
+    row = {C.BACKEND: "TRTLLM", C.NUM_TOKENS: 4096, C.SCORE_MS: 9.0, C.COMM: "NONE"}
+    more = _sweep([row], model="toy_moe", hardware="H200", quant="FP8", world_size=1, **shape)
+    store.ingest([more], b"xo-gemm-more", UploadMeta(hardware="H200"))
+    assert resolve(data, CrossoverQuery(**GEMM_SLICE)).index is not first
 
 
 def test_slice_choices_narrow_with_each_filter(seeded: tuple[DashData, Any]) -> None:

@@ -1,0 +1,233 @@
+"""Measurements and per-configuration statistics: what the answers read, keyed by cell.
+
+``measurements`` (revision 0007) holds one row per run x configuration x workload:
+the run's cell (model, hardware, quant), world size and TensorRT-LLM version, and the
+candidate's configuration, workload, status, score and iteration spread
+(:data:`db.schema.MEASUREMENT_COLUMNS`). An index led by the cell lets one cell be read
+without touching the others' rows (PostgreSQL: an index range; the candidates table
+has no cell on its rows).
+
+Contract
+- ``record_runs`` copies the rows of the given runs from ``candidates`` (idempotent:
+  runs already recorded are skipped; concurrent writers of the same run are fine). The
+  store calls it right after an upload commits; ``ensure_cell`` catches a cell up
+  (runs recorded by nothing yet: an upload interrupted between its commit and this
+  copy), so a read never misses a stored run.
+- ``cell_frame`` returns the same rows, values and dtypes as
+  ``CandidateReader.candidate_frame`` with the cell's filters and these columns.
+- ``config_stats`` aggregates in the database, one SQLAlchemy statement for DuckDB and
+  PostgreSQL (the median through :func:`db.dialects.median`).
+- Every database failure raises :class:`StoreError` (see :mod:`db.session`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+
+from analysis import columns as C
+from db import dialects, schema
+from db.candidates import TEXT_COLUMNS, join_runs
+from db.errors import UniqueViolation
+from db.session import Database
+
+# What a configuration x workload is (analysis.identity's CONFIG and WORKLOAD columns
+# within one cell; the phase is the CUDA-graph flag) and the version it was measured on.
+STAT_KEYS: tuple[str, ...] = (
+    C.WORLD_SIZE,
+    C.NUM_TOKENS,
+    C.DISPATCH,
+    C.ATTN,
+    C.CUDA_GRAPH,
+    C.BACKEND,
+    C.COMM_REQUESTED,
+    C.COMM,
+    C.PARALLEL_MODE,
+    C.MOE_EP_SIZE,
+    C.MOE_TP_SIZE,
+    C.ATTENTION_DP,
+    C.LOW_PRECISION_COMBINE,
+    C.NUM_CHUNKS,
+    C.TRTLLM_VERSION,
+)
+STAT_COLUMNS: tuple[str, ...] = (
+    "n_runs",
+    "n_rows",
+    "score_median_ms",
+    "score_mean_ms",
+    "score_stdev_ms",
+    "score_min_ms",
+    "score_max_ms",
+    "run_to_run_spread",
+    "iter_stdev_median_ms",
+    "newest_run_id",
+)
+
+
+def _cell(model: str, hardware: str, quant: str) -> list[sa.ColumnElement[bool]]:
+    m = schema.measurements
+    return [m.c.model == model, m.c.hardware == hardware, m.c.quant == quant]
+
+
+class StatsRepository:
+    """The measurements table and the statistics aggregated from it."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def record_runs(self, run_ids: Sequence[int]) -> int:
+        """Copy the candidates of ``run_ids`` (those not recorded yet) into
+        ``measurements``; returns the number of rows written."""
+        ids = sorted({int(x) for x in run_ids})
+        if not ids:
+            return 0
+        for attempt in range(2):
+            try:
+                with self._db.write("record_runs") as conn:
+                    return _copy_runs(conn, ids)
+            except UniqueViolation:
+                if attempt:  # another writer recorded them meanwhile: nothing left to do
+                    return 0
+        return 0
+
+    def missing_runs(self, model: str, hardware: str, quant: str) -> list[int]:
+        """Runs of the cell with candidates but no measurement row, by run id."""
+        r, m = schema.runs, schema.measurements
+        recorded = sa.select(m.c.run_id).where(m.c.run_id == r.c.run_id).exists()
+        stmt = (
+            sa.select(r.c.run_id)
+            .where(
+                r.c.model == model,
+                r.c.hardware == hardware,
+                r.c.quant == quant,
+                r.c.n_candidates > 0,
+                ~recorded,
+            )
+            .order_by(r.c.run_id)
+        )
+        with self._db.read("missing_runs", single=True) as conn:
+            return [int(row[0]) for row in conn.execute(stmt).all()]
+
+    def ensure_cell(self, model: str, hardware: str, quant: str) -> int:
+        """Record the cell's runs that have no measurement row yet; returns the rows
+        written (0 when the cell is complete: one small read, no write)."""
+        missing = self.missing_runs(model, hardware, quant)
+        return self.record_runs(missing) if missing else 0
+
+    def cell_frame(
+        self,
+        model: str,
+        hardware: str,
+        quant: str,
+        *,
+        columns: Sequence[str] = schema.MEASUREMENT_COLUMNS,
+        categorical: bool = False,
+    ) -> pd.DataFrame:
+        """The cell's measurements joined with their run's facts
+        (``analysis.columns.RUN_COLUMNS``), ordered by run_id, candidate_index; the
+        same frame as ``Store.candidate_frame(filters=<the cell>, columns=columns,
+        categorical=...)`` (call :meth:`ensure_cell` first)."""
+        cols = list(columns)
+        unknown = [x for x in cols if x not in schema.MEASUREMENT_COLUMNS]
+        if unknown:
+            raise ValueError(f"columns: not measurement column(s) {unknown}")
+        params = [model, hardware, quant]
+        run_sel = ", ".join(f'"{x}"' for x in C.RUN_COLUMNS)
+        run_sql = (
+            f"SELECT {run_sel} FROM runs WHERE model = ? AND hardware = ? AND quant = ? "
+            "ORDER BY run_id"
+        )
+        cand_sql = (
+            f"SELECT run_id, {', '.join(f'{chr(34)}{x}{chr(34)}' for x in cols)} "
+            "FROM measurements WHERE model = ? AND hardware = ? AND quant = ? "
+            "ORDER BY model, hardware, quant, run_id, candidate_index"
+        )
+        text_runs = [x for x in C.RUN_COLUMNS if x in TEXT_COLUMNS]
+        text_cands = [x for x in cols if x in TEXT_COLUMNS]
+        with self._db.read("cell_frame") as conn:
+            runs = dialects.read_frame(
+                conn, run_sql, params, categorical=text_runs if categorical else ()
+            )
+            cands = dialects.read_frame(
+                conn, cand_sql, params, categorical=text_cands if categorical else ()
+            )
+        return join_runs(runs, cands, cols)
+
+    def config_stats(self, model: str, hardware: str, quant: str) -> pd.DataFrame:
+        """Per configuration x workload x TensorRT-LLM version of one cell, over its
+        successful measurements with a score (:data:`STAT_KEYS`, then
+        :data:`STAT_COLUMNS`): ``n_runs`` distinct runs, ``n_rows`` rows, the median
+        (mean of the two middle values for an even count), mean, sample standard
+        deviation (NULL for one row), min and max of ``score_ms`` (ms);
+        ``run_to_run_spread`` = stdev / median (NULL with fewer than two runs);
+        ``iter_stdev_median_ms`` the median within-run iteration stdev; the newest run
+        id. NULL keys form their own group. Ordered by the keys (NULLs last)."""
+        m = schema.measurements
+        keys = [m.c[k] for k in STAT_KEYS]
+        score = m.c.score_ms
+        median = dialects.median(score)
+        stdev = sa.func.stddev_samp(score)
+        n_runs = sa.func.count(sa.distinct(m.c.run_id))
+        spread = sa.case(
+            (sa.and_(n_runs > 1, median > 0), stdev / median),
+            else_=sa.null(),
+        )
+        stmt = (
+            sa.select(
+                *keys,
+                n_runs.label("n_runs"),
+                sa.func.count().label("n_rows"),
+                median.label("score_median_ms"),
+                sa.func.avg(score).label("score_mean_ms"),
+                stdev.label("score_stdev_ms"),
+                sa.func.min(score).label("score_min_ms"),
+                sa.func.max(score).label("score_max_ms"),
+                spread.label("run_to_run_spread"),
+                dialects.median(m.c.iter_stdev_ms).label("iter_stdev_median_ms"),
+                sa.func.max(m.c.run_id).label("newest_run_id"),
+            )
+            .where(*_cell(model, hardware, quant), m.c.status == "success", score.is_not(None))
+            .group_by(*keys)
+            .order_by(*(k.asc().nulls_last() for k in keys))
+        )
+        with self._db.read("config_stats", single=True) as conn:
+            rows = conn.execute(stmt).all()
+        frame = pd.DataFrame([tuple(row) for row in rows], columns=[*STAT_KEYS, *STAT_COLUMNS])
+        for col in STAT_COLUMNS:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(
+                "int64" if col in ("n_runs", "n_rows", "newest_run_id") else "float64"
+            )
+        return frame
+
+
+def _copy_runs(conn: sa.Connection, run_ids: list[int]) -> int:
+    """INSERT ... SELECT of the runs' candidates not yet in ``measurements``."""
+    r, c, m = schema.runs, schema.candidates, schema.measurements
+    todo = [
+        int(row[0])
+        for row in conn.execute(
+            sa.select(r.c.run_id).where(
+                r.c.run_id.in_(run_ids),
+                ~sa.select(m.c.run_id).where(m.c.run_id == r.c.run_id).exists(),
+            )
+        ).all()
+    ]
+    if not todo:
+        return 0
+    run_cols = [r.c[k] for k in schema.MEASUREMENT_RUN_KEYS]
+    cand_cols = [c.c[k] for k in schema.MEASUREMENT_COLUMNS]
+    source = (
+        sa.select(c.c.run_id, *run_cols, *cand_cols)
+        .join(r, r.c.run_id == c.c.run_id)
+        .where(c.c.run_id.in_(todo))
+    )
+    names: list[Any] = [C.RUN_ID, *schema.MEASUREMENT_RUN_KEYS, *schema.MEASUREMENT_COLUMNS]
+    conn.execute(m.insert().from_select(names, source))
+    # (rowcount of INSERT ... SELECT is not reported by every driver: count them)
+    written = conn.execute(
+        sa.select(sa.func.count()).select_from(m).where(m.c.run_id.in_(todo))
+    ).scalar()
+    return int(written or 0)

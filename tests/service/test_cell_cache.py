@@ -1,0 +1,79 @@
+"""Caches are per cell: an upload to one cell leaves every other cell's frame and
+answers where they were, and refreshes its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis import columns as C
+from db.store import Store
+from ingest.records import UploadMeta
+from service.best import cell_best_table
+from service.frames import Cell, DashData
+from service.scope import Scope
+from tests.factories import sweeps
+
+CELL_A = Cell("deepseek_v4_pro", "GB300", "NVFP4")
+CELL_B = Cell("kimi_k2", "B300", "NVFP4")
+
+
+def _upload(store: Store, cell: Cell, seed: int) -> int:
+    sweep = sweeps.make_sweep(
+        24, seed=seed, model=cell.model, hardware=cell.hardware, quant=cell.quant
+    )
+    result = store.ingest(
+        [sweep], f"{cell.key}-{seed}".encode(), UploadMeta(hardware=cell.hardware)
+    )
+    return result.runs[0].run_id
+
+
+@pytest.fixture
+def data(store: Store) -> DashData:
+    _upload(store, CELL_A, 1)
+    _upload(store, CELL_B, 2)
+    return DashData(store, version_ttl=0.0)
+
+
+def test_upload_to_one_cell_keeps_the_other_cells_frame(data: DashData) -> None:
+    frame_a, frame_b = data.cell_frame(CELL_A), data.cell_frame(CELL_B)
+    best_b = cell_best_table(data, CELL_B, "dashboard")
+    version_b = data.cell_version(CELL_B)
+
+    new_run = _upload(data.store, CELL_A, 3)
+
+    assert data.cell_version(CELL_B) == version_b
+    assert data.cell_frame(CELL_B) is frame_b
+    assert cell_best_table(data, CELL_B, "dashboard") is best_b
+    # the uploaded cell is read again and holds the new run
+    again_a = data.cell_frame(CELL_A)
+    assert again_a is not frame_a
+    assert new_run in set(again_a[C.RUN_ID]) and new_run not in set(frame_a[C.RUN_ID])
+    assert data.cell_version(CELL_A) == (2, new_run)
+
+
+def test_scope_answers_follow_the_cells_they_read(data: DashData) -> None:
+    calls: list[str] = []
+
+    def compute(name: str) -> object:
+        calls.append(name)
+        return object()
+
+    only_b = {C.MODEL: CELL_B.model}
+    first_b = data.cached("answer-b", lambda: compute("b"), where=only_b)
+    first_all = data.cached("answer-all", lambda: compute("all"))
+    _upload(data.store, CELL_A, 4)
+    assert data.cached("answer-b", lambda: compute("b"), where=only_b) is first_b
+    assert data.cached("answer-all", lambda: compute("all")) is not first_all
+    assert calls == ["b", "all", "all"]
+
+
+def test_delete_changes_the_cells_version(data: DashData) -> None:
+    extra = _upload(data.store, CELL_B, 5)
+    before = data.cell_version(CELL_B)
+    data.store.delete_run(extra)
+    assert data.cell_version(CELL_B) != before
+    assert extra not in set(data.cell_frame(CELL_B)[C.RUN_ID])
+    assert data.cell_version(Cell("nope", "GB300", "NVFP4")) == (0, 0)
+    assert data.cells() == [CELL_A, CELL_B]
+    assert data.cells_matching({C.MODEL: CELL_B.model}) == [CELL_B]
+    assert data.scope_version(Scope(model="kimi_k2").filters()) != data.scope_version(None)
