@@ -181,6 +181,7 @@ class DashData:
         self.max_cells = max_cells
         self.version_ttl = version_ttl
         self.max_slice_rows = max_slice_rows
+        self.max_rows = max_rows
         self._cell_versions: dict[Cell, CellVersion] = {}
         self._version_at = -np.inf
         self._version_lock = threading.Lock()

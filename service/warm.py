@@ -10,6 +10,7 @@ from analysis.best import GROUPINGS
 from analysis.frontier import FrontierAxes, FrontierFilter
 from service import foreground
 from service.best import cell_best_table
+from service.errors import ServiceError
 from service.frames import DashData
 from service.pareto import cell_pareto
 from service.thresholds import threshold_report
@@ -21,16 +22,25 @@ def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, floa
     """Load what the first visits need, cell by cell in ``data.cells()`` order (the
     overview's order; the first is every page's default): the cell frame, its Pareto
     index and the default Pareto view, then the best-by-workload tables of every
-    grouping. At most ``limit`` cells (default ``data.max_cells``: more would evict
-    each other). Returns [(cell key, seconds)]. Errors are logged, never raised (pages
-    load on demand)."""
+    grouping. At most ``limit`` cells (default ``data.max_cells``) and no more stored
+    candidates than the cell cache keeps (``data.max_rows``; the first cell always):
+    more would evict each other. Returns [(cell key, seconds)]. Errors are logged,
+    never raised (pages load on demand)."""
     done: list[tuple[str, float]] = []
     try:
         cells = data.cells()
     except Exception:  # noqa: BLE001 - warming is best effort
         _log.exception("cache warm-up: listing cells failed")
         return done
+    # no more than the cell cache holds (rows and count): more would evict each other
+    sizes = data.cell_sizes()
+    budget, picked = data.max_rows, []
     for cell in cells[: limit if limit is not None else data.max_cells]:
+        budget -= sizes.get(cell, 0)
+        if picked and budget < 0:
+            break
+        picked.append(cell)
+    for cell in picked:
         foreground.step_aside()  # between cells, never inside one (a visitor may wait on it)
         t0 = time.perf_counter()
         try:
@@ -55,6 +65,8 @@ def warm_all(data: DashData) -> None:
         try:
             foreground.step_aside()
             threshold_report(data)
+        except ServiceError as err:  # a store too big for one whole-store answer
+            _log.info("cache warm-up: no whole-store threshold report (%s)", err.msg)
         except Exception:  # noqa: BLE001 - warming is best effort
             _log.exception("cache warm-up of the threshold report failed")
 
