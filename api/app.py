@@ -27,6 +27,9 @@ from api.routes import (
     runs,
     thresholds,
 )
+from api.schemas import document
+from api.schemas.errors import READ_NO_PARAMS, errors
+from api.schemas.runs import Coverage, Health
 from db.store import Store
 from service.crossval_refresh import LedgerRefresher
 
@@ -72,7 +75,13 @@ def create_api(
 
     v1 = APIRouter(prefix="/api/v1")
 
-    @v1.get("/health", tags=["meta"], summary="Liveness and database check")
+    @v1.get(
+        "/health",
+        tags=["meta"],
+        summary="Liveness and database check",
+        response_model=Health,
+        responses=errors(503),
+    )
     def health(request: Request, s: Store = Depends(get_store)) -> dict[str, object]:
         # reads the database, so an outage answers 503 (the store error envelope);
         # parse_pool: its workers ready of its size (None: uploads parse in the server)
@@ -85,7 +94,12 @@ def create_api(
         }
 
     @v1.get(
-        "/coverage", tags=["runs"], summary="What is stored", dependencies=[Depends(require_read)]
+        "/coverage",
+        tags=["runs"],
+        summary="What is stored",
+        dependencies=[Depends(require_read)],
+        response_model=Coverage,
+        responses=errors(*READ_NO_PARAMS),
     )
     def coverage(s: Store = Depends(get_store)) -> object:
         return FastJSONResponse({"items": frame_records(s.coverage())})
@@ -103,6 +117,7 @@ def create_api(
     ):
         v1.include_router(module.router)
     app.include_router(v1)
+    document.install(app)
     add_docs(app, closed=config.read_requires_token)
     return app
 

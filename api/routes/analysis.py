@@ -27,6 +27,10 @@ from analysis.tables import plain_value
 from analysis.tree import Recommendation
 from api.auth import get_store, require_read
 from api.jsonio import FastJSONResponse
+from api.schemas import recommend as R
+from api.schemas.analysis import Agreement, Best, Pareto
+from api.schemas.common import CSV, TEXT_DOWNLOADS, merged
+from api.schemas.errors import read_errors
 from api.tables import table_response
 from db.store import Store
 from service.agreement import agreement_table
@@ -84,7 +88,12 @@ def _answer(call: Callable[[], T]) -> T:
         ) from err
 
 
-@router.get("/pareto", summary="Pareto frontier: tokens/s/GPU against latency or tokens per rank")
+@router.get(
+    "/pareto",
+    summary="Pareto frontier: tokens/s/GPU against latency or tokens per rank",
+    response_model=Pareto,
+    responses=merged(CSV, read_errors()),
+)
 def pareto(
     scope: ScopeQ,
     data: Data,
@@ -103,7 +112,12 @@ def pareto(
     return table_response(ans.items, format, "pareto", extra)
 
 
-@router.get("/best", summary="Best configuration per workload with runner-up, margin, tie flag")
+@router.get(
+    "/best",
+    summary="Best configuration per workload with runner-up, margin, tie flag",
+    response_model=Best,
+    responses=merged(CSV, read_errors()),
+)
 def best(
     scope: ScopeQ,
     data: Data,
@@ -167,7 +181,12 @@ def _tokens_json(count: TokenCount | None) -> dict[str, Any] | None:
     }
 
 
-@router.get("/recommendation", summary="The guide's tree and the measured best for a deployment")
+@router.get(
+    "/recommendation",
+    summary="The guide's tree and the measured best for a deployment",
+    response_model=R.Recommendation,
+    responses=read_errors(),
+)
 def recommendation(q: DeploymentQ, data: Data) -> Response:
     ans = _answer(lambda: recommend_for(data, q))
     pick = ans.measured
@@ -216,7 +235,12 @@ def recommendation(q: DeploymentQ, data: Data) -> Response:
     )
 
 
-@router.get("/export", summary="Recommended config as trtllm-serve YAML or the env line")
+@router.get(
+    "/export",
+    summary="Recommended config as trtllm-serve YAML or the env line",
+    response_model=R.Export,
+    responses=merged(TEXT_DOWNLOADS, read_errors()),
+)
 def export(
     q: DeploymentQ,
     data: Data,
@@ -248,7 +272,12 @@ def export(
     )
 
 
-@router.get("/agreement", summary="Tree pick vs measured best for every stored workload")
+@router.get(
+    "/agreement",
+    summary="Tree pick vs measured best for every stored workload",
+    response_model=Agreement,
+    responses=merged(CSV, read_errors()),
+)
 def agreement(
     scope: ScopeQ,
     data: Data,

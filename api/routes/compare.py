@@ -20,6 +20,9 @@ from api.auth import require_read
 from api.errors import http_error
 from api.jsonio import FastJSONResponse
 from api.routes.analysis import Data, RepeatsQ, ScopeQ
+from api.schemas import history as X
+from api.schemas.common import CSV, merged
+from api.schemas.errors import read_errors
 from api.tables import table_response
 from service.compare import compare, compare_options, csv_text, records
 from service.errors import NoData, ServiceError
@@ -67,7 +70,12 @@ def _answer(call: Callable[[], T]) -> T:
         ) from err
 
 
-@router.get("/compare", summary="Compare two runs or two versions: per configuration change")
+@router.get(
+    "/compare",
+    summary="Compare two runs or two versions: per configuration change",
+    response_model=X.Compare,
+    responses=merged(CSV, read_errors()),
+)
 def compare_view(
     scope: ScopeQ,
     data: Data,
@@ -126,7 +134,12 @@ def compare_view(
     )
 
 
-@router.get("/history/versions", summary="Versions and runs of a slice, in version order")
+@router.get(
+    "/history/versions",
+    summary="Versions and runs of a slice, in version order",
+    response_model=X.HistoryVersions,
+    responses=read_errors(),
+)
 def history_versions(scope: ScopeQ, data: Data) -> Response:
     """The slice's TensorRT-LLM versions ordered by version number, then run date
     (with first/last run date, run ids, commits) and its runs, newest first."""
@@ -140,7 +153,12 @@ def history_versions(scope: ScopeQ, data: Data) -> Response:
     )
 
 
-@router.get("/history", summary="Score per workload x configuration over versions or runs")
+@router.get(
+    "/history",
+    summary="Score per workload x configuration over versions or runs",
+    response_model=X.History,
+    responses=merged(CSV, read_errors()),
+)
 def history_view(
     scope: ScopeQ,
     data: Data,
@@ -176,7 +194,12 @@ def history_view(
     return table_response(page, format, "history", extra)
 
 
-@router.get("/history/frontier", summary="The Pareto frontier of each version per slice")
+@router.get(
+    "/history/frontier",
+    summary="The Pareto frontier of each version per slice",
+    response_model=X.HistoryFrontier,
+    responses=merged(CSV, read_errors()),
+)
 def history_frontier(
     scope: ScopeQ,
     data: Data,
@@ -216,7 +239,12 @@ def _slice_json(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@router.get("/history/frontier-change", summary="Frontier change between two versions")
+@router.get(
+    "/history/frontier-change",
+    summary="Frontier change between two versions",
+    response_model=X.FrontierChange,
+    responses=merged(CSV, read_errors()),
+)
 def history_frontier_change(
     scope: ScopeQ,
     data: Data,

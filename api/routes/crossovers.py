@@ -22,6 +22,9 @@ from analysis.tables import to_csv_text
 from api.auth import require_read
 from api.jsonio import FastJSONResponse
 from api.routes.analysis import Data
+from api.schemas.common import CSV, merged
+from api.schemas.errors import read_errors
+from api.schemas.explore import Crossovers
 from service.crossovers import CrossoverAnswer, CrossoverQuery, crossover_answer
 from service.errors import NoData, ServiceError
 
@@ -68,6 +71,8 @@ def _tables(ans: CrossoverAnswer) -> dict[str, pd.DataFrame]:
 @router.get(
     "/crossovers",
     summary="Crossover explorer: where the rank-1 option switches along an axis",
+    response_model=Crossovers,
+    responses=merged(CSV, read_errors()),
 )
 def crossovers(
     q: Annotated[CrossoverQuery, Query()],

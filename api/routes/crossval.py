@@ -24,6 +24,9 @@ from api.auth import get_config, get_store, require_read, require_scope
 from api.config import ApiConfig
 from api.jsonio import FastJSONResponse, frame_records
 from api.routes.runs import error
+from api.schemas import crossval as X
+from api.schemas.common import CSV, alternatives, merged
+from api.schemas.errors import READ, READ_NO_PARAMS, errors
 from db.crossval_records import OutcomeConflict
 from db.errors import NotFound
 from db.store import Store
@@ -94,13 +97,25 @@ def _files_error(exc: ServingFilesError) -> HTTPException:
     tags=["crossval"],
     status_code=201,
     summary="Import InferenceX masters and srt-slurm recipes (multipart, field 'files')",
+    response_model=X.ServingImport,
     responses={
-        200: {"description": "These configs were already imported; nothing written"},
-        401: {"description": "Missing or invalid token"},
-        403: {"description": "Token lacks the upload scope"},
-        413: {"description": "Body larger than MOEDASH_MAX_UPLOAD_BYTES"},
-        415: {"description": "Not multipart/form-data"},
-        422: {"description": "Bad path, bad YAML or no master (the file is named in loc)"},
+        200: {
+            "model": X.ServingImport,
+            "description": "These configs were already imported; nothing written",
+        },
+        **errors(
+            401,
+            403,
+            408,
+            413,
+            415,
+            422,
+            429,
+            503,
+            e403="Token lacks the upload scope",
+            e415="Not multipart/form-data",
+            e422="Bad path, bad YAML or no master (the file is named in loc)",
+        ),
     },
 )
 async def import_serving_configs(
@@ -149,6 +164,8 @@ async def import_serving_configs(
     tags=["crossval"],
     summary="Serving-config imports, newest first",
     dependencies=[Depends(require_read)],
+    response_model=X.ServingImports,
+    responses=errors(*READ_NO_PARAMS),
 )
 def list_serving_imports(store: Store = Depends(get_store)) -> Response:
     return FastJSONResponse({"items": frame_records(serving_imports(store))})
@@ -191,7 +208,13 @@ BandPct = Annotated[
 ]
 
 
-@_cv.get("/workloads", summary="Stored serving workloads", dependencies=[Depends(require_read)])
+@_cv.get(
+    "/workloads",
+    summary="Stored serving workloads",
+    dependencies=[Depends(require_read)],
+    response_model=X.Workloads,
+    responses=errors(*READ),
+)
 def list_workloads(
     store: Store = Depends(get_store),
     model: str | None = None,
@@ -216,6 +239,8 @@ def list_workloads(
     "/ledger",
     summary="Deployed MoE config vs the best bench_moe candidate, per workload",
     dependencies=[Depends(require_read)],
+    response_model=X.Ledger,
+    responses=merged(CSV, errors(*READ)),
 )
 def get_ledger(
     store: Store = Depends(get_store),
@@ -248,6 +273,8 @@ def get_ledger(
     "/summary",
     summary="The guide's table: Match rate and E2E outcomes per model and hardware",
     dependencies=[Depends(require_read)],
+    response_model=X.Summary,
+    responses=merged(CSV, errors(*READ)),
 )
 def get_summary(
     store: Store = Depends(get_store),
@@ -279,6 +306,8 @@ def get_summary(
     "/rules",
     summary="The summary's Match cell under every match rule, side by side",
     dependencies=[Depends(require_read)],
+    response_model=X.Rules,
+    responses=errors(*READ),
 )
 def get_rules(
     store: Store = Depends(get_store),
@@ -296,6 +325,8 @@ def get_rules(
     "/guide",
     summary="The guide's published table beside ours, per model, hardware and phase",
     dependencies=[Depends(require_read)],
+    response_model=X.Guide,
+    responses=merged(CSV, errors(*READ)),
 )
 def get_guide(
     store: Store = Depends(get_store),
@@ -321,6 +352,8 @@ def get_guide(
     "/sweeps",
     summary="bench_moe commands covering every no-data workload (JSON or a shell script)",
     dependencies=[Depends(require_read)],
+    response_model=X.Sweeps,
+    responses=merged(alternatives({"text/x-shellscript": X.SWEEP_SCRIPT}), errors(*READ)),
 )
 def get_sweeps(
     store: Store = Depends(get_store),
@@ -375,15 +408,26 @@ _RECORD_ERR = re.compile(r"^records\[(?P<i>\d+)\]\.(?P<field>\w+): (?P<msg>.*)$"
     "/outcomes",
     status_code=201,
     summary="Store end-to-end outcomes (JSON list; all or none)",
+    response_model=X.OutcomesStored,
     responses={
-        200: {"description": "Every record was already stored with these values"},
-        401: {"description": "Missing or invalid token"},
-        403: {"description": "Token lacks the upload scope"},
-        409: {"description": "Other values already stored for a workload (use replace=true)"},
-        422: {
-            "description": "Invalid record (NaN/Infinity/<= 0), a Match workload or an "
-            "unknown workload (loc: body, index, field)"
+        200: {
+            "model": X.OutcomesStored,
+            "description": "Every record was already stored with these values",
         },
+        **errors(
+            401,
+            403,
+            408,
+            409,
+            413,
+            422,
+            429,
+            503,
+            e403="Token lacks the upload scope",
+            e409="Other values already stored for a workload (use replace=true)",
+            e422="Invalid record (NaN/Infinity/<= 0), a Match workload or an "
+            "unknown workload (loc: body, index, field)",
+        ),
     },
 )
 def post_outcomes(
@@ -425,6 +469,8 @@ def post_outcomes(
     "/outcomes",
     summary="Stored end-to-end outcomes, classified at band_pct",
     dependencies=[Depends(require_read)],
+    response_model=X.Outcomes,
+    responses=merged(CSV, errors(*READ)),
 )
 def list_outcomes(
     store: Store = Depends(get_store),

@@ -29,6 +29,8 @@ from starlette.concurrency import run_in_threadpool
 from api.auth import get_store, require_read
 from api.jsonio import FastJSONResponse
 from api.routes.runs import error
+from api.schemas.errors import READ, READ_NO_PARAMS, errors
+from api.schemas.planner import Catalog, Plan
 from db.store import Store
 from service.planner import catalog, export_filename, run_plan, store_loader
 from service.planner_request import (
@@ -45,7 +47,13 @@ router = APIRouter(prefix="/planner", tags=["planner"])
 StoreDep = Annotated[Store, Depends(get_store)]
 
 
-@router.get("/catalog", summary="Planner models and GPUs", dependencies=[Depends(require_read)])
+@router.get(
+    "/catalog",
+    summary="Planner models and GPUs",
+    dependencies=[Depends(require_read)],
+    response_model=Catalog,
+    responses=errors(*READ_NO_PARAMS),
+)
 def get_catalog(store: StoreDep) -> Response:
     return FastJSONResponse(catalog(store))
 
@@ -71,16 +79,17 @@ async def _plan_response(
     return FastJSONResponse(payload, headers=headers)
 
 
-_RESPONSES: dict[int | str, dict[str, Any]] = {
-    422: {"description": "Invalid or inconsistent request (field path in detail.loc)"}
-}
+_RESPONSES: dict[int | str, dict[str, Any]] = errors(
+    *READ, e422="Invalid or inconsistent request (field path in detail.loc)"
+)
 
 
 @router.post(
     "/plan",
     summary="Best disaggregated plan, alternatives, na sweep, co-located, timeline",
     dependencies=[Depends(require_read)],
-    responses=_RESPONSES,
+    response_model=Plan,
+    responses={**_RESPONSES, **errors(408, 413)},
 )
 async def post_plan(
     req: PlanRequest,
@@ -95,6 +104,7 @@ async def post_plan(
     "/plan",
     summary="The same plan from query parameters (catalogue figures only)",
     dependencies=[Depends(require_read)],
+    response_model=Plan,
     responses=_RESPONSES,
 )
 async def get_plan(

@@ -11,6 +11,9 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Response
 from api.auth import require_read
 from api.jsonio import FastJSONResponse
 from api.routes.analysis import Data
+from api.schemas.common import TEXT_DOWNLOADS, merged
+from api.schemas.errors import errors
+from api.schemas.recommend import CandidateExport
 from service.errors import NoData, ServiceError
 from service.point_export import PointExport, point_export
 
@@ -30,6 +33,19 @@ def _export(data: Data, run_id: int, candidate_index: int) -> PointExport:
 @router.get(
     "/runs/{run_id}/candidates/{candidate_index}/export",
     summary="One measured candidate as trtllm-serve YAML, env file or JSON",
+    response_model=CandidateExport,
+    responses=merged(
+        TEXT_DOWNLOADS,
+        errors(
+            401,
+            404,
+            422,
+            429,
+            503,
+            e404="No such run or candidate, or the candidate has no score",
+            e422="A bad parameter, or a candidate TensorRT-LLM cannot run (says why)",
+        ),
+    ),
 )
 def candidate_export(
     data: Data,

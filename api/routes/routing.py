@@ -10,6 +10,9 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from api.auth import require_read
 from api.jsonio import FastJSONResponse
 from api.routes.analysis import Data
+from api.schemas import explore as X
+from api.schemas.common import CSV, merged
+from api.schemas.errors import read_errors
 from service.errors import NoData, ServiceError
 from service.routing import RoutingSkew, SkewQuery, routing_skew, skew_json
 
@@ -29,6 +32,8 @@ def _answer(data: Data, q: SkewQuery) -> RoutingSkew:
 @router.get(
     "/routing-skew",
     summary="One workload under balanced vs skewed routing: ranks, slowdowns, EPLB/DWDP advice",
+    response_model=X.RoutingSkew,
+    responses=merged(CSV, read_errors()),
 )
 def routing_skew_view(
     q: Annotated[SkewQuery, Query()], data: Data, format: Literal["json", "csv"] = "json"

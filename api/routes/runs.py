@@ -15,6 +15,9 @@ from api.config import ApiConfig
 from api.jsonio import FastJSONResponse, frame_records
 from api.limits import ParseBudget
 from api.parse_task import input_error
+from api.schemas.common import merged
+from api.schemas.errors import errors, run_errors
+from api.schemas.runs import RAW_SIGHTING, RAW_UPLOAD, CandidatePage, Run, RunPage, UploadResult
 from api.uploads import SpooledUpload, spool_form, spool_raw, spooled_raw_file, upload_size
 from db.errors import Conflict, NotFound
 from db.store import IngestResult, Store
@@ -217,22 +220,33 @@ async def _ingest(
     "",
     status_code=201,
     summary="Upload a bench_moe report (or NVIDIA dashboard data.js / CSV)",
+    response_model=UploadResult,
     responses={
         200: {
+            "model": UploadResult,
             "description": "The same bytes, or the same measurements in other bytes, were "
-            "already stored: existing runs returned, the arrival recorded as a sighting"
+            "already stored: existing runs returned, the arrival recorded as a sighting",
         },
-        400: {"description": "Empty body"},
-        401: {"description": "Missing or invalid token"},
-        403: {"description": "Token lacks the upload scope"},
-        409: {
-            "description": "Contradicts what is stored: the same bytes with another "
+        **errors(
+            400,
+            401,
+            403,
+            408,
+            409,
+            413,
+            415,
+            422,
+            429,
+            503,
+            e403="Token lacks the upload scope",
+            e409="Contradicts what is stored: the same bytes with another "
             "hardware / trtllm_version / trtllm_commit / run_date / dispatch, or the same "
-            "candidates with other rankings / search / base_config"
-        },
-        413: {"description": "Body larger than MOEDASH_MAX_UPLOAD_BYTES"},
-        415: {"description": "Unsupported content type or file format"},
-        422: {"description": "Invalid report or metadata (field path in detail.loc)"},
+            "candidates with other rankings / search / base_config",
+            e415="Unsupported content type or file format",
+            e422="Invalid report or metadata (field path in detail.loc)",
+            e429="Too many failed authentications, or too many uploads in flight "
+            "(Retry-After says when to retry)",
+        ),
     },
 )
 async def upload_run(
@@ -270,7 +284,13 @@ async def upload_run(
         )
 
 
-@router.get("", summary="List runs (newest first)", dependencies=[Depends(require_read)])
+@router.get(
+    "",
+    summary="List runs (newest first)",
+    dependencies=[Depends(require_read)],
+    response_model=RunPage,
+    responses=errors(401, 422, 429, 503),
+)
 def list_runs(
     store: Store = Depends(get_store),
     model: str | None = None,
@@ -301,7 +321,13 @@ def _not_found(exc: NotFound) -> HTTPException:
     return error(404, ["path", "run_id"], str(exc), "not_found")
 
 
-@router.get("/{run_id}", summary="One run with its metadata", dependencies=[Depends(require_read)])
+@router.get(
+    "/{run_id}",
+    summary="One run with its metadata",
+    dependencies=[Depends(require_read)],
+    response_model=Run,
+    responses=run_errors(),
+)
 def get_run(run_id: RunId, store: Store = Depends(get_store)) -> Response:
     try:
         return FastJSONResponse(store.get_run(run_id))
@@ -318,6 +344,8 @@ _CandidateOrder = Literal[
     "/{run_id}/candidates",
     summary="Candidates of a run, skipped and failed included",
     dependencies=[Depends(require_read)],
+    response_model=CandidatePage,
+    responses=run_errors(),
 )
 def list_candidates(
     run_id: RunId,
@@ -359,6 +387,7 @@ def list_candidates(
     summary="The original uploaded bytes (a dashboard-format run: its own rows, as CSV)",
     dependencies=[Depends(require_read)],
     response_class=Response,
+    responses=merged(RAW_UPLOAD, run_errors()),
 )
 def raw_upload(run_id: RunId, store: Store = Depends(get_store)) -> Response:
     try:
@@ -377,6 +406,7 @@ def raw_upload(run_id: RunId, store: Store = Depends(get_store)) -> Response:
     summary="The bytes a later arrival of the run's upload came with (see `sightings`)",
     dependencies=[Depends(require_read)],
     response_class=Response,
+    responses=merged(RAW_SIGHTING, run_errors()),
 )
 def sighting_raw(
     run_id: RunId,
@@ -397,7 +427,12 @@ def sighting_raw(
     )
 
 
-@router.delete("/{run_id}", status_code=204, summary="Delete a run (admin scope)")
+@router.delete(
+    "/{run_id}",
+    status_code=204,
+    summary="Delete a run (admin scope)",
+    responses=errors(401, 403, 404, 422, 429, 503, e404="No such run"),
+)
 def delete_run(
     run_id: RunId,
     store: Store = Depends(get_store),

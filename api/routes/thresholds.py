@@ -25,6 +25,9 @@ from analysis.tables import to_json_records
 from api.auth import require_read
 from api.errors import http_error
 from api.routes.analysis import Data
+from api.schemas import thresholds as X
+from api.schemas.common import CSV, alternatives, merged
+from api.schemas.errors import read_errors
 from api.tables import table_response
 from service.errors import NoData, ServiceError
 from service.frames import DashData
@@ -61,7 +64,12 @@ def _slice(
     return _answer(lambda: threshold_slice(data, model, hardware, quant, dispatch))
 
 
-@router.get("/thresholds", summary="The guide's thresholds: published vs re-derived, per slice")
+@router.get(
+    "/thresholds",
+    summary="The guide's thresholds: published vs re-derived, per slice",
+    response_model=X.Thresholds,
+    responses=merged(CSV, read_errors()),
+)
 def thresholds(
     data: Data,
     model: Text = None,
@@ -86,7 +94,12 @@ def thresholds(
     return table_response(table, format, f"{kind}_{s.stem}", extra)
 
 
-@router.get("/thresholds/validation", summary="Leave-one-model-out rows of each threshold")
+@router.get(
+    "/thresholds/validation",
+    summary="Leave-one-model-out rows of each threshold",
+    response_model=X.Validation,
+    responses=merged(CSV, read_errors()),
+)
 def validation(
     data: Data,
     model: Text = None,
@@ -104,6 +117,8 @@ def validation(
 @router.get(
     "/thresholds/agreement",
     summary="The tree with published, derived and validated thresholds, side by side",
+    response_model=X.ThresholdAgreement,
+    responses=merged(CSV, read_errors()),
 )
 def agreement(
     data: Data,
@@ -125,7 +140,12 @@ def agreement(
     return table_response(trees.summary, format, f"thresholds_agreement_{s.stem}", extra)
 
 
-@router.get("/thresholds/tree", summary="The guide's tree with re-derived numbers in place")
+@router.get(
+    "/thresholds/tree",
+    summary="The guide's tree with re-derived numbers in place",
+    response_model=X.ThresholdTree,
+    responses=merged(alternatives({"text/plain": X.TREE_TEXT}), read_errors()),
+)
 def tree(
     data: Data,
     model: Text = None,

@@ -1,0 +1,1 @@
+"""Response models of the API: what each route answers, for the OpenAPI document only."""

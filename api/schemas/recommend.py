@@ -1,0 +1,178 @@
+"""Answers of /recommendation, /export and a candidate's export: what to deploy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from api.schemas.common import DISPATCH_EXAMPLE, Dispatch, Open, examples
+
+_CELL: dict[str, Any] = {
+    "model": "deepseek_v4_pro",
+    "hardware": "GB300",
+    "quant": "NVFP4",
+    "world_size": 8,
+}
+_PICK: dict[str, Any] = {
+    "parallel_mode": "DEP",
+    "moe_ep_size": 8,
+    "moe_tp_size": 1,
+    "backend": "TRTLLM",
+    "comm": "AUTO",
+    "force_comm": False,
+    "expected_comm": "NVLINK_ONE_SIDED",
+    "phase": "decode",
+    "activated_tokens_per_rank": 192.0,
+    "dispatch_kb": 672.0,
+    "in_guide_coverage": True,
+    "notes": [],
+    "path": [
+        {
+            "step": "phase",
+            "question": "decode or prefill?",
+            "answer": "decode",
+            "threshold_name": None,
+            "threshold_value": None,
+            "observed": None,
+        }
+    ],
+    "env": None,
+    "low_precision_combine": None,
+}
+_TOKENS = "How num_tokens was computed from concurrency / max_num_tokens (null: given)"
+
+
+class TreeStep(Open):
+    step: str
+    question: str
+    answer: str
+    threshold_name: str | None
+    threshold_value: float | None
+    observed: float | None
+
+
+class Pick(Open):
+    """A configuration to deploy: the guide's tree walked, or the measured best."""
+
+    parallel_mode: str
+    moe_ep_size: int
+    moe_tp_size: int
+    backend: str
+    comm: str = Field(description="The comm to set (AUTO: let TensorRT-LLM pick)")
+    force_comm: bool = Field(description="TRTLLM_FORCE_COMM_METHOD needed")
+    expected_comm: str | None = Field(description="The comm AUTO is expected to pick")
+    phase: str
+    activated_tokens_per_rank: float | None = Field(description="Tokens per rank")
+    dispatch_kb: float | None = Field(description="Dispatch size per rank, KiB")
+    in_guide_coverage: bool
+    notes: list[str]
+    path: list[TreeStep] = Field(description="The tree's questions and answers, in order")
+    env: str | None = Field(description="The environment line to set (null: none)")
+    low_precision_combine: bool | None
+
+
+class TokenCount(Open):
+    num_tokens: int
+    phase: str
+    tokens_per_rank: float | None
+    attention_dp_ranks: int | None
+    batch_per_rank: float | None
+    batch_per_rank_padded: float | None
+    cuda_graph: bool | None
+    formula: str
+    notes: list[str]
+
+
+class Measured(Pick):
+    """The measured best at the nearest stored workload."""
+
+    measured_num_tokens: int
+    exact: bool = Field(description="Measured at the asked num_tokens")
+    score_ms: float | None = Field(description="ms")
+    runner_up_score_ms: float | None = Field(description="ms")
+    margin_pct: float | None
+    n_candidates: int
+    provenance: dict[str, Any]
+    agrees_with_tree: bool | None
+
+
+class Recommendation(Open):
+    """The guide's tree and the measured best for one deployment."""
+
+    model_config = examples(
+        {
+            "deployment": {**_CELL, "attention": "dp", "phase": "decode", "num_tokens": 256},
+            "num_tokens_from": None,
+            "thresholds": "published",
+            "dispatch": DISPATCH_EXAMPLE,
+            "repeats": "median",
+            "tree": _PICK,
+            "measured": None,
+            "agreement": None,
+        }
+    )
+
+    deployment: dict[str, Any] = Field(description="The request, with the model's shape")
+    num_tokens_from: TokenCount | None = Field(description=_TOKENS)
+    thresholds: str = Field(description="published, derived or validated")
+    dispatch: Dispatch | None
+    repeats: str
+    tree: Pick = Field(description="What the guide's decision tree advises")
+    measured: Measured | None = Field(description="The measured best (null: none stored)")
+    agreement: dict[str, Any] | None = Field(description="Tree vs measured, one row")
+
+
+class ExportProvenance(Open):
+    run_ids: list[int]
+    trtllm_version: str | None
+    produced_by: str
+
+
+class Export(Pick):
+    """The recommended configuration (``format=json``)."""
+
+    model_config = examples(
+        {
+            **_PICK,
+            "warnings": [],
+            "num_tokens": 256,
+            "num_tokens_from": None,
+            "dispatch": None,
+            "provenance": {
+                "run_ids": [],
+                "trtllm_version": None,
+                "produced_by": "moedash decision tree (published thresholds)",
+            },
+        }
+    )
+
+    warnings: list[str] = Field(description="Capability warnings of this TensorRT-LLM")
+    num_tokens: int
+    num_tokens_from: TokenCount | None = Field(description=_TOKENS)
+    dispatch: Dispatch | None
+    provenance: ExportProvenance
+
+
+class CandidateExport(BaseModel):
+    """One measured candidate as trtllm-serve files (``format=json``)."""
+
+    model_config = examples(
+        {
+            "run_id": 1,
+            "candidate_index": 1,
+            "yaml": "moe_config:\n  backend: MEGAMOE_CUTEDSL\n",
+            "yaml_filename": "moe_config_deepseek_v4_pro_GB300_NVFP4_ws8_256tok_run1_cand1.yaml",
+            "env": "# comm stays AUTO\n",
+            "env_filename": "moe_config_deepseek_v4_pro_GB300_NVFP4_ws8_256tok_run1_cand1.env",
+            "warnings": [],
+        }
+    )
+
+    run_id: int
+    candidate_index: int
+    yaml: str = Field(description="The --extra_llm_api_options file")
+    yaml_filename: str
+    env: str = Field(description="The TRTLLM_FORCE_COMM_METHOD line (a comment for AUTO)")
+    env_filename: str
+    warnings: list[str]
