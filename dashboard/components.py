@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
+import dash
 import dash_ag_grid as dag
 import numpy as np
 import pandas as pd
@@ -238,6 +239,20 @@ def search_string(params: Mapping[str, Any]) -> str:
 
 def download_button(button_id: str, text: str) -> html.Button:
     return html.Button(text, id=button_id, className="button", n_clicks=0)
+
+
+def download_note(note_id: str) -> html.Span:
+    """Where a download button says why nothing was downloaded (a polite live region, so
+    a screen reader reads it too): a click must never just do nothing."""
+    return html.Span(id=note_id, className="status download-note", role="status")
+
+
+def download_or_reason(got: dict[str, Any] | str) -> tuple[Any, str]:
+    """(``dcc.Download`` data, note) from a page's download answer: the file, or no
+    download and the reason there is nothing to download for the current view."""
+    if isinstance(got, str):
+        return dash.no_update, f"Nothing to download for this view: {got}"
+    return got, ""
 
 
 # While an area reloads its previous content stays in place, dimmed, under the spinner:

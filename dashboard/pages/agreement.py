@@ -168,7 +168,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     return html.Div(
         [
             dcc.Location(id="agreement-url", refresh=False),
-            html.H2("Where the guide's tree disagrees with the measurements"),
+            html.H1("Where the guide's tree disagrees with the measurements"),
             html.P(
                 [
                     "Every stored workload where the decision tree's pick (backend and comm) "

@@ -61,7 +61,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     cells = data.cells()
     if not cells:
         return html.Div(
-            [html.H2("Best by workload"), ui.empty_state("No runs in the database yet.")]
+            [html.H1("Best by workload"), ui.empty_state("No runs in the database yet.")]
         )
     want = Cell(
         ui.first(query, "model") or "",
@@ -86,7 +86,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
         [
             dcc.Location(id="best-url", refresh=False),
             dcc.Store(id="best-gridstate", data=state),
-            html.H2("Best configuration by workload"),
+            html.H1("Best configuration by workload"),
             html.P(
                 "Winner per workload with its runner-up. Margin = how much slower the "
                 "runner-up is; a tie means the margin is within the measurement noise band "

@@ -128,7 +128,7 @@ def option_lists(data: DashData, form: Form) -> list[list[dict[str, Any]]]:
 
 def layout(data: DashData, **query: Any) -> html.Div:
     head = [
-        html.H2("Compare two runs or versions"),
+        html.H1("Compare two runs or versions"),
         html.P(
             "Per workload × configuration: the head's score against the base's (%), and a "
             "verdict: regression / improvement when the change exceeds both the threshold "
@@ -172,7 +172,11 @@ def layout(data: DashData, **query: Any) -> html.Div:
             True,
         ),
         html.Div(
-            [html.Label("\u00a0"), ui.download_button("cmp-csv-btn", "Download CSV")],
+            [
+                html.Label("\u00a0"),
+                ui.download_button("cmp-csv-btn", "Download CSV"),
+                ui.download_note("cmp-csv-note"),
+            ],
             className="control",
         ),
     ]
@@ -227,12 +231,13 @@ def update(data: DashData, *values: Any, trigger: str | None = None) -> tuple[An
     return (body, form.search(), form.base, form.head, *opts)
 
 
-def csv_download(data: DashData, form: Form) -> dict[str, Any] | None:
+def csv_download(data: DashData, form: Form) -> dict[str, Any] | str:
     """The compared rows (every column, the API's ``format=csv``), named as the API names
-    them (``compare-<model>-<GPU>-<quant>[-ws<N>][-<phase>]-<base>-vs-<head>.csv``)."""
+    them (``compare-<model>-<GPU>-<quant>[-ws<N>][-<phase>]-<base>-vs-<head>.csv``); the
+    reason when the view compares nothing."""
     got = answer(data, form)
     if isinstance(got, ServiceError):
-        return None
+        return f"{got.field}: {got.msg}"
     return {
         "content": to_csv_text(got.rows),
         "filename": f"{got.filename}.csv",
@@ -269,9 +274,12 @@ def register(app: dash.Dash, data: DashData) -> None:
 
     @app.callback(
         Output("cmp-download", "data"),
+        Output("cmp-csv-note", "children"),
         Input("cmp-csv-btn", "n_clicks"),
         *[State(i, "value") for i in IDS],
         prevent_initial_call=True,
     )
     def _csv(n: int | None, *values: Any) -> Any:
-        return csv_download(data, make_form(*values)) if n else dash.no_update
+        if not n:
+            return dash.no_update, dash.no_update
+        return ui.download_or_reason(csv_download(data, make_form(*values)))

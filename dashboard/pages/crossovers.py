@@ -102,7 +102,7 @@ _control = control  # the label names the dropdown or radio group (dashboard.lab
 
 def layout(data: DashData, **query: Any) -> html.Div:
     head = [
-        html.H2("Crossover explorer"),
+        html.H1("Crossover explorer"),
         html.P(METHOD, className="lead", **{"data-testid": "xo-method"}),
     ]
     cells = data.cells()

@@ -159,7 +159,7 @@ def render(data: DashData, form: Form) -> tuple[Any, str | None, list[Any]]:
                 ),
                 className="pareto-graph",
             ),
-            html.H3("Switches (every series in the slice)"),
+            html.H2("Switches (every series in the slice)"),
             html.A(
                 "this answer as JSON (API)",
                 href=form.api_href(),

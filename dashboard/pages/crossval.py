@@ -250,7 +250,7 @@ def _dropdown(
 
 def layout(data: DashData, **query: Any) -> html.Div:
     head = [
-        html.H2("Cross validation: bench_moe vs deployed serving configs"),
+        html.H1("Cross validation: bench_moe vs deployed serving configs"),
         html.P(METHOD, className="lead", **{"data-testid": "cv-method"}),
     ]
     if not has_workloads(data):
@@ -362,9 +362,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
             controls,
             html.Div(out["stale"], id="cv-stale", role="status"),
             html.Div(out["cv-notes"], id="cv-notes"),
-            html.H3("Match rules"),
+            html.H2("Match rules"),
             rules,
-            html.H3("Summary (the guide's table)"),
+            html.H2("Summary (the guide's table)"),
             html.P(
                 "Per model and hardware. Match = Match / (Match + Mismatch), then the split "
                 "by phase; Improvement, Flat and Regression count the Mismatches with a "
@@ -374,9 +374,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
             ),
             ui.download_button("cv-summary-csv-btn", "Download summary CSV"),
             ui.loading(html.Div(out["cv-summary"], id="cv-summary"), "cv-summary-loading"),
-            html.H3("Every rule side by side (Match, per model and hardware)"),
+            html.H2("Every rule side by side (Match, per model and hardware)"),
             ui.loading(html.Div(out["cv-rules"], id="cv-rules"), "cv-rules-loading"),
-            html.H3("The guide's table beside ours"),
+            html.H2("The guide's table beside ours"),
             ui.loading(html.Div(out["cv-guide"], id="cv-guide"), "cv-guide-loading"),
             ui.loading(
                 html.Div(
@@ -384,7 +384,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 ),
                 "cv-figure-loading",
             ),
-            html.H3("Ledger: one row per serving workload"),
+            html.H2("Ledger: one row per serving workload"),
             html.P(
                 "Deployed config (from the serving recipe) next to the best bench_moe "
                 "candidate of the same shape. Sort and filter in the column headers; the "
@@ -404,7 +404,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 className="row",
             ),
             ui.loading(html.Div(out["cv-ledger"], id="cv-ledger"), "cv-ledger-loading"),
-            html.H3("Sweeps to run next"),
+            html.H2("Sweeps to run next"),
             html.P(
                 "The fewest bench_moe commands that measure every no-data workload of this "
                 "model, hardware and phase: rows sharing hardware, model, quant, world size, "

@@ -246,7 +246,7 @@ def render_guide(res: CrossvalView, f: Filters) -> Any:
                 **{"data-testid": "cv-guide-scope"},
             ),
             guide_grid(res.guide),
-            html.H4("The guide's table as published"),
+            html.H3("The guide's table as published"),
             published_grid(guide_summary()),
         ]
     )
@@ -274,7 +274,7 @@ def render_sweeps(rep: SweepReport) -> Any:
         [
             head,
             plan,
-            html.H4("Coverage: what the serving configs need vs what is measured"),
+            html.H3("Coverage: what the serving configs need vs what is measured"),
             coverage_grid(rep.coverage),
         ]  # fmt: skip
     )

@@ -119,7 +119,7 @@ def _dropdown(cid: str, options: list[Any], value: Any) -> dcc.Dropdown:
 
 def layout(data: DashData, **query: Any) -> html.Div:
     head = [
-        html.H2("History across TensorRT-LLM versions"),
+        html.H1("History across TensorRT-LLM versions"),
         html.P(
             "Versions are ordered by version number (1.2.0rc9 before 1.2.0rc27), then by "
             "run date; repeat runs of one version are pooled to their median, versions "

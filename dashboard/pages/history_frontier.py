@@ -91,7 +91,7 @@ def breakpoints(item: dict[str, Any], suffix: str = "") -> html.Details:
         ("hist-fc-throughput", "at_throughput", "latency at fixed throughput"),
     ):
         frame = item[key]
-        parts.append(html.H4(heading))
+        parts.append(html.H3(heading))
         parts.append(
             ui.grid(
                 grid_id + suffix,
@@ -118,11 +118,11 @@ def frontier_part(data: DashData, form: Form, title: str) -> list[Any]:
         title=f"frontier of each version: {title}",
     )
     parts: list[Any] = [
-        html.H3("Frontier of each version"),
+        html.H2("Frontier of each version"),
         dcc.Graph(
             id="hist-frontier-graph", figure=fig, config=ui.graph_config(form.filename("frontier"))
         ),
-        html.H3("Frontier change"),
+        html.H2("Frontier change"),
     ]
     if len(order) < 2 or form.base is None or form.head is None:
         parts.append(

@@ -104,7 +104,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     if cov.empty:
         return html.Div(
             [
-                html.H2("What is in the database"),
+                html.H1("What is in the database"),
                 ui.empty_state(
                     "No runs yet.",
                     [
@@ -120,7 +120,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     n_syn = int(cov[C.SYNTHETIC].sum())
     return html.Div(
         [
-            html.H2("What is in the database"),
+            html.H1("What is in the database"),
             html.P(
                 [
                     f"{int(cov['runs'].sum())} runs, {int(cov['candidates'].sum()):,} "
@@ -142,7 +142,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 className="lead",
             ),
             coverage_matrix(cov),
-            html.H3("Recent uploads"),
+            html.H2("Recent uploads"),
             html.Div(recent_table(runs), className="scroll-x"),
         ]
     )

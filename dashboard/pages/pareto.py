@@ -133,7 +133,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     if q.cell is None:
         return html.Div(
             [
-                html.H2("Pareto"),
+                html.H1("Pareto"),
                 ui.empty_state(
                     "No runs in the database yet.",
                     ["upload a bench_moe JSON via POST /api/v1/runs or `moedash ingest`"],
@@ -149,7 +149,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
             dcc.Location(id="pareto-url", refresh=False),
             dcc.Store(id="pareto-point", data=q.point),
             dcc.Store(id="pareto-click"),  # the clicked point, customdata decoded
-            html.H2("Pareto frontier"),
+            html.H1("Pareto frontier"),
             html.P(
                 "Each dot is one successful bench_moe candidate; the line is the frontier "
                 "(no other candidate is both faster and higher-throughput). Click a point "

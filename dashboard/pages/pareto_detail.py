@@ -106,7 +106,7 @@ def render_detail(data: DashData, cell_key: str | None, point: str | None) -> An
     run_id = export.run_id
     return html.Div(
         [
-            html.H3(f"Candidate {export.candidate_index} of run {run_id}"),
+            html.H2(f"Candidate {export.candidate_index} of run {run_id}"),
             html.Div(
                 [
                     html.Div(
@@ -139,13 +139,13 @@ def _config(export: PointExport) -> list[Any]:
             list(export.errors),
             test_id="pareto-not-deployable",
         )
-        return [html.H4("trtllm-serve config"), reasons, *warnings]
+        return [html.H3("trtllm-serve config"), reasons, *warnings]
     api = f"/api/v1/runs/{export.run_id}/candidates/{export.candidate_index}/export"
     return [
-        html.H4("trtllm-serve config (extra_llm_api_options)"),
+        html.H3("trtllm-serve config (extra_llm_api_options)"),
         *warnings,
         html.Pre(export.yaml, id="pareto-yaml", className="code"),
-        html.H4("environment (every rank)"),
+        html.H3("environment (every rank)"),
         html.Pre(export.env, id="pareto-env", className="code"),
         ui.download_button("pareto-download-btn", "Download YAML"),
         ui.download_button("pareto-env-btn", "Download env"),

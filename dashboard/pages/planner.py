@@ -115,7 +115,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     return html.Div(
         [
             dcc.Location(id="plan-url", refresh=False),
-            html.H2("Disaggregated deployment planner"),
+            html.H1("Disaggregated deployment planner"),
             html.P(
                 [
                     "Plans a MegaScale-Infer deployment (arXiv 2504.02263): attention on na "

@@ -161,7 +161,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
     )
     fits = html.Div(
         [
-            html.H3("Expert time Te (per expert, one GPU)"),
+            html.H2("Expert time Te (per expert, one GPU)"),
             _table(PF.fit_rows(payload["expert_fits"]), "planner-fits", _fit_class),
             *[
                 named_graph(
@@ -178,7 +178,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
     colo_rows = PF.comparison_rows(best, colo)
     colo_block = html.Div(
         [
-            html.H3("Co-located baseline (fewest whole nodes of one GPU type, paper's)"),
+            html.H2("Co-located baseline (fewest whole nodes of one GPU type, paper's)"),
             _table(colo_rows, "planner-colocated")
             if colo
             else ui.empty_state(
@@ -228,7 +228,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
                 [
                     html.Div(
                         [
-                            html.H3("Best plan"),
+                            html.H2("Best plan"),
                             ui.kv_table(
                                 best_facts(best, payload["workload"]["slo_tbt_ms"]), "planner-best"
                             ),
@@ -237,7 +237,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
                     ),
                     html.Div(
                         [
-                            html.H3("Pipeline constraints"),
+                            html.H2("Pipeline constraints"),
                             _table(
                                 PF.constraint_rows(best["constraints"]),
                                 "planner-constraints",
@@ -281,7 +281,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
                 ],
                 className="row",
             ),
-            html.H3(
+            html.H2(
                 f"Top {len(alts)} of {payload['n_alternatives']} plans (those meeting every "
                 "pipeline constraint first, then by tokens/s per cost unit)"
             ),
@@ -306,7 +306,7 @@ def compare_block(alts: list[dict[str, Any]], ranks: tuple[int, int]) -> html.Di
         return html.Div()
     return html.Div(
         [
-            html.H3(f"Plans #{ranks[0]} and #{ranks[1]} side by side"),
+            html.H2(f"Plans #{ranks[0]} and #{ranks[1]} side by side"),
             _table(rows, "planner-compare"),
         ]
     )
@@ -346,7 +346,7 @@ def sensitivity_block(rows: list[dict[str, Any]]) -> html.Div:
     ]
     return html.Div(
         [
-            html.H3("Sensitivity: the best plan at ±20 % price and sequence length"),
+            html.H2("Sensitivity: the best plan at ±20 % price and sequence length"),
             _table(shown, "planner-sensitivity"),
         ]
     )

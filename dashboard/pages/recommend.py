@@ -146,8 +146,8 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
             workload_block(ans.tokens, ans.deployment.num_tokens),
             html.Div(
                 [
-                    html.Div([html.H3("Recommendation"), summary(rec)], className="half"),
-                    html.Div([html.H3("Decision path"), path_list(rec)], className="half"),
+                    html.Div([html.H2("Recommendation"), summary(rec)], className="half"),
+                    html.Div([html.H2("Decision path"), path_list(rec)], className="half"),
                 ],
                 className="row",
             ),
@@ -156,13 +156,13 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
                 figure=named_figure(path_figure(steps), path_what, where),
                 config=ui.graph_config(filename=file_stem(path_what, where)),
             ),
-            html.H3(
+            html.H2(
                 ui.with_synthetic_note(
                     data.is_synthetic(None), "Measured best at the nearest workload"
                 )
             ),
             measured_block(ans, ans.deployment.num_tokens),
-            html.H3("Published vs data-derived thresholds"),
+            html.H2("Published vs data-derived thresholds"),
             threshold_table(check),
             control(
                 "evidence for threshold",
@@ -175,7 +175,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
                 dcc.Graph(id="rec-evidence", figure=evidence_fig, config=evidence_config),
                 "rec-evidence-loading",
             ),
-            html.H3("Config"),
+            html.H2("Config"),
             export_block(export, "rec", "the tree's recommendation"),
             export_block(
                 measured_export(data, form) if ans.measured is not None else None,
@@ -231,7 +231,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
         [
             dcc.Location(id="rec-url", refresh=False),
             dcc.Store(id="rec-url-init", data=search),
-            html.H2("Which MoE configuration should I run?"),
+            html.H1("Which MoE configuration should I run?"),
             html.P(
                 "The TensorRT-LLM MoE guide's decision tree for your deployment, checked "
                 "against the sweeps in this database.",

@@ -208,11 +208,11 @@ def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> 
     if export is None:
         return None
     if isinstance(export, str):
-        return html.Div([html.H4(title), ui.empty_state(export, test_id=f"{prefix}-none")])
+        return html.Div([html.H3(title), ui.empty_state(export, test_id=f"{prefix}-none")])
     if not export.deployable:
         return html.Div(
             [
-                html.H4(title),
+                html.H3(title),
                 ui.empty_state(
                     "Not deployable with TensorRT-LLM: " + "; ".join(export.errors),
                     ["pick another configuration", "or export the tree's recommendation"],
@@ -231,7 +231,7 @@ def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> 
     )
     return html.Div(
         [
-            html.H4(title),
+            html.H3(title),
             warnings,
             html.Pre(
                 export.yaml,

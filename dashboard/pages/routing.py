@@ -145,10 +145,13 @@ def update(data: DashData, state: RoutingState) -> tuple[Any, str]:
     return render(got), state.search()
 
 
-def csv_download(data: DashData, state: RoutingState) -> dict[str, Any] | None:
+def csv_download(data: DashData, state: RoutingState) -> dict[str, Any] | str:
+    """The comparison's rows as CSV, or the reason this view has none."""
     got = answer(data, state)
-    if isinstance(got, str) or got.comparison is None:
-        return None
+    if isinstance(got, str):
+        return got
+    if got.comparison is None:
+        return "this workload is stored under one routing pattern only; nothing is compared"
     return {"content": got.csv(), "filename": got.filename, "type": "text/csv"}
 
 
@@ -169,14 +172,14 @@ def layout(data: DashData, **query: Any) -> html.Div:
     cells = data.cells()
     state = parse_state(data, query)
     if state.cell is None:
-        return html.Div([html.H2("Routing skew"), ui.empty_state("No runs in the database yet.")])
+        return html.Div([html.H1("Routing skew"), ui.empty_state("No runs in the database yet.")])
     workloads = skew_workloads(data, state.cell)
     patterns = pattern_options(data, state)
     body, _ = update(data, state)
     return html.Div(
         [
             dcc.Location(id="routing-url", refresh=False),
-            html.H2("Routing skew: balanced vs skewed routing"),
+            html.H1("Routing skew: balanced vs skewed routing"),
             html.P(
                 "The guide ranks under perfect (balanced) routing; a real router can be skewed. "
                 "One workload under two routing patterns: each ranking, how ranks change and "
@@ -239,6 +242,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                         ),
                     ),
                     action(ui.download_button("routing-csv-btn", "Download CSV")),
+                    ui.download_note("routing-csv-note"),
                 ],
                 className="controls",
             ),
@@ -305,9 +309,12 @@ def register(app: dash.Dash, data: DashData) -> None:
 
     @app.callback(
         Output("routing-download", "data"),
+        Output("routing-csv-note", "children"),
         Input("routing-csv-btn", "n_clicks"),
         *[State(f"routing-{c}", "value") for c in CONTROLS],
         prevent_initial_call=True,
     )
     def _csv(n: int | None, *values: Any) -> Any:
-        return csv_download(data, state_from_controls(*values)) if n else dash.no_update
+        if not n:
+            return dash.no_update, dash.no_update
+        return ui.download_or_reason(csv_download(data, state_from_controls(*values)))

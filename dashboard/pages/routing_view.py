@@ -87,7 +87,7 @@ def _ranking(ans: RoutingSkew, side: str) -> html.Div:
     head = html.Tr([html.Th("rank"), html.Th("configuration"), html.Th("score (ms)")])
     return html.Div(
         [
-            html.H4(f"ranking under {label}"),
+            html.H3(f"ranking under {label}"),
             html.Table([html.Thead(head), html.Tbody(rows)], className="small"),
         ],
         className="half",
@@ -141,7 +141,7 @@ def _advice_card(a: Advice) -> html.Div:
     )
     return html.Div(
         [
-            html.H4([title, " ", ui.badge(a.verdict, kind)]),
+            html.H3([title, " ", ui.badge(a.verdict, kind)]),
             html.P(a.summary),
             html.Table(
                 [
@@ -224,14 +224,14 @@ def render(ans: RoutingSkew) -> Any:
                         className="half",
                     ),
                     html.Div(
-                        [html.H3("The guide's advanced techniques, against this data")]
+                        [html.H2("The guide's advanced techniques, against this data")]
                         + [_advice_card(a) for a in ans.advice],
                         className="half",
                     ),
                 ],
                 className="row",
             ),
-            html.H3("Per configuration"),
+            html.H2("Per configuration"),
             grid,
         ]
     )

@@ -138,7 +138,7 @@ def sightings_block(run_id: int, run: dict[str, Any]) -> Any:
         )
     return html.Div(
         [
-            html.H3("Later arrivals (sightings)"),
+            html.H2("Later arrivals (sightings)"),
             html.P(
                 "The upload arrived again; nothing new was stored (the same measurements "
                 "count once). Other bytes are kept and can be downloaded.",
@@ -163,7 +163,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     if run_id is None:
         return html.Div(
             [
-                html.H2("Run"),
+                html.H1("Run"),
                 ui.empty_state(
                     "No run id given.",
                     ["open a run from the Overview's recent uploads, or use /run?id=N"],
@@ -174,7 +174,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     if run is None:
         return html.Div(
             [
-                html.H2(f"Run {run_id}"),
+                html.H1(f"Run {run_id}"),
                 ui.empty_state(
                     f"Run {run_id} does not exist.",
                     ["it may have been deleted; see the Overview for the runs that exist"],
@@ -191,7 +191,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
             dcc.Location(id="run-url", refresh=False),
             dcc.Store(id="run-id", data=run_id),
             dcc.Store(id="run-gridstate", data=gs.parse(query, GRID_COLUMNS).to_store()),
-            html.H2(
+            html.H1(
                 [
                     f"Run {run_id}: {run.get(C.MODEL)} · {run.get(C.HARDWARE)} · "
                     f"{run.get(C.QUANT)} · ws {run.get(C.WORLD_SIZE)} ",
@@ -202,7 +202,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 [
                     html.Div(
                         [
-                            html.H3("Metadata"),
+                            html.H2("Metadata"),
                             ui.kv_table(run_metadata(run), "run-meta"),
                             raw_link(run_id, run),
                             sightings_block(run_id, run),
@@ -214,7 +214,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                     ),
                     html.Div(
                         [
-                            html.H3("Candidates"),
+                            html.H2("Candidates"),
                             lb.group(
                                 "show candidates with status",
                                 dcc.RadioItems(
@@ -230,7 +230,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                                 ),
                             ),
                             ui.loading(html.Div(id="run-grid-box"), "run-loading"),
-                            html.H3("Selected candidate: per-rank and outlier details"),
+                            html.H2("Selected candidate: per-rank and outlier details"),
                             dcc.Store(id="run-cand", data=cand),
                             html.Div(id="run-cand-detail"),
                         ],
@@ -312,7 +312,7 @@ def candidate_detail(data: DashData, run_id: int, cand: int | None) -> Any:
         [
             html.Div(ui.kv_table(row, "run-cand-fields"), className="half"),
             html.Div(
-                [html.Div([html.H4(k), html.Pre(v, className="code")]) for k, v in blobs.items()],
+                [html.Div([html.H3(k), html.Pre(v, className="code")]) for k, v in blobs.items()],
                 className="half",
             ),
         ],

@@ -129,24 +129,24 @@ def update(data: DashData, *values: Any) -> tuple[Any, Any, Any, str]:
     body = html.Div(
         [
             status,
-            html.H3("Published vs re-derived thresholds"),
+            html.H2("Published vs re-derived thresholds"),
             scroll_box(V.thresholds_table(report), "published vs re-derived thresholds"),
             *(
                 [
-                    html.H3(f"Per {_LABELS[v.by]}"),
+                    html.H2(f"Per {_LABELS[v.by]}"),
                     scroll_box(V.groups_table(report, v.by), f"thresholds per {_LABELS[v.by]}"),
                 ]
                 if v.by != "none"
                 else []
             ),
-            html.H3("Leave one model out"),
+            html.H2("Leave one model out"),
             V.loo_table(report),
-            html.H3("The tree with published, derived and validated thresholds"),
+            html.H2("The tree with published, derived and validated thresholds"),
             V.overall_line(report),
             scroll_box(V.agreement_table(report), "tree agreement per slice"),
-            html.H4("Validated set: derived only where validation says it helps"),
+            html.H3("Validated set: derived only where validation says it helps"),
             V.decisions_list(report),
-            html.H3("The guide's tree: published vs re-derived"),
+            html.H2("The guide's tree: published vs re-derived"),
             html.Div(
                 [
                     V.tree_block(published, "published thresholds", "th-tree-published"),
@@ -236,7 +236,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     return html.Div(
         [
             dcc.Location(id="th-url", refresh=False),
-            html.H2("Thresholds: the guide's values re-derived from the data"),
+            html.H1("Thresholds: the guide's values re-derived from the data"),
             html.P(
                 "Each threshold is asked in the guide's own terms — is rank 1 the option the "
                 "tree switches to (X) or not — of every workload the tree sends through it, so "

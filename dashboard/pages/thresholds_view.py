@@ -262,7 +262,7 @@ def no_evidence() -> Any:
 def tree_block(text: str, title: str, test_id: str) -> html.Div:
     return html.Div(
         [
-            html.H4(title),
+            html.H3(title),
             html.Pre(
                 text,
                 className="code",

@@ -111,6 +111,9 @@ def test_page_has_no_serious_axe_violation(
     _report(path, violations)
     blocking = [v for v in violations if v["impact"] in BLOCKING]
     assert blocking == [], f"{path}: serious/critical axe violations\n{_describe(blocking)}"
+    # one page title as the top heading, for screen readers' heading navigation
+    titles = page.locator("h1")
+    assert titles.count() == 1 and titles.first.inner_text().strip(), f"{path}: one <h1>"
 
 
 def test_page_shell_language_and_landmarks(base: str, page: Any) -> None:
@@ -154,7 +157,7 @@ def test_navigation_works_by_keyboard_alone(base: str, page: Any) -> None:
     page.keyboard.press("Enter")
     page.wait_for_url("**/pareto**", timeout=30_000)
     page.wait_for_function(SETTLED, timeout=60_000, polling=100)
-    assert page.locator("#page h2").first.text_content()
+    assert page.locator("#page h1").first.text_content()
 
 
 def _name(page: Any, selector: str) -> str:

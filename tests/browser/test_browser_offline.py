@@ -83,3 +83,27 @@ def test_the_snapshot_pages_have_charts(base: str, page: Any) -> None:
     shots = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / "offline-pareto.png"))
+
+
+@pytest.mark.parametrize(
+    ("path", "button", "note", "reason"),
+    [
+        ("/routing", "#routing-csv-btn", "#routing-csv-note", "one routing pattern"),
+        ("/compare", "#cmp-csv-btn", "#cmp-csv-note", "base"),
+    ],
+)
+def test_a_download_with_nothing_to_download_says_why(
+    base: str, page: Any, path: str, button: str, note: str, reason: str
+) -> None:
+    """The published snapshot has one routing pattern and one version per slice: the
+    CSV buttons of Routing skew and Compare have nothing to give on first view, and a
+    click says so next to the button instead of doing nothing."""
+    downloads: list[Any] = []
+    page.on("download", lambda d: downloads.append(d))
+    page.goto(base + path, wait_until="networkidle", timeout=90_000)
+    page.locator(button).click()
+    said = page.locator(note)
+    said.filter(has_text="Nothing to download").wait_for(timeout=30_000)
+    assert reason in said.inner_text()
+    assert said.get_attribute("role") == "status"
+    assert downloads == []
