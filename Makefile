@@ -17,10 +17,13 @@ COV     := $(foreach p,$(SRC),--cov=$(p)) --cov-report=term:skip-covered --cov-r
 .PHONY: install assets browser-deps serve test test-unit test-pg test-realdata test-browser fuzz lint bench ci snapshot
 
 $(STAMP): pyproject.toml
+	@echo "== installing moedash and its dependencies into $(VENV) (first time: a few minutes; later: only when pyproject.toml changes)"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install --progress-bar off -e '.[dev]' | grep -E '^(Collecting|Successfully)' || true
+	$(BIN)/python -c "import moedash.cli, dash, duckdb, sklearn"  # the install is complete
 	rm -f $(VENV)/.installed-*; touch $(STAMP)
+	@echo "== installed"
 
 install: $(STAMP)
 
@@ -37,21 +40,27 @@ browser-deps:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
 serve: install assets
+	@echo "== serving on http://127.0.0.1:8050/ (first start loads the published data)"
 	$(BIN)/moedash serve
 
 # The whole default suite: unit, store/API on DuckDB, CLI, browser; self-contained (reads
 # nothing outside the clone) and measured for coverage (term report + coverage.xml).
+# Spread over the cores by pytest-xdist; --dist loadscope keeps a module's tests on one
+# worker, so a module-scoped fixture (a seeded store, a served app, Chromium) is built
+# once. TEST_WORKERS=0 runs in one process. The 25 slowest steps are printed.
+TEST_WORKERS ?= auto
+XDIST   := -n $(TEST_WORKERS) --dist loadscope
 test: install assets browser-deps
-	$(PYTEST) -m "not postgres and not realdata" -q $(COV)
+	$(PYTEST) $(XDIST) -m "not postgres and not realdata" -q --durations=25 $(COV)
 
 test-unit: install
 	$(PYTEST) -m "not postgres and not realdata and not browser" -q
 
 test-pg: install
-	$(PYTEST) -m postgres -q
+	$(PYTEST) $(XDIST) -m postgres -q --durations=25
 
 test-realdata: install
-	$(PYTEST) -m realdata -q
+	$(PYTEST) $(XDIST) -m realdata -q --durations=25
 
 test-browser: install assets browser-deps
 	$(PYTEST) -m browser -q

@@ -22,8 +22,8 @@ import pandas as pd
 from analysis.derived import as_float
 from analysis.identity import Repeats
 from service.agreement import agreement_table
+from service.filenames import file_part
 from service.frames import DashData
-from service.point_export import file_part
 from service.scope import Scope
 from service.thresholds import ThresholdSource
 

@@ -9,7 +9,6 @@ download and the API answer are the same bytes.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -18,16 +17,9 @@ from analysis import columns as C
 from db.errors import NotFound
 from service.errors import InvalidQuery, NoData
 from service.export import ExportAnswer, candidate_export
+from service.filenames import config_stem
 from service.frames import Cell, DashData
 from service.pareto import cell_point
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def file_part(value: object) -> str:
-    """A file-name-safe piece of ``value`` (anything but letters, digits, ``._-`` -> _),
-    so stored text (model names come from uploads) cannot break a download header."""
-    return _UNSAFE.sub("_", str(value)).strip("_") or "x"
 
 
 @dataclass(frozen=True)
@@ -50,10 +42,13 @@ class PointExport:
         """``moe_config_<model>_<gpu>_<quant>_ws<N>_<tokens>tok_run<R>_cand<I>``: what the
         file holds (the workload) and which measurement it reproduces."""
         r = self.row
-        return (
-            f"moe_config_{file_part(r[C.MODEL])}_{file_part(r[C.HARDWARE])}_{file_part(r[C.QUANT])}"
-            f"_ws{int(r[C.WORLD_SIZE])}_{int(r[C.NUM_TOKENS])}tok"
-            f"_run{self.run_id}_cand{self.candidate_index}"
+        return config_stem(
+            r[C.MODEL],
+            r[C.HARDWARE],
+            r[C.QUANT],
+            int(r[C.WORLD_SIZE]),
+            int(r[C.NUM_TOKENS]),
+            which=f"run{self.run_id}_cand{self.candidate_index}",
         )
 
     @property

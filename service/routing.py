@@ -25,8 +25,8 @@ from analysis.routing_advice import Advice, WorkloadFacts, skew_advice
 from analysis.routing_skew import TABLE_COLUMNS, SkewComparison, compare_patterns
 from analysis.tables import plain_value, to_csv_text, to_json_records
 from service.errors import InvalidQuery
+from service.filenames import file_part
 from service.frames import Cell, DashData
-from service.point_export import file_part
 from service.scope import provenance
 
 Phase = Literal["decode", "prefill"]

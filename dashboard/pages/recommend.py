@@ -51,6 +51,7 @@ from dashboard.pages.recommend_view import (
 from service.defaults import default_cell
 from service.errors import NoData, ServiceError
 from service.export import ExportAnswer, export_config
+from service.filenames import config_stem
 from service.frames import DashData
 from service.recommend import (
     DeploymentRequest,
@@ -260,9 +261,14 @@ def download(data: DashData, which: str, form: Form, source: str = "tree") -> di
         export = got[1]
     tokens = export.recommendation.deployment.num_tokens
     # what the file holds: the deployment, the workload size and whose config it is
-    stem = (
-        f"moedash_{form.model}_{form.hardware}_{form.quant}_ws{form.ws}_{form.phase}"
-        f"_{tokens}tok_{'tree' if source == 'tree' else 'measured'}"
+    stem = config_stem(
+        form.model,
+        form.hardware,
+        form.quant,
+        form.ws,
+        tokens,
+        phase=form.phase,
+        which="tree" if source == "tree" else "measured",
     )
     if which == "yaml":
         return {"content": export.yaml, "filename": stem + ".yaml", "type": "text/yaml"}

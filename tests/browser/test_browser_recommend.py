@@ -95,7 +95,7 @@ def test_png_and_yaml_downloads_are_named_for_the_deployment(
     with narrow.expect_download() as yml:
         narrow.click("#rec-yaml-btn")
     assert yml.value.suggested_filename == (
-        "moedash_deepseek_v4_pro_GB300_NVFP4_ws8_decode_1024tok_tree.yaml"
+        "moe_config_deepseek_v4_pro_GB300_NVFP4_ws8_decode_1024tok_tree.yaml"
     )
     assert Path(yml.value.path()).read_text().startswith("# moedash recommended")
     assert narrow.errors == []

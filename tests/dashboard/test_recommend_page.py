@@ -99,7 +99,7 @@ def test_charts_are_titled_and_png_named_for_the_deployment(data: DashData) -> N
 def test_downloads_are_named_for_what_they_hold(data: DashData) -> None:
     tree = recommend.download(data, "yaml", form())
     assert tree is not None
-    assert tree["filename"] == "moedash_deepseek_v4_pro_GB300_NVFP4_ws8_decode_300tok_tree.yaml"
+    assert tree["filename"] == "moe_config_deepseek_v4_pro_GB300_NVFP4_ws8_decode_300tok_tree.yaml"
     env = recommend.download(data, "env", form())
     assert env is not None and env["filename"].endswith("_300tok_tree.env")
     measured = recommend.download(data, "yaml", form(), "measured")

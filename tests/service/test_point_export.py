@@ -8,8 +8,9 @@ import yaml
 
 from db.store import Store
 from service.errors import InvalidQuery, NoData
+from service.filenames import file_part
 from service.frames import Cell, DashData
-from service.point_export import cell_point_export, file_part, point_export
+from service.point_export import cell_point_export, point_export
 from tests.factories.dashboard import seed_store
 from tests.factories.exports import seed_awkward_exports
 
