@@ -98,4 +98,9 @@ CSV = alternatives({"text/csv": CSV_EXAMPLE})
 YAML_EXAMPLE = "# moedash recommended MoE configuration\nmoe_config:\n  backend: TRTLLM\n"
 ENV_EXAMPLE = "export TRTLLM_FORCE_COMM_METHOD=NVLINK_ONE_SIDED\n"
 TEXT_DOWNLOADS = alternatives({"application/yaml": YAML_EXAMPLE, "text/plain": ENV_EXAMPLE})
+# a YAML body is a document, not a string: a client (and schemathesis) parses it
+TEXT_DOWNLOADS[200]["content"]["application/yaml"]["schema"] = {
+    "type": "object",
+    "description": "trtllm-serve --extra_llm_api_options (moe_config, parallel sizes …)",
+}
 """An export's ``format=yaml`` (the --extra_llm_api_options file) and ``format=env``."""
