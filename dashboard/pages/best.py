@@ -29,6 +29,7 @@ from dashboard.pages.best_grid import best_grid, display_columns, with_decision_
 from service.best import CellBest, cell_best, dispatch_options, world_sizes
 from service.defaults import default_cell
 from service.errors import ServiceError
+from service.filenames import file_part
 from service.frames import Cell, DashData
 
 PATH = "/best"
@@ -197,9 +198,13 @@ def csv_download(
         return None
     pattern = "_".join(got.routing.used) or "norouting"
     ws_part = f"_ws{wsi}" if wsi else ""
-    name = (
-        f"best_{cell.model}_{cell.hardware}_{cell.quant}{ws_part}_{grouping}_{pattern}_{mode}.csv"
+    # the repeats part says what the page says: bench_moe's grouping ranks per run
+    pooled = "per_run" if grouping == "bench_moe" else mode
+    name = "_".join(
+        file_part(p)
+        for p in ("best", cell.model, cell.hardware, cell.quant + ws_part, grouping, pattern)
     )
+    name += f"_{pooled}.csv"
     shown = with_decision_columns(got.table, grouping)
     cols = (
         [c for c in display_columns(grouping) if c in shown]

@@ -408,6 +408,11 @@ def test_best_routing_and_repeats_controls_and_permalink(seeded: Any) -> None:
     dl = best.csv_download(data, KNOWN.key, "dashboard", "all", None, "median")
     assert dl is not None and dl["filename"].endswith("_dashboard_balanced_median.csv")
     assert "best_n_repeats" in dl["content"].splitlines()[0]
+    # bench_moe's grouping ranks per run, as the page says: the file name says so too
+    per_run = best.csv_download(data, KNOWN.key, "bench_moe", "all", None, "median")
+    assert per_run is not None and per_run["filename"].endswith("_bench_moe_balanced_per_run.csv")
+    body, _ = best.update_table(data, KNOWN.key, "bench_moe", "all")
+    assert "Repeats: per run" in " ".join(texts(body))
     bad, _ = best.update_table(data, KNOWN.key, "dashboard", "all", "nope", None)
     assert "unknown routing pattern 'nope'" in " ".join(texts(bad))
 
