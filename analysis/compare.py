@@ -8,16 +8,19 @@ what differs):
 * ``change_pct`` = ``100 * (head_ms / base_ms - 1)`` on ``score_ms`` (positive = slower).
   Each side is first collapsed by :func:`~analysis.identity.configuration_frame`
   (``repeats="median"``: the median over that side's repeat runs).
-* ``noise_pct``: the noise band of the change, ``100 * NOISE_Z * sqrt(s_base**2 +
-  s_head**2)`` with ``s`` each side's ``score_spread`` (a fraction): the **run-to-run**
-  spread where that side pooled repeats, else the **within-run iteration spread**
-  (``identity.relative_spread``); ``noise_source`` names them ("run_to_run",
-  "iteration_spread", or both joined by "+"). ``NOISE_Z = 2`` makes it a ~95 % band of
-  the difference of two independent measurements. When either side's spread is unknown
-  the band is NaN and ``noise_source`` is "unknown": the verdict uses the threshold only.
+* ``noise_pct``: the band a re-run could move the change by, from the noise model of
+  :mod:`analysis.noise` (``noise``: estimated from the history of the slice by the
+  caller; by default from the base side alone): the configuration's run-to-run spread
+  ``run_spread_pct`` from repeats, the history of versions or a prior of configurations
+  alike, turned into a one-in-10,000 band for the mean of ``n_base`` vs ``n_head`` runs
+  (:func:`analysis.noise.change_band`). ``noise_source`` names it ("repeats",
+  "history", "repeats+history", "prior"). Where the model knows nothing, the
+  **within-run** band ``100 * NOISE_Z * sqrt(s_base**2 + s_head**2)`` of each side's
+  ``score_spread`` (``identity``) is used ("within-run"); both unknown: NaN, "unknown".
 * ``verdict``: both sides measured (status success with a score):
   ``regression`` / ``improvement`` when ``|change_pct|`` exceeds ``threshold_pct`` AND
-  the noise band (when known), else ``unchanged``. Otherwise from the statuses
+  the noise band (when known); ``inconclusive`` when it exceeds the threshold but not
+  the band (a re-run could give it); else ``unchanged``. Otherwise from the statuses
   (success | failed | skipped; a success row without a usable score or with a failed
   autotune counts as failed): ``new_failure`` (head failed, base did not),
   ``newly_skipped`` (base succeeded, head skipped), ``recovered`` (base failed or
@@ -46,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
+from analysis import noise as N
 from analysis.config_labels import config_label
 from analysis.derived import as_float, ensure_derived, group_codes, rankable_mask
 from analysis.identity import (
@@ -53,7 +57,6 @@ from analysis.identity import (
     N_REPEATS,
     REPEAT_RUN_IDS,
     SCORE_SPREAD,
-    SPREAD_SOURCE,
     WORKLOAD_COLUMNS,
     Repeats,
     configuration_frame,
@@ -67,6 +70,9 @@ BASE_MS, HEAD_MS = "base_ms", "head_ms"
 CHANGE_PCT = "change_pct"
 BASE_SPREAD_PCT, HEAD_SPREAD_PCT = "base_spread_pct", "head_spread_pct"
 NOISE_PCT, NOISE_SOURCE = "noise_pct", "noise_source"
+RUN_SPREAD_PCT = "run_spread_pct"
+BASELINE_MS, BASELINE_N = "baseline_ms", "baseline_runs"
+BASELINE_CHANGE_PCT = "baseline_change_pct"
 BASE_STATUS, HEAD_STATUS = "base_status", "head_status"
 BASE_N, HEAD_N = "base_n_repeats", "head_n_repeats"
 BASE_RUN_IDS, HEAD_RUN_IDS = "base_run_ids", "head_run_ids"
@@ -75,6 +81,7 @@ VERDICT = "verdict"
 CONFIG_LABEL = "config"
 
 REGRESSION, IMPROVEMENT, UNCHANGED = "regression", "improvement", "unchanged"
+INCONCLUSIVE = "inconclusive"
 NEW_FAILURE, NEWLY_SKIPPED, RECOVERED = "new_failure", "newly_skipped", "recovered"
 STILL_UNSUCCESSFUL, ONLY_BASE, ONLY_HEAD = "still_unsuccessful", "only_base", "only_head"
 # np.select order in compare (the codes of the verdict categorical)
@@ -88,10 +95,12 @@ VERDICT_ORDER: tuple[str, ...] = (
     "newly_skipped",
     "recovered",
     "still_unsuccessful",
+    "inconclusive",
 )
 VERDICTS: tuple[str, ...] = (
     REGRESSION,
     IMPROVEMENT,
+    INCONCLUSIVE,
     UNCHANGED,
     NEW_FAILURE,
     NEWLY_SKIPPED,
@@ -132,7 +141,7 @@ def _fast(series: pd.Series) -> bool:
     return dtype.kind in "iufb" or isinstance(dtype, pd.StringDtype)
 
 
-_SOURCES = np.array(["run_to_run", "iteration_spread", "unknown"], dtype=object)
+_NOISE_SOURCES = [*N.SOURCES, "unknown"]
 _SIDE_COLUMNS = (
     C.RUN_ID,
     C.RUN_DATE,
@@ -162,7 +171,6 @@ class _Side:
     status: np.ndarray
     ms: np.ndarray
     spread: np.ndarray
-    source: np.ndarray  # index into _SOURCES
     n: np.ndarray
     runs: np.ndarray  # object: "2,3"
     version: np.ndarray  # object
@@ -213,7 +221,6 @@ def _single_run(frame: pd.DataFrame, pos: np.ndarray, key: list[str]) -> _Side |
         ].astype(np.int64),
         ms=np.r_[as_float(frame[C.SCORE_MS])[pos], np.full(m, np.nan)],
         spread=np.r_[spread, np.full(m, np.nan)],
-        source=np.r_[np.where(np.isfinite(spread), 1, 2), np.full(m, 2)].astype(np.int64),
         n=np.ones(len(pos) + m, np.int64),
         runs=np.full(len(pos) + m, str(int(runs[0])), dtype=object),
         version=version,
@@ -233,8 +240,6 @@ def _side(frame: pd.DataFrame, key: list[str], repeats: Repeats) -> _Side:
     m = len(bad)
     keys = pd.concat([cfg[key], bad[key]], ignore_index=True) if m else cfg[key]
     skipped = (_text(bad[C.STATUS]) == "skipped") if m else np.zeros(0, bool)
-    src = _text(cfg[SPREAD_SOURCE])
-    source = np.where(src == "run_to_run", 0, np.where(src == "iteration_spread", 1, 2))
     none = np.full(len(cfg), None, dtype=object)
     return _Side(
         keys=keys,
@@ -243,7 +248,6 @@ def _side(frame: pd.DataFrame, key: list[str], repeats: Repeats) -> _Side:
         ),
         ms=np.r_[as_float(cfg[C.SCORE_MS]), np.full(m, np.nan)],
         spread=np.r_[as_float(cfg[SCORE_SPREAD]), np.full(m, np.nan)],
-        source=np.r_[source, np.full(m, 2)].astype(np.int64),
         n=np.r_[cfg[N_REPEATS].to_numpy(np.int64), np.ones(m, np.int64)],
         runs=np.r_[
             _text(cfg[REPEAT_RUN_IDS]),
@@ -335,9 +339,11 @@ def compare(
     head: pd.DataFrame,
     threshold_pct: float = DEFAULT_THRESHOLD_PCT,
     repeats: Repeats = "median",
+    noise: N.NoiseModel | None = None,
 ) -> Comparison:
     """Compare ``head`` with ``base`` (candidate frames, every status); see the module
-    docstring for the key, the change, the noise band and the verdicts.
+    docstring for the key, the change, the noise band and the verdicts. ``noise``: the
+    noise model of the slice's history (default: estimated from ``base``).
     ``threshold_pct`` must be finite and >= 0 (ValueError otherwise)."""
     if not np.isfinite(threshold_pct) or threshold_pct < 0:
         raise ValueError(f"threshold_pct must be a finite number >= 0, got {threshold_pct!r}")
@@ -364,16 +370,21 @@ def compare(
     spread_b, spread_h = take(b.spread, pb, np.nan), take(h.spread, ph, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         change = 100.0 * (hms / bms - 1.0)
-        noise = 100.0 * NOISE_Z * np.sqrt(spread_b**2 + spread_h**2)
-    src_b = take(b.source, pb, 2).astype(np.int64)
-    src_h = take(h.source, ph, 2).astype(np.int64)
-    known = np.isfinite(noise)
+        within = 100.0 * NOISE_Z * np.sqrt(spread_b**2 + spread_h**2)
     measured = (sb == _SUCCESS) & (sh == _SUCCESS)
-    beyond = (np.abs(change) > threshold_pct) & (~known | (np.abs(change) > noise))
+    rows = pd.DataFrame({c: both[c][shown] for c in key})
+    est = N.noise_for(noise if noise is not None else N.estimate_noise(base), rows)
+    j = N.judge(est, bms, hms, take(b.n, pb, 1), take(h.n, ph, 1), take(b.version, pb, None))
+    noise_pct = np.where(np.isfinite(j.band_pct), j.band_pct, within)
+    src = np.where(
+        np.isfinite(j.band_pct), j.source, np.where(np.isfinite(within), N.WITHIN, "unknown")
+    )
+    codes = N.verdict_codes(j.change_pct, noise_pct, threshold_pct)
     verdict = np.select(
         [
-            measured & beyond & (change > 0),
-            measured & beyond & (change < 0),
+            measured & (codes == 0),
+            measured & (codes == 1),
+            measured & (codes == 3),
             measured,
             sb < 0,
             sh < 0,
@@ -381,15 +392,10 @@ def compare(
             (sh == _SKIPPED) & (sb == _SUCCESS),
             (sh == _SUCCESS),
         ],
-        list(range(8)),
+        [0, 1, 9, 2, 3, 4, 5, 6, 7],
         8,
     )
-    # noise source: "a" when both sides agree, else "a+b"; only where the band is known
-    pair = np.where(src_b == src_h, src_b, 3 + src_b * 3 + src_h)
-    pair = np.where(measured, np.where(known, pair, 2), -1)
-    pair_names = [*_SOURCES, *(f"{x}+{y}" for x in _SOURCES for y in _SOURCES)]
     status_names = ["success", "failed", "skipped"]
-    rows = pd.DataFrame({c: both[c][shown] for c in key})
     extra = {
         CONFIG_LABEL: config_label(rows).to_numpy(),
         BASE_MS: np.where(sb == _SUCCESS, bms, np.nan),
@@ -397,8 +403,12 @@ def compare(
         CHANGE_PCT: np.where(measured, change, np.nan),
         BASE_SPREAD_PCT: 100.0 * spread_b,
         HEAD_SPREAD_PCT: 100.0 * spread_h,
-        NOISE_PCT: np.where(measured, noise, np.nan),
-        NOISE_SOURCE: pd.Categorical.from_codes(pair, categories=pair_names),
+        BASELINE_MS: np.where(measured, j.baseline_ms, np.nan),
+        BASELINE_N: np.where(measured, j.n_base, np.nan),
+        BASELINE_CHANGE_PCT: np.where(measured, j.change_pct, np.nan),
+        RUN_SPREAD_PCT: np.where(measured, 100.0 * j.spread, np.nan),
+        NOISE_PCT: np.where(measured, noise_pct, np.nan),
+        NOISE_SOURCE: pd.Categorical(_masked(measured, src), categories=_NOISE_SOURCES),
         VERDICT: pd.Categorical.from_codes(verdict, categories=list(VERDICT_ORDER)),
         BASE_STATUS: pd.Categorical.from_codes(sb, categories=status_names),
         HEAD_STATUS: pd.Categorical.from_codes(sh, categories=status_names),

@@ -13,8 +13,11 @@ date); a run with no version, or no earlier version on its slice, has no regress
 It is cheap by construction (it runs on every upload): two narrow statements give the
 head run's slice facts and the versions of that one slice
 (:meth:`db.runs.RunRepository.version_slice`), and only when there is an earlier version
-are candidates read: those of the head run and the base version's runs (no cached
-frames).
+are candidates read: those of the head run and of the slice's earlier versions (no
+cached frames) -- the earlier versions are the history of the noise model
+(:mod:`analysis.noise`: run-to-run spread from repeats and stable history, a prior of
+configurations alike). A change inside the band a re-run could give is
+``inconclusive``, reported only when asked for (``verdicts``) and only when slower.
 
 Thresholds: :class:`RegressionThresholds` -- a default percentage and overrides per
 ``"<model>"``, ``"<model>/<hardware>"`` or ``"*/<hardware>"`` (most specific wins:
@@ -36,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from analysis import columns as C
 from analysis import compare as K
 from analysis.identity import CONFIG_COLUMNS, WORKLOAD_COLUMNS
+from analysis.noise import estimate_noise
 from analysis.versions import (
     ORDER,
     RUN_IDS,
@@ -153,6 +157,10 @@ def _records(
         K.BASE_MS,
         K.HEAD_MS,
         K.CHANGE_PCT,
+        K.BASELINE_MS,
+        K.BASELINE_N,
+        K.BASELINE_CHANGE_PCT,
+        K.RUN_SPREAD_PCT,
         K.NOISE_PCT,
         K.NOISE_SOURCE,
     ]
@@ -178,10 +186,12 @@ def regressions_for_runs(
     verdicts: Collection[str] = (K.REGRESSION,),
 ) -> list[dict[str, Any]]:
     """One dict per regression (``verdicts``: which compare verdicts to report, e.g.
-    add "new_failure") of each run of ``run_ids`` against the latest earlier version on
-    its slice (module docstring): run_id, base_version, head_version, base_run_ids, the
-    workload and configuration fields, config (label), base_ms, head_ms, change_pct,
-    noise_pct, noise_source, threshold_pct, verdict. Ordered by run id, then change_pct
+    add "new_failure", or "inconclusive": slower rows inside the noise band) of each run
+    of ``run_ids`` against the latest earlier version on its slice (module docstring):
+    run_id, base_version, head_version, base_run_ids, the workload and configuration
+    fields, config (label), base_ms, head_ms, change_pct, baseline_ms, baseline_runs,
+    baseline_change_pct, run_spread_pct, noise_pct, noise_source, threshold_pct,
+    verdict. Ordered by run id, then change_pct
     descending, then key. Unknown run ids and runs without a version are skipped."""
     store = _store(source)
     thresholds = thresholds or RegressionThresholds()
@@ -194,27 +204,42 @@ def regressions_for_runs(
             continue
         pct = thresholds.for_slice(found.model, found.hardware)
         remaining: set[str] | None = None  # (phase, dispatch) parts not compared yet
-        for base_version, base_ids in slice_earlier_versions(found):
-            # one read of both sides: the same categories, so the compare stays on codes
-            both = prepare_frame(
-                store.candidate_frame(
-                    run_ids=[*base_ids, run_id], columns=CELL_COLUMNS, categorical=True
-                )
+        earlier = slice_earlier_versions(found)
+        if not earlier:
+            continue
+        # one read of the head and the slice's earlier versions (the noise model's
+        # history): the same categories, so the compare stays on codes
+        both = prepare_frame(
+            store.candidate_frame(
+                run_ids=[*(i for _, ids in earlier for i in ids), run_id],
+                columns=CELL_COLUMNS,
+                categorical=True,
             )
-            is_head = (both[C.RUN_ID] == run_id).to_numpy()
-            group = _groups(both)
+        )
+        runs = both[C.RUN_ID].to_numpy()
+        is_head = runs == run_id
+        group = _groups(both)
+        for at, (base_version, base_ids) in enumerate(earlier):
             if remaining is None:
                 remaining = set(group[is_head])
                 if not remaining:  # the head has no candidates to compare
                     break
-            here = remaining & set(group[~is_head])
+            here = remaining & set(group[np.isin(runs, base_ids)])
             if not here:
                 continue
             part = np.isin(group, list(here))
+            # noise from this version and the older ones, never from the head
+            older = np.isin(runs, [i for _, ids in earlier[at:] for i in ids]) & part
             result = K.compare(
-                both.loc[~is_head & part], both.loc[is_head & part], threshold_pct=pct
+                both.loc[np.isin(runs, base_ids) & part],
+                both.loc[is_head & part],
+                threshold_pct=pct,
+                noise=estimate_noise(both.loc[older]),
             )
-            rows = result.rows[result.rows[K.VERDICT].isin(list(verdicts)).to_numpy()]
+            verdict = result.rows[K.VERDICT].astype(object).to_numpy()
+            slower = result.rows[K.BASELINE_CHANGE_PCT].to_numpy(float) > 0
+            keep = np.isin(verdict, list(verdicts)) & ((verdict != K.INCONCLUSIVE) | slower)
+            rows = result.rows[keep]
             rows = rows.sort_values(
                 K.CHANGE_PCT, ascending=False, kind="mergesort", na_position="last"
             )

@@ -83,13 +83,15 @@ def _thresholds(request: Request, pct: float | None) -> RegressionThresholds:
 def _regressions(
     store: Store, result: IngestResult, thresholds: RegressionThresholds
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Regressions of the runs this upload created (none when it created none). A
+    """Regressions of the runs this upload created (none when it created none), the
+    conclusive ones and the slower rows inside the noise band ("inconclusive"). A
     failure here does not undo the stored upload: it is reported in ``errors``."""
     created = [r.run_id for r in result.runs if r.created and not result.already_existed]
     if not created:
         return [], []
     try:
-        return regressions_for_runs(store, created, thresholds), []
+        verdicts = ("regression", "inconclusive")
+        return regressions_for_runs(store, created, thresholds, verdicts=verdicts), []
     except Exception as exc:  # the upload is stored; the check is reported, not fatal
         return [], [f"regressions: {type(exc).__name__}: {exc}"]
 
@@ -212,7 +214,10 @@ async def _ingest(
         if refresher is not None:
             refresher.request()
     regressions, errors = await run_in_threadpool(_regressions, store, result, thresholds)
-    body_out = _result_body(result, request, regressions, errors)
+    conclusive = [r for r in regressions if r["verdict"] == "regression"]
+    body_out = _result_body(result, request, conclusive, errors)
+    # slower, but inside what a re-run of the same software could give (analysis.noise)
+    body_out["inconclusive"] = [r for r in regressions if r["verdict"] != "regression"]
     return FastJSONResponse(body_out, status_code=status)
 
 

@@ -55,7 +55,7 @@ app = typer.Typer(
     name="moedash",
     help="Browse, cross-validate and act on TensorRT-LLM bench_moe MoE sweeps.\n\n"
     "Exit codes: 0 success, 1 some inputs failed, 2 usage error, 3 regression found "
-    "(upload --fail-on-regression), 130 interrupted.",
+    "(upload --fail-on-regression, or --fail-on-inconclusive), 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     # docstrings are wrapped at 100 columns in the source; markdown reflows them

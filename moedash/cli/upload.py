@@ -121,7 +121,16 @@ def upload(
     fail_on_regression: Annotated[
         bool,
         typer.Option(
-            help="Exit 3 when the server finds a regression against the latest earlier version.",
+            help="Exit 3 when the server finds a conclusive regression against the latest "
+            "earlier version (slower beyond the threshold and the noise band).",
+            rich_help_panel=_CI,
+        ),
+    ] = False,
+    fail_on_inconclusive: Annotated[
+        bool,
+        typer.Option(
+            help="Exit 3 on any slower row beyond the threshold, also one inside the noise "
+            "band (inconclusive: a re-run could give it). The strict gate.",
             rich_help_panel=_CI,
         ),
     ] = False,
@@ -148,7 +157,8 @@ def upload(
     stderr; any other refusal is final for that file. Sending stored bytes again (a
     retried job, with a new --ci-url) is success: the server records the new metadata as
     a sighting. Exit codes: 0 done, 1 a file failed, 2 usage (bad metadata, no URL or
-    token: nothing sent), 3 a regression with --fail-on-regression, 130 interrupted.
+    token: nothing sent), 3 a conclusive regression with --fail-on-regression (any
+    slower row, inconclusive ones too, with --fail-on-inconclusive), 130 interrupted.
     """
     from moedash.client import RetryPolicy, UploadFailed, upload_file  # httpx: lazily
 
@@ -170,7 +180,9 @@ def upload(
     # the server keeps the file's name, not the local directory it came from
     checked = options.for_files([Path(name).name for name in files], report)
     if checked is None or report.usage_errors or secret is None:
-        return report.finish(USAGE, fail_on_regression=fail_on_regression)
+        return report.finish(
+            USAGE, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive
+        )
     policy = RetryPolicy(retries=retries, first_delay=retry_delay)
     try:
         with ui.progress("upload", len(files)) as steps:
@@ -197,9 +209,15 @@ def upload(
                 steps.done()
     except KeyboardInterrupt:
         report.interrupted()
-        return report.finish(INTERRUPTED, fail_on_regression=fail_on_regression)
+        return report.finish(
+            INTERRUPTED,
+            fail_on_regression=fail_on_regression,
+            fail_on_inconclusive=fail_on_inconclusive,
+        )
     code = FAILED if report.failures else OK
-    return report.finish(code, fail_on_regression=fail_on_regression)
+    return report.finish(
+        code, fail_on_regression=fail_on_regression, fail_on_inconclusive=fail_on_inconclusive
+    )
 
 
 def usage_error_document(argv: list[str], message: str) -> bool:
@@ -215,6 +233,7 @@ def usage_error_document(argv: list[str], message: str) -> bool:
         "run_ids": [],
         "already_existed": False,
         "regressions": [],
+        "inconclusive": [],
         "errors": [{"file": None, "message": message, "http_status": None, "detail": []}],
     }
     sys.stdout.write(json.dumps(doc) + "\n")

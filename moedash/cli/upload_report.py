@@ -82,6 +82,7 @@ class Report:
                 "already_existed": False,
                 "same_measurements_other_bytes": False,
                 "regressions": [],
+                "inconclusive": [],
                 "error": message,
                 "attempts": attempts,
             }
@@ -89,6 +90,7 @@ class Report:
 
     def answered(self, name: str, body: dict[str, Any]) -> None:
         regressions = [{"file": name, **r} for r in body.get("regressions") or []]
+        inconclusive = [{"file": name, **r} for r in body.get("inconclusive") or []]
         run_ids = [int(r["run_id"]) for r in body.get("runs", [])]
         entry = {
             "file": name,
@@ -104,6 +106,7 @@ class Report:
             "differing_fields": body.get("differing_fields") or [],
             "n_candidates": body.get("n_candidates"),
             "regressions": regressions,
+            "inconclusive": inconclusive,
             "error": None,
             "attempts": None,
         }
@@ -115,6 +118,8 @@ class Report:
             self.ui.error(f"{name}: {problem}")
         ids = ",".join(map(str, run_ids)) or "-"
         found = f", {len(regressions)} regression(s)" if regressions else ""
+        if inconclusive:
+            found += f", {len(inconclusive)} slower inside the noise band"
         self.ui.note(f"{name}: {entry['status']}, runs {ids}{found}")
 
     def interrupted(self) -> None:
@@ -128,15 +133,26 @@ class Report:
     def regressions(self) -> list[dict[str, Any]]:
         return [r for f in self.files for r in f["regressions"]]
 
-    def finish(self, code: int, *, fail_on_regression: bool) -> int:
+    @property
+    def inconclusive(self) -> list[dict[str, Any]]:
+        return [r for f in self.files for r in f.get("inconclusive", [])]
+
+    def finish(
+        self, code: int, *, fail_on_regression: bool, fail_on_inconclusive: bool = False
+    ) -> int:
         """Print the result (table or JSON) and return the exit code: ``code``, or 3
-        when it is 0, ``fail_on_regression`` is set and a regression was found."""
-        regressions = self.regressions
-        if code == OK and fail_on_regression and regressions:
+        when it is 0 and ``fail_on_regression`` is set and a conclusive regression was
+        found, or ``fail_on_inconclusive`` is set and any slower row was (conclusive or
+        inside the noise band)."""
+        regressions, maybe = self.regressions, self.inconclusive
+        strict = fail_on_inconclusive and (regressions or maybe)
+        if code == OK and ((fail_on_regression and regressions) or strict):
             code = REGRESSION
         if self.json_output:
             if regressions:
                 self._regression_table(regressions, stderr=True)
+            if maybe:
+                self._regression_table(maybe, stderr=True, inconclusive=True)
             self.ui.out.file.write(json.dumps(self.document(code), default=str) + "\n")
             self.ui.out.file.flush()
             return code
@@ -153,6 +169,8 @@ class Report:
             self.ui.table(("file", "result", "run ids", "candidates"), rows)
         if regressions:
             self._regression_table(regressions, stderr=False)
+        if maybe:
+            self._regression_table(maybe, stderr=False, inconclusive=True)
         return code
 
     def document(self, code: int) -> dict[str, Any]:
@@ -166,10 +184,13 @@ class Report:
             and len(stored) == len(self.files)
             and all(f["already_existed"] for f in stored),
             "regressions": self.regressions,
+            "inconclusive": self.inconclusive,
             "errors": self.errors,
         }
 
-    def _regression_table(self, regressions: list[dict[str, Any]], *, stderr: bool) -> None:
+    def _regression_table(
+        self, regressions: list[dict[str, Any]], *, stderr: bool, inconclusive: bool = False
+    ) -> None:
         header = (
             "file",
             "run",
@@ -182,6 +203,7 @@ class Report:
             "head ms",
             "change %",
             "noise %",
+            "noise from",
         )
         rows = [
             (
@@ -196,10 +218,16 @@ class Report:
                 _ms(r.get("head_ms")),
                 _pct(r.get("change_pct")),
                 "-" if r.get("noise_pct") is None else f"{float(r['noise_pct']):.1f}",
+                r.get("noise_source") or "-",
             )
             for r in regressions
         ]
         title = f"{len(regressions)} regression(s) against the latest earlier version"
+        if inconclusive:
+            title = (
+                f"{len(regressions)} slower row(s) inside the noise band (inconclusive: "
+                "a re-run could give them)"
+            )
         if stderr:
             saved, self.ui.out = self.ui.out, self.ui.err
             try:

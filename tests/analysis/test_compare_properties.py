@@ -1,6 +1,7 @@
 """Properties of analysis.compare on random sides (hypothesis): the answer does not depend
 on row order, verdicts agree with the numbers they are drawn from, every configuration
-of either side appears once, counts add up, and the inputs are not modified."""
+of either side appears once, counts add up, a change within the threshold is
+unchanged and one inside the noise band inconclusive, and the inputs are not modified."""
 
 from __future__ import annotations
 
@@ -63,11 +64,16 @@ def test_compare_properties(
     )
     assert len(rows) == n_keys
     assert sum(v for k, v in got.counts.items() if k != K.BEST_CHANGED) == len(rows)
-    change, noise = rows[K.CHANGE_PCT].to_numpy(float), rows[K.NOISE_PCT].to_numpy(float)
+    # the verdict judges the change against the baseline (analysis.noise.judge)
+    change = rows[K.BASELINE_CHANGE_PCT].to_numpy(float)
+    noise = rows[K.NOISE_PCT].to_numpy(float)
     verdict = rows[K.VERDICT].astype(str).to_numpy()
-    beyond = (np.abs(change) > threshold) & (np.isnan(noise) | (np.abs(change) > noise))
+    over = np.abs(change) > threshold
+    beyond = over & (np.isnan(noise) | (np.abs(change) > noise))
     measured = np.isfinite(change)
     assert (verdict[measured & beyond & (change > 0)] == K.REGRESSION).all()
     assert (verdict[measured & beyond & (change < 0)] == K.IMPROVEMENT).all()
-    assert (verdict[measured & ~beyond] == K.UNCHANGED).all()
-    assert set(verdict[~measured]) <= set(K.VERDICTS) - {K.REGRESSION, K.IMPROVEMENT, K.UNCHANGED}
+    assert (verdict[measured & over & ~beyond] == K.INCONCLUSIVE).all()
+    assert (verdict[measured & ~over] == K.UNCHANGED).all()
+    judged = {K.REGRESSION, K.IMPROVEMENT, K.UNCHANGED, K.INCONCLUSIVE}
+    assert set(verdict[~measured]) <= set(K.VERDICTS) - judged

@@ -153,7 +153,8 @@ def test_fail_on_regression_exits_3_with_a_table(
     server: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, secret = server
-    common = ["--url", base, "--token", secret]
+    # a slice of its own: the noise model learns from the earlier versions of the slice
+    common = ["--url", base, "--token", secret, "--hardware", "H200"]
     old = write(tmp_path, "old.json", R.slower(2.0))
     assert main(["upload", old, *common, "--trtllm-version", "v0.9.0"]) == 0
     capsys.readouterr()
@@ -176,7 +177,7 @@ def test_regressions_are_shown_and_the_threshold_is_the_clients(
     server: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, secret = server
-    common = ["--url", base, "--token", secret]
+    common = ["--url", base, "--token", secret, "--hardware", "B300"]
     old = write(tmp_path, "t-old.json", R.slower(4.0))
     assert main(["upload", old, *common, "--trtllm-version", "v0.8.0"]) == 0
     mild = write(tmp_path, "t-mild.json", R.slower(5.0))  # +25 %
@@ -187,6 +188,32 @@ def test_regressions_are_shown_and_the_threshold_is_the_clients(
     assert main(["upload", worse, *common, "--trtllm-version", "v0.8.2"]) == 0  # no flag: 0
     out = capsys.readouterr().out
     assert "regression(s) against the latest earlier version" in out and "+50.0" in out
+
+
+def test_a_slowdown_inside_the_noise_band_fails_only_the_strict_gate(
+    server: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, secret = server
+    common = ["--url", base, "--token", secret, "--hardware", "B200", "--json"]
+    # two runs of v0.5.0 that differ by 50 %: a re-run moves every score that much
+    for name, factor in (("n-a.json", 1.0), ("n-b.json", 1.5)):
+        path = write(tmp_path, name, R.slower(factor))
+        assert main(["upload", path, *common, "--trtllm-version", "v0.5.0"]) == 0
+    capsys.readouterr()
+    slow = write(tmp_path, "n-slow.json", R.slower(1.5, num_tokens=4096))
+    head = ["upload", slow, *common, "--trtllm-version", "v0.5.1", "--fail-on-regression"]
+    assert main(head) == 0
+    doc = one_json(capsys.readouterr().out)
+    assert doc["regressions"] == [] and doc["inconclusive"]
+    assert {r["num_tokens"] for r in doc["inconclusive"]} == {4096}
+    item = doc["inconclusive"][0]
+    assert item["verdict"] == "inconclusive" and "repeats" in item["noise_source"]
+    assert item["noise_pct"] > item["baseline_change_pct"] > 5.0
+    # another +50 % at 4096 (against v0.5.1) under the strict gate fails
+    again = write(tmp_path, "n-slow2.json", R.slower(2.25, num_tokens=4096))
+    strict = ["upload", again, *common, "--trtllm-version", "v0.5.2", "--fail-on-inconclusive"]
+    assert main(strict) == 3
+    assert one_json(capsys.readouterr().out)["exit_code"] == 3
 
 
 def test_interrupt_while_waiting_to_retry_is_130_with_one_json_document() -> None:
