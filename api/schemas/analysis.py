@@ -10,9 +10,9 @@ from api.schemas.common import (
     DISPATCH_EXAMPLE,
     PROVENANCE_EXAMPLE,
     Dispatch,
-    Open,
     Provenance,
     Row,
+    Table,
     examples,
 )
 
@@ -24,7 +24,7 @@ _CELL: dict[str, Any] = {
 }
 
 
-class Answer(Open):
+class Answer(Table):
     """An analysis answer: where it came from and which routing pattern it covers."""
 
     provenance: Provenance

@@ -20,6 +20,21 @@ class Row(Open):
     are the stable ones; an answer may carry more."""
 
 
+class Truncated(BaseModel):
+    rows: int = Field(description="Rows the whole table has")
+    returned: int = Field(description="Rows in this answer (the first ones)")
+
+
+class Table(Open):
+    """An answer holding a table (``items``), which is cut at 100,000 rows."""
+
+    truncated: Truncated | None = Field(
+        None,
+        description="Present only when the table was cut (the CSV then carries the header "
+        "X-Moedash-Truncated: <rows>)",
+    )
+
+
 class Provenance(Open):
     """The stored data an answer was computed from."""
 

@@ -15,6 +15,7 @@ from api.schemas.common import (
     Provenance,
     Row,
     SideProvenance,
+    Table,
     examples,
 )
 
@@ -158,7 +159,7 @@ class HistoryRow(Row):
     change_pct_vs_prev: float | None = Field(None, description="% against the previous point")
 
 
-class History(Page):
+class History(Page, Table):
     """Score per workload x configuration over versions (or runs)."""
 
     model_config = examples(
@@ -199,7 +200,7 @@ class FrontierPoint(Row):
     tokens_per_s_per_gpu: float | None = None
 
 
-class HistoryFrontier(Open):
+class HistoryFrontier(Table):
     """Frontier points per slice and version."""
 
     model_config = examples(

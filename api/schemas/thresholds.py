@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from api.schemas.common import PROVENANCE_EXAMPLE, Open, Provenance, Row, examples
+from api.schemas.common import PROVENANCE_EXAMPLE, Open, Provenance, Row, Table, examples
 
 TREE_TEXT = (
     "# The TensorRT-LLM MoE guide's decision tree, derived thresholds (moedash)\n"
@@ -55,7 +55,7 @@ class ThresholdRow(Row):
     verdict: str | None = None
 
 
-class Thresholds(WithMethod):
+class Thresholds(WithMethod, Table):
     """One row per threshold (``by``: per threshold and group; ``evidence``: votes)."""
 
     model_config = examples(
@@ -85,7 +85,7 @@ class Thresholds(WithMethod):
     items: list[ThresholdRow]
 
 
-class Validation(WithMethod):
+class Validation(WithMethod, Table):
     """Leave-one-model-out rows, one per threshold x held-out model."""
 
     model_config = examples(
@@ -110,7 +110,7 @@ class Validation(WithMethod):
     items: list[Row]
 
 
-class ThresholdAgreement(ThresholdAnswer):
+class ThresholdAgreement(ThresholdAnswer, Table):
     """The tree under published, derived and validated thresholds, side by side."""
 
     model_config = examples(
