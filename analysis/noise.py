@@ -39,6 +39,7 @@ Pure and deterministic; inputs are not modified; results do not depend on row or
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -406,3 +407,19 @@ def judge(
         change = 100.0 * (np.asarray(head_ms, float) / baseline - 1.0)
     band = change_band(spread, est[DF].to_numpy(float), runs, n_head)
     return Judged(baseline, runs, change, spread, band, est[SOURCE].to_numpy(dtype=object))
+
+
+def history_until(
+    frame: pd.DataFrame, version: str | None, exclude_runs: Sequence[int]
+) -> pd.DataFrame:
+    """The rows of ``frame`` a comparison's noise model learns from: those of ``version``
+    and of every version before it (:mod:`analysis.versions` order), without the runs
+    ``exclude_runs`` (the head's). ``version`` None (or unknown): every other run."""
+    keep = ~frame[C.RUN_ID].isin(list(exclude_runs)).to_numpy(dtype=bool, na_value=False)
+    if version is not None and C.TRTLLM_VERSION in frame:
+        table = version_table(frame)
+        order = version_order(frame[C.TRTLLM_VERSION], table)
+        mine = version_order(pd.Series([version]), table)[0]
+        if mine >= 0:
+            keep &= (order >= 0) & (order <= mine)
+    return frame.loc[keep]

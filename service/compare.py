@@ -30,6 +30,7 @@ import pandas as pd
 from analysis import columns as C
 from analysis import compare as K
 from analysis.identity import Repeats
+from analysis.noise import estimate_noise, history_until
 from analysis.tables import plain_value
 from analysis.versions import same_version, version_table
 from db.errors import NotFound
@@ -262,7 +263,9 @@ def compare(
         h = resolve_side(frame, head, "head")
         cols = (*K.INPUT_COLUMNS, C.SYNTHETIC)
         bf, hf = side_rows(frame, b, cols), side_rows(frame, h, cols)
-        result = K.compare(bf, hf, threshold_pct=threshold_pct, repeats=repeats)
+        # the noise model learns from the base's version and the ones before it
+        noise = estimate_noise(history_until(frame, b.version, h.run_ids))
+        result = K.compare(bf, hf, threshold_pct=threshold_pct, repeats=repeats, noise=noise)
         prov = {"base": provenance(bf), "head": provenance(hf)}
         return CompareAnswer(
             result.rows,

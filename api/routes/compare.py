@@ -42,15 +42,19 @@ SideQ = Annotated[
     ),
 ]
 NOISE_RULE = (
-    f"regression/improvement: |change| > threshold_pct and > noise_pct, noise_pct = "
-    f"{K.NOISE_Z:g} * sqrt(base_spread^2 + head_spread^2) (run-to-run spread where repeats "
-    "were pooled, else the within-run iteration spread); unknown spread: threshold only"
+    "regression/improvement: |baseline_change_pct| > threshold_pct and > noise_pct; "
+    "inconclusive: > threshold_pct but inside noise_pct (a re-run could give it). noise_pct "
+    "is the band a re-run could move the change by (analysis.noise: run-to-run spread from "
+    "repeats, the history since the last level change or a prior of alike configurations, "
+    "noise_source says which; 1 false alarm in 10,000); where none is known, "
+    f"{K.NOISE_Z:g} * sqrt(base_spread^2 + head_spread^2) of the within-run spreads"
 )
 _MAX_VERSIONS = 20
 VerdictName = Literal[
     "regression",
     "improvement",
     "unchanged",
+    "inconclusive",
     "new_failure",
     "newly_skipped",
     "recovered",

@@ -138,3 +138,10 @@ def test_row_order_does_not_matter_and_the_input_is_kept() -> None:
     got = N.estimate_noise(shuffled)
     pd.testing.assert_frame_equal(got.table, want.table)
     pd.testing.assert_frame_equal(frame, before)
+
+
+def test_history_until_a_version_leaves_out_later_versions_and_the_head() -> None:
+    frame = _runs({"1.0.9": [1.0], "1.0.10": [1.0, 1.1], "1.0.11": [1.2]})
+    got = N.history_until(frame, "1.0.10", exclude_runs=[3])
+    assert list(got[C.RUN_ID]) == [1, 2]  # 1.0.9 < 1.0.10 although "1.0.9" > "1.0.10"
+    assert list(N.history_until(frame, None, [4])[C.RUN_ID]) == [1, 2, 3]

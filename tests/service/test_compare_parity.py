@@ -51,10 +51,10 @@ def test_compare_versions_service_equals_api(api: TestClient, seeded: Store) -> 
 
 
 def test_compare_runs_without_a_scope_reads_the_runs_cell(api: TestClient, seeded: Store) -> None:
-    # run 2 alone (rc27a): CUTEDSL at 4096 tokens was 2.10 ms, so +10.95 % is beyond
-    # its 1.41 % band as well: two regressions
+    # run 2 alone (rc27a): CUTEDSL at 4096 tokens was 2.10 ms, +10.95 % on run 4; but
+    # rc27's other run measured 2.30, so the noise model calls it inconclusive
     ans = compare(_data(seeded), "2", "4")
-    assert ans.counts["regression"] == 2
+    assert (ans.counts["regression"], ans.counts["inconclusive"]) == (1, 1)
     assert ans.scope.model == V.MODEL and ans.scope.hardware == V.HARDWARE
     assert ans.filename == "compare-deepseek_v4_pro-GB300-NVFP4-run2-vs-run4"
     body = api.get("/api/v1/compare", params={"base": "2", "head": "4"}).json()
