@@ -67,6 +67,20 @@ STAT_COLUMNS: tuple[str, ...] = (
 )
 
 
+_CELL_COVERAGE_SQL = (
+    "SELECT r.model, r.hardware, r.quant, r.world_size, "
+    "bool_or(r.synthetic) AS synthetic, count(DISTINCT r.run_id) AS runs, "
+    "count(*) AS candidates, "
+    "count(DISTINCT CASE WHEN c.status = 'success' THEN "
+    "CAST(c.num_tokens AS VARCHAR) || '|' || c.parallel_mode || '|' || "
+    "CAST(c.cuda_graph AS VARCHAR) END) AS workloads "
+    "FROM measurements c JOIN runs r ON c.run_id = r.run_id "
+    "WHERE c.model = ? AND c.hardware = ? AND c.quant = ? "
+    "GROUP BY r.model, r.hardware, r.quant, r.world_size "
+    "ORDER BY r.model, r.hardware, r.quant, r.world_size"
+)
+
+
 def _cell(model: str, hardware: str, quant: str) -> list[sa.ColumnElement[bool]]:
     m = schema.measurements
     return [m.c.model == model, m.c.hardware == hardware, m.c.quant == quant]
@@ -155,6 +169,13 @@ class StatsRepository:
                 conn, cand_sql, params, categorical=text_cands if categorical else ()
             )
         return join_runs(runs, cands, cols)
+
+    def cell_coverage(self, model: str, hardware: str, quant: str) -> pd.DataFrame:
+        """``CandidateReader.coverage`` restricted to one cell (the same columns, values
+        and order), read from the cell's measurements: what a per-cell cache combines
+        into the whole table without scanning every candidate after each upload."""
+        with self._db.read("cell_coverage") as conn:
+            return dialects.read_frame(conn, _CELL_COVERAGE_SQL, [model, hardware, quant])
 
     def config_stats(self, model: str, hardware: str, quant: str) -> pd.DataFrame:
         """Per configuration x workload x TensorRT-LLM version of one cell, over its

@@ -37,20 +37,20 @@ class AgreementTable:
 
 def _report(
     data: DashData, scope: Scope, thresholds: ThresholdSource, repeats: Repeats
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, Routing]:
-    df, routing = routed_frame(data, scope)
-
-    def compute() -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, Routing]:
+    def compute() -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, Routing]:
+        # the whole answer is cached: the scope's rows are masked once per version
+        df, routing = routed_frame(data, scope)
         if df.empty:
-            return pd.DataFrame(), pd.DataFrame()
+            return provenance(df), pd.DataFrame(), pd.DataFrame(), routing
         th = None if thresholds == "published" else tree_thresholds(data, thresholds)
-        return agreement_report(df, th, repeats=repeats)
+        detail, summary = agreement_report(df, th, repeats=repeats)
+        return provenance(df), detail, summary, routing
 
     # derived or validated thresholds come from every cell: keyed on the whole store
     where = scope.filters() if thresholds == "published" else None
     key = ("agreement", scope.key(), thresholds, repeats)
-    detail, summary = data.cached(key, compute, where=where)
-    return df, detail, summary, routing
+    return data.cached(key, compute, where=where)
 
 
 def agreement_table(
@@ -63,8 +63,8 @@ def agreement_table(
     """``analysis.agreement.agreement_report`` over the scope's successful candidates of
     one routing pattern, the tree walked with published, derived or validated
     thresholds. Empty scope: an empty table. Cached per scope and store version."""
-    df, rows, summary, routing = _report(data, scope, thresholds, repeats)
-    return AgreementTable(rows if detail else summary, detail, provenance(df), routing, repeats)
+    prov, rows, summary, routing = _report(data, scope, thresholds, repeats)
+    return AgreementTable(rows if detail else summary, detail, prov, routing, repeats)
 
 
 def workload_agreement(

@@ -106,18 +106,19 @@ def best_table(
     each winner's dispatch, the dashboard grouping its activated_tokens_per_rank and
     dispatch_kb. Cached per scope, grouping, repeats and store version. An unknown
     ``dispatch`` raises :class:`~service.errors.InvalidQuery`."""
-    df, routing = routed_frame(data, scope)
 
-    def compute() -> pd.DataFrame:
+    def compute() -> BestTable:
+        # the whole answer is cached: the scope's rows are masked once per cell version
+        df, routing = routed_frame(data, scope)
         if df.empty:
-            return pd.DataFrame()
+            return BestTable(pd.DataFrame(), grouping, provenance(df), routing, repeats)
         table = best_by_workload(df, grouping=grouping, repeats=repeats)
-        return with_winner_columns(table, df, API_WINNER_COLUMNS[grouping])
+        items = with_winner_columns(table, df, API_WINNER_COLUMNS[grouping])
+        return BestTable(items, grouping, provenance(df), routing, repeats)
 
-    items = data.cached(
+    return data.cached(
         ("best-scope", scope.key(), grouping, repeats), compute, where=scope.filters()
     )
-    return BestTable(items, grouping, provenance(df), routing, repeats)
 
 
 @dataclass(frozen=True)

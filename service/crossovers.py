@@ -63,16 +63,20 @@ def crossover_answer(data: DashData, q: CrossoverQuery) -> CrossoverAnswer:
     for the rules). Unknown option, axis or filter value: InvalidQuery naming the
     parameter and the allowed (stored) values. A valid slice without comparable
     configurations answers empty tables."""
-    r = resolve(data, q)
-    result = rank_one_on_index(r.index, r.mask, r.option, r.axis)
-    return CrossoverAnswer(
-        result=result,
-        option=r.option,
-        axis=r.axis,
-        filters=r.filters,
-        name=slice_name(r.option, r.axis, r.filters),
-        provenance=provenance(r.rows),
-    )
+
+    def compute() -> CrossoverAnswer:
+        r = resolve(data, q)
+        result = rank_one_on_index(r.index, r.mask, r.option, r.axis)
+        return CrossoverAnswer(
+            result=result,
+            option=r.option,
+            axis=r.axis,
+            filters=r.filters,
+            name=slice_name(r.option, r.axis, r.filters),
+            provenance=provenance(r.rows),
+        )
+
+    return data.cached(("crossovers", q.model_dump_json()), compute, where=q.filters())
 
 
 def slice_choices(data: DashData, q: CrossoverQuery) -> dict[str, list[Any]]:

@@ -91,9 +91,9 @@ _CATEGORICAL = (
 
 
 # Rows of cell and slice frames one process keeps (~175 bytes a row prepared).
-MAX_CACHED_ROWS = 3_000_000
+MAX_CACHED_ROWS = 2_000_000
 # Candidates a question without a whole cell may read at once (else 422 with a hint).
-MAX_SLICE_ROWS = 2_000_000
+MAX_SLICE_ROWS = 500_000
 # Run columns a bounded read filters in SQL (the rest are candidate-level).
 RUN_FILTER_COLUMNS = frozenset(
     {C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE, C.SYNTHETIC, C.TRTLLM_VERSION}
@@ -189,6 +189,7 @@ class DashData:
         self._results = LRU(64)
         self._per_frame = LRU(max_cells)
         self._small = LRU(16)
+        self._coverage = LRU(4096)  # a few rows per cell
 
     # ------------------------------------------------------------ version
     def _versions(self) -> dict[Cell, CellVersion]:
@@ -263,7 +264,22 @@ class DashData:
     def coverage(self) -> pd.DataFrame:
         """``Store.coverage()`` (model, hardware, quant, world_size, synthetic, runs,
         candidates, workloads)."""
-        return self._small.get(("coverage", self.version()), self.store.coverage)
+        # per cell, cached on the cell's version: an upload recounts its own cell only
+        parts = [self._cell_coverage(cell) for cell in self.cells()]
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return self._small.get(("coverage", self.version()), self.store.coverage)
+        return self._small.get(
+            ("coverage", self.version()),
+            lambda: pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0],
+        )
+
+    def _cell_coverage(self, cell: Cell) -> pd.DataFrame:
+        def load() -> pd.DataFrame:
+            self.store.stats.ensure_cell(cell.model, cell.hardware, cell.quant)
+            return self.store.stats.cell_coverage(cell.model, cell.hardware, cell.quant)
+
+        return self._coverage.get((cell, self.cell_version(cell)), load)
 
     def is_synthetic(self, cell: Cell | None) -> bool:
         """True when any stored run of ``cell`` (None: of the whole database) is
@@ -314,8 +330,17 @@ class DashData:
         the frame a question without a whole cell is asked on. Ordered by (run_id,
         candidate_index); cached per set of runs. When those runs hold more than
         ``max_slice_rows`` candidates, :class:`InvalidQuery` names the cell key to add
-        (the API answers 422): no answer reads the whole store into memory."""
+        (the API answers 422): no answer reads the whole store into memory. Filters
+        that name one whole cell get that cell's frame, whatever its size (the caller
+        applies the other filters and ``run_ids``)."""
         run_filters = {k: v for k, v in filters.items() if k in RUN_FILTER_COLUMNS}
+        keys = [run_filters.get(k) for k in (C.MODEL, C.HARDWARE, C.QUANT)]
+        if all(isinstance(k, str) for k in keys):
+            # one whole cell: its cached frame (a cell is the unit every cache holds)
+            cell = Cell(*(str(k) for k in keys))
+            if cell in self._versions():
+                return self.cell_frame(cell)
+            return pd.DataFrame(columns=list(dict.fromkeys((*C.RUN_COLUMNS, *CELL_COLUMNS))))
         runs = self.store.cells.matching_runs(run_filters)
         if run_ids is not None:
             runs = runs[runs[C.RUN_ID].isin(list(run_ids))]

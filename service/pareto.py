@@ -100,18 +100,23 @@ def pareto_table(
     candidates of one routing pattern (see module docstring). Columns: the group,
     ``x``, then :data:`_TABLE_TAIL` (recipe, identity, repeats and their spread);
     sorted by group then x. An unknown ``dispatch`` raises InvalidQuery."""
-    df, routing = routed_frame(data, scope)
     group = list(GROUP_COLS)
     cols = list(dict.fromkeys([*group, x, *_TABLE_TAIL]))
-    if df.empty:
-        empty = pd.DataFrame(columns=cols)
-        return ParetoTable(empty, x, C.TOKENS_PER_S_PER_GPU, provenance(df), routing, repeats)
-    configs = configuration_frame(df, repeats)
-    front = pareto_frontier(
-        configs, x=x, y=C.TOKENS_PER_S_PER_GPU, minimize_x=x == C.SCORE_MS, group_cols=group
-    )
-    out = front[cols] if not front.empty else pd.DataFrame(columns=cols)
-    return ParetoTable(out, x, C.TOKENS_PER_S_PER_GPU, provenance(df), routing, repeats)
+
+    def compute() -> ParetoTable:
+        df, routing = routed_frame(data, scope)
+        if df.empty:
+            empty = pd.DataFrame(columns=cols)
+            return ParetoTable(empty, x, C.TOKENS_PER_S_PER_GPU, provenance(df), routing, repeats)
+        configs = configuration_frame(df, repeats)
+        front = pareto_frontier(
+            configs, x=x, y=C.TOKENS_PER_S_PER_GPU, minimize_x=x == C.SCORE_MS, group_cols=group
+        )
+        out = front[cols] if not front.empty else pd.DataFrame(columns=cols)
+        return ParetoTable(out, x, C.TOKENS_PER_S_PER_GPU, provenance(df), routing, repeats)
+
+    # cached per scope and the versions of its cells (the page's view is cached too)
+    return data.cached(("pareto-table", scope.key(), x, repeats), compute, where=scope.filters())
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from analysis.frontier import FrontierAxes, FrontierFilter
 from service import foreground
 from service.best import cell_best_table
 from service.errors import ServiceError
-from service.frames import DashData
+from service.frames import Cell, DashData
 from service.pareto import cell_pareto
 from service.thresholds import threshold_report
 
@@ -34,7 +34,7 @@ def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, floa
         return done
     # no more than the cell cache holds (rows and count): more would evict each other
     sizes = data.cell_sizes()
-    budget, picked = data.max_rows, []
+    budget, picked = data.max_rows, list[Cell]()
     for cell in cells[: limit if limit is not None else data.max_cells]:
         budget -= sizes.get(cell, 0)
         if picked and budget < 0:

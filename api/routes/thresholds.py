@@ -81,8 +81,8 @@ def thresholds(
     evidence: bool = False,
 ) -> Response:
     s = _slice(data, model, hardware, quant, dispatch)
-    table = threshold_table(data, evidence, s, None if by == "none" else by)
-    report = threshold_report(data, s)
+    table = _answer(lambda: threshold_table(data, evidence, s, None if by == "none" else by))
+    report = _answer(lambda: threshold_report(data, s))
     kind = "evidence" if evidence else ("thresholds" if by == "none" else f"thresholds_by_{by}")
     extra = {
         "slice": s.as_dict(),
@@ -109,7 +109,7 @@ def validation(
     format: Format = "json",
 ) -> Response:
     s = _slice(data, model, hardware, quant, dispatch)
-    report = threshold_report(data, s)
+    report = _answer(lambda: threshold_report(data, s))
     extra = {"slice": s.as_dict(), "method": METHOD, "provenance": report.provenance}
     return table_response(report.check.loo, format, f"thresholds_loo_{s.stem}", extra)
 
@@ -129,7 +129,7 @@ def agreement(
     format: Format = "json",
 ) -> Response:
     s = _slice(data, model, hardware, quant, dispatch)
-    report = threshold_report(data, s)
+    report = _answer(lambda: threshold_report(data, s))
     trees = report.trees
     extra = {
         "slice": s.as_dict(),
@@ -156,7 +156,7 @@ def tree(
     format: TreeFormat = "text",
 ) -> Response:
     s = _slice(data, model, hardware, quant, dispatch)
-    out = tree_download(data, s, thresholds, format)
+    out = _answer(lambda: tree_download(data, s, thresholds, format))
     return Response(
         out.content,
         media_type=out.media_type,

@@ -42,6 +42,8 @@ def client(db_url: str, store: Store) -> Iterator[TestClient]:
         ("/api/v1/history", {}),
         ("/api/v1/compare", {"base": V.RC27, "head": V.RC28}),
         ("/api/v1/best", {"hardware": "B300"}),
+        ("/api/v1/thresholds", {}),
+        ("/api/v1/thresholds/tree", {}),
     ],
 )
 def test_a_question_over_too_many_candidates_is_a_422_naming_the_filter(
@@ -55,7 +57,8 @@ def test_a_question_over_too_many_candidates_is_a_422_naming_the_filter(
 
 
 def test_the_same_questions_on_one_cell_are_answered(client: TestClient) -> None:
-    for path in ("/api/v1/pareto", "/api/v1/best", "/api/v1/history"):
+    # (the cell alone holds more than the 30 candidates a broad question may read)
+    for path in ("/api/v1/pareto", "/api/v1/best", "/api/v1/history", "/api/v1/thresholds"):
         res = client.get(path, params=CELL)
         assert res.status_code == 200, (path, res.text)
         assert res.json()["items"]

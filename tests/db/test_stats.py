@@ -139,3 +139,14 @@ def test_revision_0007_backfills_a_duckdb_file(tmp_path: Path) -> None:
     head = f"duckdb:///{tmp_path / 'head.duckdb'}"
     open_store(head).close()
     assert snapshot(url) == snapshot(head)
+
+
+def test_cell_coverage_is_the_coverage_of_that_cell(store: Store) -> None:
+    _ingest(store, _sweep([1.0, None]), "a")
+    _ingest(store, sweeps.make_sweep(30, seed=4, model="kimi_k2", hardware="B300"), "b")
+    whole = store.coverage()
+    parts = [
+        store.stats.cell_coverage(*CELL),
+        store.stats.cell_coverage("kimi_k2", "B300", "NVFP4"),
+    ]
+    pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), whole)

@@ -3,6 +3,7 @@ answers where they were, and refreshes its own."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from analysis import columns as C
@@ -49,6 +50,8 @@ def test_upload_to_one_cell_keeps_the_other_cells_frame(data: DashData) -> None:
     assert again_a is not frame_a
     assert new_run in set(again_a[C.RUN_ID]) and new_run not in set(frame_a[C.RUN_ID])
     assert data.cell_version(CELL_A) == (2, new_run)
+    # the coverage table, counted per cell, is the store's own
+    pd.testing.assert_frame_equal(data.coverage(), data.store.coverage())
 
 
 def test_scope_answers_follow_the_cells_they_read(data: DashData) -> None:
