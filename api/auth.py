@@ -25,6 +25,14 @@ from db.store import Store
 from db.tokens import TokenInfo
 
 _bearer = HTTPBearer(auto_error=False, description="moedash API token (mdt_…)")
+# Reads name their own scheme so the OpenAPI document can say the token is optional
+# there (api.schemas.document): it is needed only when reads are closed.
+READ_SCHEME = "ReadToken"
+_read_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name=READ_SCHEME,
+    description="moedash API token (mdt_…), needed only when MOEDASH_READ_REQUIRES_TOKEN is set",
+)
 
 
 def get_store(request: Request) -> Store:
@@ -150,7 +158,7 @@ def require_scope(scope: str) -> Callable[..., TokenInfo]:
 
 def require_read(
     request: Request,
-    _creds: HTTPAuthorizationCredentials | None = Depends(_bearer),  # for OpenAPI
+    _creds: HTTPAuthorizationCredentials | None = Depends(_read_bearer),  # for OpenAPI
     store: Store = Depends(get_store),
     config: ApiConfig = Depends(get_config),
 ) -> None:

@@ -3,7 +3,8 @@
 FastAPI drops every null from the document it generates (it encodes it with
 ``exclude_none``), examples included: an example answer then lacks the keys whose value
 is null and no longer matches its own schema (``"requested": null`` of a dispatch block
-vanishes). :func:`with_examples` puts each answer model's examples back whole."""
+vanishes). :func:`with_examples` puts each answer model's examples back whole, and
+:func:`optional_read_token` says that reads need no token unless reads are closed."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel
 
 from api import schemas
+from api.auth import READ_SCHEME
 
 
 def _answer_models() -> dict[str, type[BaseModel]]:
@@ -43,12 +45,24 @@ def with_examples(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+def optional_read_token(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with the read token marked optional: an operation secured by the
+    read scheme alone also lists the empty requirement (OpenAPI's "no credentials
+    needed"), since reads are open unless MOEDASH_READ_REQUIRES_TOKEN is set."""
+    for ops in document.get("paths", {}).values():
+        for op in ops.values():
+            security = op.get("security")
+            if security == [{READ_SCHEME: []}]:
+                op["security"] = [{READ_SCHEME: []}, {}]
+    return document
+
+
 def install(app: FastAPI) -> None:
     """Make ``app.openapi()`` (and so /api/v1/openapi.json) return the document with
     the examples restored (FastAPI's own method builds and caches the document)."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
-        return with_examples(generate())
+        return optional_read_token(with_examples(generate()))
 
     app.openapi = openapi  # type: ignore[method-assign]

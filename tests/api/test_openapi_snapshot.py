@@ -117,3 +117,22 @@ def test_examples_keep_their_nulls(document: dict[str, Any]) -> None:
 def test_snapshot_is_the_rendered_form() -> None:
     text = SNAPSHOT.read_text(encoding="utf-8")
     assert render(json.loads(text)) == text
+
+
+def test_reads_take_the_token_as_optional_and_writes_require_it(
+    document: dict[str, Any], client: TestClient
+) -> None:
+    writes = {
+        ("POST", "/api/v1/runs"),
+        ("DELETE", "/api/v1/runs/{run_id}"),
+        ("POST", "/api/v1/serving-configs"),
+        ("POST", "/api/v1/crossval/outcomes"),
+    }
+    for method, path, op in operations(document):
+        if (method, path) in writes:
+            assert op["security"] == [{"HTTPBearer": []}], (method, path)
+        elif path != "/api/v1/health":
+            assert op["security"] == [{"ReadToken": []}, {}], (method, path)
+    # as documented: a read without credentials is answered, a write is refused
+    assert client.get("/api/v1/runs").status_code == 200
+    assert client.delete("/api/v1/runs/1").status_code == 401

@@ -1,14 +1,18 @@
 """Property-based requests from the OpenAPI document (schemathesis): every GET operation,
 on a store holding something for each of them, answers no 5xx, only statuses it
-documents, in media types it documents, with bodies that match its schemas.
+documents, in media types it documents, with bodies that match its schemas, and refuses
+(4xx) every request its parameters' schemas forbid.
 
-Half the requests are generated from the parameters' schemas alone (mostly refusals:
-unknown models, out-of-range numbers); the other half pin the parameters that name
-stored data (:data:`KNOWN`) and generate the rest, so the answers with data are checked
-against their schemas too. Bounded: :data:`EXAMPLES` requests per operation (fewer for
-the slow ones), derandomized (the same requests on every run), no example database. The
-operations are read from the committed docs/openapi.json, which
-tests/api/test_openapi_snapshot.py keeps equal to the app's document."""
+The requests are of three kinds: generated from the parameters' schemas alone (mostly
+refusals: unknown models, values the store does not hold); with the parameters that name
+stored data pinned (:data:`KNOWN`) and the rest generated, so the answers with data are
+checked against their schemas too; and schema-violating ones (negative mode: a number
+out of range, a string too long), which must be refused.
+
+Bounded: :data:`EXAMPLES` requests per operation (fewer for the slow ones),
+derandomized (the same requests on every run), no example database. The operations are
+read from the committed docs/openapi.json, which tests/api/test_openapi_snapshot.py
+keeps equal to the app's document."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import schemathesis
 from fastapi import FastAPI
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from schemathesis import checks
+from schemathesis import GenerationMode, checks
 
 from db.store import open_store
 from moedash.app import create_app
@@ -40,6 +44,7 @@ CHECKS = [
     checks.status_code_conformance,
     checks.content_type_conformance,
     checks.response_schema_conformance,
+    checks.negative_data_rejection,
 ]
 GET_PATHS = sorted(
     path
@@ -117,6 +122,15 @@ def pinned(operation: Any, path: str) -> st.SearchStrategy[Any]:
     return operation.as_strategy(query=query or None, path_parameters=params or None)
 
 
+def kinds(operation: Any, path: str) -> list[st.SearchStrategy[Any]]:
+    """The three kinds of request of the module docstring (no schema-violating one for
+    an operation without parameters: there is nothing to violate)."""
+    out = [operation.as_strategy(), pinned(operation, path)]
+    if list(operation.query) or list(operation.path_parameters):
+        out.append(operation.as_strategy(generation_mode=GenerationMode.NEGATIVE))
+    return out
+
+
 @pytest.mark.parametrize("path", GET_PATHS)
 def test_get_operation_keeps_its_contract(schema: Any, path: str, statuses: Counter[int]) -> None:
     operation = schema[path]["GET"]
@@ -130,7 +144,7 @@ def test_get_operation_keeps_its_contract(schema: Any, path: str, statuses: Coun
         phases=[Phase.explicit, Phase.generate, Phase.shrink],
         suppress_health_check=list(HealthCheck),
     )
-    @given(case=st.one_of(operation.as_strategy(), pinned(operation, path)))
+    @given(case=st.one_of(*kinds(operation, path)))
     def requests(case: Any) -> None:
         response = case.call_and_validate(checks=checks_for(path))
         seen[response.status_code] += 1
