@@ -26,7 +26,7 @@ from api.jsonio import FastJSONResponse, frame_records
 from api.routes.runs import error
 from api.schemas import crossval as X
 from api.schemas.common import CSV, alternatives, merged
-from api.schemas.errors import READ, READ_NO_PARAMS, errors
+from api.schemas.errors import JSON_BODY_400, READ, READ_NO_PARAMS, errors
 from db.crossval_records import OutcomeConflict
 from db.errors import NotFound
 from db.store import Store
@@ -415,6 +415,7 @@ _RECORD_ERR = re.compile(r"^records\[(?P<i>\d+)\]\.(?P<field>\w+): (?P<msg>.*)$"
             "description": "Every record was already stored with these values",
         },
         **errors(
+            400,
             401,
             403,
             408,
@@ -423,6 +424,8 @@ _RECORD_ERR = re.compile(r"^records\[(?P<i>\d+)\]\.(?P<field>\w+): (?P<msg>.*)$"
             422,
             429,
             503,
+            examples={400: JSON_BODY_400},
+            e400="The body is not JSON",
             e403="Token lacks the upload scope",
             e409="Other values already stored for a workload (use replace=true)",
             e422="Invalid record (NaN/Infinity/<= 0), a Match workload or an "

@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 from api.auth import get_store, require_read
 from api.jsonio import FastJSONResponse
 from api.routes.runs import error
-from api.schemas.errors import READ, READ_NO_PARAMS, errors
+from api.schemas.errors import JSON_BODY_400, READ, READ_NO_PARAMS, errors
 from api.schemas.planner import Catalog, Plan
 from db.store import Store
 from service.planner import catalog, export_filename, run_plan, store_loader
@@ -89,7 +89,10 @@ _RESPONSES: dict[int | str, dict[str, Any]] = errors(
     summary="Best disaggregated plan, alternatives, na sweep, co-located, timeline",
     dependencies=[Depends(require_read)],
     response_model=Plan,
-    responses={**_RESPONSES, **errors(408, 413)},
+    responses={
+        **_RESPONSES,
+        **errors(400, 408, 413, e400="The body is not JSON", examples={400: JSON_BODY_400}),
+    },
 )
 async def post_plan(
     req: PlanRequest,

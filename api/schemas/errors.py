@@ -31,7 +31,17 @@ class ErrorEnvelope(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
-                {"detail": [{"loc": ["query", "limit"], "msg": "...", "type": "less_than_equal"}]}
+                {
+                    "detail": [
+                        {
+                            "loc": ["query", "limit"],
+                            "msg": "Input should be less than or equal to 1000",
+                            "type": "less_than_equal",
+                            "input": "5000",
+                            "ctx": {"le": 1000},
+                        }
+                    ]
+                }
             ]
         }
     )
@@ -60,7 +70,12 @@ _ITEMS: dict[int, tuple[str, list[str | int], str, str]] = {
         "request body too slow: no data for 30 s",
         "timeout",
     ),
-    409: ("Contradicts what is stored", ["query", "hardware"], "...", "conflict"),
+    409: (
+        "Contradicts what is stored",
+        ["query", "hardware"],
+        "these bytes are stored with hardware 'GB300', not 'B300'",
+        "conflict",
+    ),
     413: (
         "Body larger than MOEDASH_MAX_UPLOAD_BYTES",
         ["body"],
@@ -97,17 +112,22 @@ READ_NO_PARAMS = (401, 429, 503)
 """A read route without parameters: no 422."""
 
 
+Example = tuple[list[str | int], str, str]
+JSON_BODY_400: Example = ([], "There was an error parsing the body", "http_400")
+"""What FastAPI answers for a JSON body that does not parse."""
+
+
 def errors(
-    *codes: int, x404: tuple[list[str | int], str, str] | None = None, **why: str
+    *codes: int, examples: dict[int, Example] | None = None, **why: str
 ) -> dict[int | str, dict[str, Any]]:
     """``responses=`` entries for ``codes``, each with the envelope model and an example;
-    ``why`` (``e404="No such run"``) replaces a status's default description, ``x404``
-    the 404 example's ``(loc, msg, type)``."""
+    ``why`` (``e404="No such run"``) replaces a status's default description,
+    ``examples`` a status's example ``(loc, msg, type)``."""
     out: dict[int | str, dict[str, Any]] = {}
     for code in sorted(set(codes)):
         text, loc, msg, kind = _ITEMS[code]
-        if code == 404 and x404 is not None:
-            loc, msg, kind = x404
+        if examples and code in examples:
+            loc, msg, kind = examples[code]
         example = {"detail": [{"loc": loc, "msg": msg, "type": kind}]}
         out[code] = {
             "model": ErrorEnvelope,
@@ -126,7 +146,7 @@ def read_errors(*extra: int) -> dict[int | str, dict[str, Any]]:
         *extra,
         e404="The store holds nothing to answer this query (detail[].loc names the "
         "parameter to change)",
-        x404=(["query", "model"], "no stored data for model 'llama'", "no_data"),
+        examples={404: (["query", "model"], "no stored data for model 'llama'", "no_data")},
     )
 
 

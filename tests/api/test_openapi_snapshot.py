@@ -11,6 +11,7 @@ import jsonschema_rs
 import pytest
 from fastapi.testclient import TestClient
 
+from api.schemas.document import answer_schemas
 from scripts.openapi_snapshot import COMMAND, SNAPSHOT, difference, render
 
 SUCCESS = ("200", "201", "204")
@@ -71,7 +72,7 @@ def test_every_operation_documents_a_json_answer_or_its_media_types(
         schemas = [c.get("schema", {}) for c in content.values()]
         if not content or all(s == {} for s in schemas):
             bare.append(f"{method} {path}")
-    assert bare == []
+    assert bare == [], "give the route a response_model (or responses= with media types)"
 
 
 def test_every_operation_documents_its_errors_in_the_envelope(document: dict[str, Any]) -> None:
@@ -136,3 +137,18 @@ def test_reads_take_the_token_as_optional_and_writes_require_it(
     # as documented: a read without credentials is answered, a write is refused
     assert client.get("/api/v1/runs").status_code == 200
     assert client.delete("/api/v1/runs/1").status_code == 401
+
+
+def test_every_answer_field_is_described(document: dict[str, Any]) -> None:
+    names = answer_schemas(document)
+    assert {"Pareto", "Run", "ErrorEnvelope", "Dispatch", "TreeNode"} <= names
+    bare = [
+        f"{name}.{field}"
+        for name in sorted(names)
+        for field, prop in document["components"]["schemas"][name].get("properties", {}).items()
+        if not prop.get("description")
+    ]
+    assert bare == [], (
+        "answer fields without a description: give them Field(description=...) (with the "
+        "unit) or add their name to api/schemas/glossary.py"
+    )
