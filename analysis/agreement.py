@@ -73,9 +73,14 @@ def agreement_detail(
 ) -> pd.DataFrame:
     """One row per workload with :data:`DETAIL_COLUMNS` (see the module docstring),
     sorted by WORKLOAD_KEYS. Rows with an unknown attention mode or cuda_graph are left
-    out."""
+    out, and so are rows whose model shape (experts, top-k, hidden size) was not
+    recorded (NVIDIA's dashboard rows of a model it does not describe): the tree cannot
+    be walked without it."""
     sub = df.loc[rankable_mask(df)]
-    sub = sub[sub[C.ATTENTION_DP].notna() & sub[C.CUDA_GRAPH].notna()]
+    known = sub[C.ATTENTION_DP].notna() & sub[C.CUDA_GRAPH].notna()
+    for col in (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE):
+        known &= sub[col].notna()
+    sub = sub[known]
     keys = list(WORKLOAD_KEYS)
     cfg = configuration_frame(sub, repeats)
     best = best_by_workload(cfg, keys)

@@ -2,7 +2,8 @@
 tree's pick differs from the measured best, with the regret of following the tree.
 
 URL: ``/agreement?model=&hardware=&quant=&phase=&dispatch=&thresholds=published|derived
-&show=disagree|all``. Rows: ``service.agreement_view.disagreements`` (the rows of
+&show=disagree|all&sort=&filter=`` (the grid's sort and filter are kept too,
+``dashboard.grid_state``). Rows: ``service.agreement_view.disagreements`` (the rows of
 ``GET /api/v1/agreement?detail=true`` for the same filters). Each row links to its
 evidence: the Pareto view of its cell and workload, and the run of the measured best.
 """
@@ -18,6 +19,7 @@ from dash import Input, Output, State, dcc, html
 from analysis import columns as C
 from analysis.tables import to_csv_text
 from dashboard import components as ui
+from dashboard import grid_state as gs
 from dashboard.labelled import action, control
 from dashboard.pages.agreement_grid import COLUMNS, EVIDENCE, agreement_grid
 from service.agreement_view import (
@@ -34,6 +36,8 @@ from service.threshold_slice import allowed_values
 PATH = "/agreement"
 _FILTERS = ("model", "hardware", "quant", "phase", "dispatch", "thresholds", "repeats", "show")
 DEFAULT_DISPATCH = "default"  # the dispatch control's "balanced where stored"
+# the grid columns a kept sort or filter may name (the evidence links sort on nothing)
+GRID_FIELDS: tuple[str, ...] = tuple(c for c in COLUMNS if c != EVIDENCE)
 
 
 def scope_from(values: dict[str, Any]) -> Scope:
@@ -68,19 +72,11 @@ def view(data: DashData, values: dict[str, Any]) -> AgreementView:
     )
 
 
-def update(data: DashData, values: dict[str, Any]) -> tuple[Any, str]:
-    """Filters -> (grid or empty state, URL search)."""
-    search = ui.search_string(
-        {k: (None if values.get(k) in (None, "", "all") else values.get(k)) for k in _FILTERS}
-        | {
-            "dispatch": None
-            if values.get("dispatch") in (None, "", DEFAULT_DISPATCH)
-            else values.get("dispatch")
-        }
-        | {"show": None if _show(values) == "disagree" else "all"}
-        | {"thresholds": None if _thresholds(values) == "published" else _thresholds(values)}
-        | {"repeats": None if _repeats(values) == "median" else "latest"}
-    )
+def update(data: DashData, values: dict[str, Any], gridstate: Any = None) -> tuple[Any, str]:
+    """Filters and the grid's kept sort/filter (``agreement-gridstate``) -> (grid or
+    empty state, URL search)."""
+    state = gs.from_store(gridstate, GRID_FIELDS)
+    search = agreement_search(values, state)
     try:
         ans = view(data, values)
     except ServiceError as err:
@@ -108,7 +104,27 @@ def update(data: DashData, values: dict[str, Any]) -> tuple[Any, str]:
             [summary, ui.empty_state("The tree agrees with every measured best here.")]
         ), search
     grid = agreement_grid(ans.rows)
+    if state.sort:  # else the grid's own default (regret, largest first)
+        grid.columnDefs = gs.apply_sort(grid.columnDefs, state)
+    if state.filter:
+        grid.filterModel = dict(state.filter)
     return html.Div([summary, grid]), search
+
+
+def agreement_search(values: dict[str, Any], state: gs.GridState | None = None) -> str:
+    """The URL search of the filters and the grid's sort/filter (defaults left out)."""
+    return ui.search_string(
+        {k: (None if values.get(k) in (None, "", "all") else values.get(k)) for k in _FILTERS}
+        | {
+            "dispatch": None
+            if values.get("dispatch") in (None, "", DEFAULT_DISPATCH)
+            else values.get("dispatch")
+        }
+        | {"show": None if _show(values) == "disagree" else "all"}
+        | {"thresholds": None if _thresholds(values) == "published" else _thresholds(values)}
+        | {"repeats": None if _repeats(values) == "median" else "latest"}
+        | (state or gs.GridState()).params()
+    )
 
 
 def csv_download(data: DashData, values: dict[str, Any]) -> dict[str, Any] | None:
@@ -163,11 +179,13 @@ def layout(data: DashData, **query: Any) -> html.Div:
     }
     # the body shows what the controls show: an unknown value falls back to "all"
     values |= {key: pick(key, opts) for key, opts in allowed.items()}
-    body, _ = update(data, values)
+    state = gs.parse(query, GRID_FIELDS).to_store()
+    body, _ = update(data, values, state)
     radio = dict(inline=True)
     return html.Div(
         [
             dcc.Location(id="agreement-url", refresh=False),
+            dcc.Store(id="agreement-gridstate", data=state),
             html.H1("Where the guide's tree disagrees with the measurements"),
             html.P(
                 [
@@ -281,10 +299,25 @@ def register(app: dash.Dash, data: DashData) -> None:
         Output("agreement-body", "children"),
         Output("agreement-url", "search"),
         *[Input(i, "value") for i in ids],
+        State("agreement-gridstate", "data"),
         prevent_initial_call=True,
     )  # layout() rendered the first table
     def _update(*vals: Any) -> tuple[Any, str]:
-        return update(data, dict(zip(_FILTERS, vals, strict=True)))
+        *controls, kept = vals
+        return update(data, dict(zip(_FILTERS, controls, strict=True)), kept)
+
+    @app.callback(
+        Output("agreement-gridstate", "data"),
+        Output("agreement-url", "search", allow_duplicate=True),
+        Input("agreement-grid", "columnState"),
+        Input("agreement-grid", "filterModel"),
+        *[State(i, "value") for i in ids],
+        State("agreement-gridstate", "data"),
+        prevent_initial_call=True,
+    )
+    def _gridstate(column_state: Any, filter_model: Any, *vals: Any) -> tuple[Any, str]:
+        *controls, kept = vals
+        return grid_changed(column_state, filter_model, controls, kept)
 
     @app.callback(
         Output("agreement-download", "data"),
@@ -294,3 +327,12 @@ def register(app: dash.Dash, data: DashData) -> None:
     )
     def _csv(n: int | None, *vals: Any) -> Any:
         return csv_download(data, dict(zip(_FILTERS, vals, strict=True))) if n else dash.no_update
+
+
+def grid_changed(
+    column_state: Any, filter_model: Any, controls: list[Any], kept: Any = None
+) -> tuple[dict[str, Any], str]:
+    """The grid sorted or filtered -> (kept grid state, URL search with it); what the
+    grid has not reported yet stays as ``kept`` holds it."""
+    state = gs.from_grid(column_state, filter_model, GRID_FIELDS, kept)
+    return state.to_store(), agreement_search(dict(zip(_FILTERS, controls, strict=True)), state)

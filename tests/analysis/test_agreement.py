@@ -101,3 +101,13 @@ def test_repeats_are_compared_as_configurations() -> None:
     assert r["pick_score_ms"] == pytest.approx(1.15)
     latest = agreement_report(df, repeats="latest")[0].iloc[0]  # TRTLLM latest 1.30
     assert latest["best_backend"] == "CUTEDSL"
+
+
+def test_a_model_without_a_recorded_shape_is_left_out_not_an_error() -> None:
+    # NVIDIA's dashboard rows of a model it does not describe carry no expert count
+    df = frame()
+    shapeless = make_candidates([{C.NUM_TOKENS: 512, C.SCORE_MS: 1.0, C.MODEL: "unknown"}])
+    shapeless[C.NUM_EXPERTS] = None
+    detail, summary = agreement_report(pd.concat([df, shapeless], ignore_index=True))
+    assert "unknown" not in set(detail[C.MODEL]) and "unknown" not in set(summary[C.MODEL])
+    assert len(detail) == len(agreement_report(df)[0])

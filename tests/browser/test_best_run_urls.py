@@ -166,3 +166,24 @@ def test_run_raw_download_and_grid_sort(server: dict[str, Any], page: Any, tmp_p
     assert cell.get_attribute("aria-sort") == "descending"
     assert [float(s) for s in _column(page, "run-grid", C.SCORE_MS)] == scores
     assert page.errors == []
+
+
+def test_agreement_sort_is_kept_in_the_url(server: dict[str, Any], page: Any) -> None:
+    """Tree vs data: the URL holds the grid's sort (first the default, regret largest
+    first), a header click changes it, a reload restores it."""
+    page.goto(server["base"] + "/agreement?show=all")
+    _wait_grid(page, "agreement-grid")
+    page.wait_for_function(
+        "() => new URLSearchParams(location.search).get('sort') === 'regret_pct:desc'"
+    )
+    _sort_by(page, "agreement-grid", C.NUM_TOKENS, f"{C.NUM_TOKENS}:asc")
+    tokens = [int(t) for t in _column(page, "agreement-grid", C.NUM_TOKENS) if t]
+    assert tokens == sorted(tokens) and len(set(tokens)) >= 2
+    page.reload()
+    _wait_grid(page, "agreement-grid")
+    assert _query(page)["sort"] == [f"{C.NUM_TOKENS}:asc"]
+    assert _query(page)["show"] == ["all"]
+    header = page.locator(f"#agreement-grid [role=columnheader][col-id='{C.NUM_TOKENS}']")
+    assert header.get_attribute("aria-sort") == "ascending"
+    assert [int(t) for t in _column(page, "agreement-grid", C.NUM_TOKENS) if t] == tokens
+    assert page.errors == []

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from dash import html
 
 from dashboard.app import create_dash, render_page
 from dashboard.pages import agreement
@@ -81,7 +82,7 @@ def test_filters_routing_and_show_all_and_the_url(seeded: tuple) -> None:
     fn = next(v for k, v in app.callback_map.items() if "agreement-body.children" in k)
     update = fn["callback"].__wrapped__
     body, search = update(
-        "kimi_k2", "GB300", "all", "decode", "all", "published", "median", "disagree"
+        "kimi_k2", "GB300", "all", "decode", "all", "published", "median", "disagree", None
     )
     rows = by_id(body, "agreement-grid").rowData
     assert sorted((r["dispatch"], round(r["regret_pct"], 4)) for r in rows) == [
@@ -94,7 +95,9 @@ def test_filters_routing_and_show_all_and_the_url(seeded: tuple) -> None:
         "phase": ["decode"],
         "dispatch": ["all"],
     }
-    body, search = update("kimi_k2", "all", "all", "all", "default", "published", "latest", "all")
+    body, search = update(
+        "kimi_k2", "all", "all", "all", "default", "published", "latest", "all", None
+    )
     assert len(by_id(body, "agreement-grid").rowData) == 4
     assert "show=all" in search and "repeats=latest" in search
     # a permalink restores the controls
@@ -142,3 +145,27 @@ def test_every_filter_is_named_by_its_label_and_the_table_loads_visibly(seeded: 
     }
     loading = by_id(page, "agreement-loading")
     assert by_id(loading, "agreement-body") is not None and loading.delay_show == 300
+
+
+def test_grid_sort_and_filter_come_from_and_go_to_the_url(
+    seeded: tuple[DashData, dict[str, int]],
+) -> None:
+    data, _ = seeded
+    query = {"show": "all", "sort": "num_tokens:asc"}
+    page = agreement.layout(data, **query)
+    grid = next(c for c in html.Div(page)._traverse() if getattr(c, "id", None) == "agreement-grid")
+    sorted_cols = [d for d in grid.columnDefs if d.get("sort")]
+    assert [(d["field"], d["sort"]) for d in sorted_cols] == [("num_tokens", "asc")]
+    # the grid reports a new sort: the URL keeps it with the filters
+    store, search = agreement.grid_changed(
+        [{"colId": "regret_pct", "sort": "desc", "sortIndex": 0}],
+        None,
+        ["all", "all", "all", "all", "default", "published", "median", "all"],
+        {"sort": [["num_tokens", "asc"]], "filter": {}},
+    )
+    assert store["sort"] == [["regret_pct", "desc"]]
+    assert "sort=regret_pct%3Adesc" in search and "show=all" in search
+    # an unknown column in the URL is dropped, not passed to the grid
+    page = agreement.layout(data, sort="no_such:asc")
+    grid = next(c for c in html.Div(page)._traverse() if getattr(c, "id", None) == "agreement-grid")
+    assert not [d for d in grid.columnDefs if d.get("sort") and d["field"] == "no_such"]
