@@ -52,7 +52,9 @@ RAW_SIGHTING: dict[int | str, dict[str, Any]] = {
 }
 
 
-class ParsePool(BaseModel):
+class ParsePool(Open):
+    """The upload parse pool (the one answer FastAPI validates: extras kept)."""
+
     size: int = Field(description="Worker processes the pool keeps at most")
     ready: int = Field(description="Workers started and waiting or working now")
 
