@@ -139,24 +139,30 @@ class StatsRepository:
         *,
         columns: Sequence[str] = schema.MEASUREMENT_COLUMNS,
         categorical: bool = False,
+        after_run_id: int | None = None,
     ) -> pd.DataFrame:
         """The cell's measurements joined with their run's facts
         (``analysis.columns.RUN_COLUMNS``), ordered by run_id, candidate_index; the
         same frame as ``Store.candidate_frame(filters=<the cell>, columns=columns,
-        categorical=...)`` (call :meth:`ensure_cell` first)."""
+        categorical=...)`` (call :meth:`ensure_cell` first). ``after_run_id``: only the
+        runs with a larger id (what an upload added to a frame already read)."""
         cols = list(columns)
         unknown = [x for x in cols if x not in schema.MEASUREMENT_COLUMNS]
         if unknown:
             raise ValueError(f"columns: not measurement column(s) {unknown}")
-        params = [model, hardware, quant]
+        params: list[Any] = [model, hardware, quant]
+        after = ""
+        if after_run_id is not None:
+            params.append(int(after_run_id))
+            after = " AND run_id > ?"
         run_sel = ", ".join(f'"{x}"' for x in C.RUN_COLUMNS)
         run_sql = (
-            f"SELECT {run_sel} FROM runs WHERE model = ? AND hardware = ? AND quant = ? "
-            "ORDER BY run_id"
+            f"SELECT {run_sel} FROM runs WHERE model = ? AND hardware = ? AND quant = ?"
+            f"{after} ORDER BY run_id"
         )
         cand_sql = (
             f"SELECT run_id, {', '.join(f'{chr(34)}{x}{chr(34)}' for x in cols)} "
-            "FROM measurements WHERE model = ? AND hardware = ? AND quant = ? "
+            f"FROM measurements WHERE model = ? AND hardware = ? AND quant = ?{after} "
             "ORDER BY model, hardware, quant, run_id, candidate_index"
         )
         text_runs = [x for x in C.RUN_COLUMNS if x in TEXT_COLUMNS]

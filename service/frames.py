@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -38,8 +38,9 @@ from analysis import columns as C
 from analysis.derived import add_derived, rankable_mask
 from analysis.frontier import RANKABLE
 from db.store import Store
+from service.cell_frames import append_rows, appendable
 from service.errors import InvalidQuery
-from service.lru import LRU
+from service.lru import LRU, rows_held
 
 T = TypeVar("T")
 Version = tuple[int, int]
@@ -91,7 +92,7 @@ _CATEGORICAL = (
 
 
 # Rows of cell and slice frames one process keeps (~175 bytes a row prepared).
-MAX_CACHED_ROWS = 2_000_000
+MAX_CACHED_ROWS = 1_500_000
 # Candidates a question without a whole cell may read at once (else 422 with a hint).
 MAX_SLICE_ROWS = 500_000
 # Run columns a bounded read filters in SQL (the rest are candidate-level).
@@ -186,8 +187,10 @@ class DashData:
         self._version_at = -np.inf
         self._version_lock = threading.Lock()
         self._cells = LRU(max_cells, max_weight=max_rows)
-        self._results = LRU(64)
-        self._per_frame = LRU(max_cells)
+        # answers and per-frame structures may hold cell-sized frames (configuration
+        # frames, Pareto indexes): bounded by the rows they hold as well
+        self._results = LRU(64, max_weight=max_rows)
+        self._per_frame = LRU(max_cells, max_weight=max_rows)
         self._small = LRU(16)
         self._coverage = LRU(4096)  # a few rows per cell
 
@@ -314,12 +317,38 @@ class DashData:
         def load() -> pd.DataFrame:
             # the measurements table carries the cell on its rows (one index range)
             self.store.stats.ensure_cell(cell.model, cell.hardware, cell.quant)
+            appended = self._appended(cell)
+            if appended is not None:
+                return appended
             raw = self.store.stats.cell_frame(
                 cell.model, cell.hardware, cell.quant, columns=CELL_COLUMNS, categorical=True
             )
             return prepare_frame(raw)
 
         return self._cells.get((cell, self.cell_version(cell)), load, len)
+
+    def _appended(self, cell: Cell) -> pd.DataFrame | None:
+        """The cell's previous cached frame with the runs uploaded since appended
+        (:mod:`service.cell_frames`), or None (no such frame, or a run was deleted)."""
+        found = self._cells.latest(lambda k: isinstance(k, tuple) and k[0] == cell)
+        if found is None:
+            return None
+        key, old = found
+        old_runs, old_newest = cast(tuple[Cell, Version], key)[1]
+        filters = {C.MODEL: cell.model, C.HARDWARE: cell.hardware, C.QUANT: cell.quant}
+        runs = self.store.cells.matching_runs(filters)
+        runs = runs[runs["n_candidates"] > 0]
+        if not appendable(int(old_runs), int(old_newest), runs[C.RUN_ID]):
+            return None
+        raw = self.store.stats.cell_frame(
+            cell.model,
+            cell.hardware,
+            cell.quant,
+            columns=CELL_COLUMNS,
+            categorical=True,
+            after_run_id=int(old_newest),
+        )
+        return append_rows(old, prepare_frame(raw))
 
     def bounded_frame(
         self, filters: Mapping[str, Any], run_ids: Sequence[int] | None = None
@@ -366,11 +395,13 @@ class DashData:
         """A derived result cached under ``key`` for the current version of what it was
         computed from (:meth:`scope_version` of ``where``: one cell, the cells a filter
         mapping selects, or by default the whole store)."""
-        return self._results.get((key, self.scope_version(where)), compute)
+        held: Callable[[T], int] = rows_held
+        return self._results.get((key, self.scope_version(where)), compute, held)
 
     def frame_cached(self, key: Hashable, frame: pd.DataFrame, compute: Callable[[], T]) -> T:
         """A structure built from one cell frame (that may keep the frame alive, e.g. the
         Pareto index), cached per frame object: never paired with another frame's rows,
         and at most ``max_cells`` of them are kept."""
         # the value holds the frame, so id(frame) is not reused while the entry lives
-        return self._per_frame.get((key, id(frame)), compute)
+        held: Callable[[T], int] = rows_held
+        return self._per_frame.get((key, id(frame)), compute, held)

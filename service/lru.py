@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+import pandas as pd
+
 T = TypeVar("T")
+
+
+def rows_held(value: Any, _depth: int = 0) -> int:
+    """Rows of the DataFrames a cached value holds (itself, in a tuple or list, or as a
+    dataclass field, two levels deep): what it costs in memory, roughly."""
+    if isinstance(value, pd.DataFrame):
+        return len(value)
+    if _depth > 2:
+        return 0
+    if isinstance(value, tuple | list):
+        return sum(rows_held(v, _depth + 1) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(rows_held(getattr(value, f.name), _depth + 1) for f in dataclasses.fields(value))
+    return 0
 
 
 class LRU:
@@ -50,6 +67,14 @@ class LRU:
         while len(self._items) > 1 and (len(self._items) > self.size or too_heavy()):
             old, _ = self._items.popitem(last=False)
             self._weights.pop(old, None)
+
+    def latest(self, match: Callable[[Hashable], bool]) -> tuple[Hashable, Any] | None:
+        """The most recently used (key, value) whose key ``match`` accepts, or None."""
+        with self._lock:
+            for key in reversed(self._items):
+                if match(key):
+                    return key, self._items[key]
+        return None
 
     @property
     def weight(self) -> int:

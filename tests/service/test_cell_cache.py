@@ -80,3 +80,25 @@ def test_delete_changes_the_cells_version(data: DashData) -> None:
     assert data.cells() == [CELL_A, CELL_B]
     assert data.cells_matching({C.MODEL: CELL_B.model}) == [CELL_B]
     assert data.scope_version(Scope(model="kimi_k2").filters()) != data.scope_version(None)
+
+
+def test_an_upload_is_appended_to_its_cells_frame_as_a_full_read_gives(data: DashData) -> None:
+    before = data.cell_frame(CELL_A)
+    run = _upload(data.store, CELL_A, 6)
+    # a new backend and comm: categories the cached frame does not know yet
+    extra = sweeps.make_sweep(
+        12, seed=7, model=CELL_A.model, hardware=CELL_A.hardware, quant=CELL_A.quant
+    )
+    extra.candidates[C.BACKEND] = "NEW_BACKEND"
+    newest = data.store.ingest([extra], b"new-backend", UploadMeta(hardware=CELL_A.hardware))
+    # the frame is brought up to date by appending (not read whole)
+    assert data._appended(CELL_A) is not None
+    appended = data.cell_frame(CELL_A)
+    assert appended is not before and {run, newest.runs[0].run_id} <= set(appended[C.RUN_ID])
+    fresh = DashData(data.store, version_ttl=0.0).cell_frame(CELL_A)  # a whole read
+    pd.testing.assert_frame_equal(appended, fresh)
+    # after a delete the frame is read whole again, without the deleted run
+    data.store.delete_run(run)
+    again = data.cell_frame(CELL_A)
+    assert run not in set(again[C.RUN_ID])
+    pd.testing.assert_frame_equal(again, DashData(data.store).cell_frame(CELL_A))
