@@ -50,6 +50,7 @@ N_DRAWS = 4000
 KIND, PRED_MS, LO_MS, HI_MS = "kind", "score_ms", "lo_ms", "hi_ms"
 P_FASTEST, N_POINTS, CONFIG = "p_fastest", "n_token_counts", "config"
 MEASURED, PREDICTED = "measured", "predicted"
+BRACKETED = "bracketed"
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def _curves(group: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     code = group_codes(group[cols], cols) if len(group) else np.zeros(0, np.int64)
     counts = pd.Series(as_float(group[C.NUM_TOKENS])).groupby(code).nunique().to_numpy()
     keep = counts[code] >= MIN_POINTS if len(code) else np.zeros(0, bool)
-    rows = group[keep].reset_index(drop=True)
+    rows = group[keep]  # index kept: the rows' positions in the group
     return rows, code[keep], np.log(as_float(rows[C.NUM_TOKENS]))
 
 
@@ -128,9 +129,8 @@ def p_fastest(
     return out
 
 
-def _neighbours(group: pd.DataFrame, num_tokens: int) -> tuple[Any, Any]:
+def _neighbours(group: pd.DataFrame, labels: np.ndarray, num_tokens: int) -> tuple[Any, Any]:
     tokens = as_float(group[C.NUM_TOKENS])
-    labels = config_label(group).to_numpy()
     score = as_float(group[C.SCORE_MS])
     out: list[Any] = []
     lower, upper = tokens[tokens < num_tokens], tokens[tokens > num_tokens]
@@ -143,6 +143,54 @@ def _neighbours(group: pd.DataFrame, num_tokens: int) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
+@dataclass(frozen=True)
+class GroupModel:
+    """One workload group's fitted curves and conformal intervals (:func:`fit_group`):
+    its configuration frame, routing pattern, the rows the curves were fitted on, their
+    configuration codes and the MAPIE model (None when no configuration has
+    :data:`MIN_POINTS` token counts)."""
+
+    group: pd.DataFrame
+    world_size: int
+    dispatch: str | None
+    train: pd.DataFrame
+    code: np.ndarray
+    model: Any
+    confidence: float
+    labels: np.ndarray  # the group's config labels, row by row
+
+
+def fit_group(
+    frame: pd.DataFrame,
+    world_size: int,
+    dispatch: str | None = None,
+    confidence: float = CONFIDENCE,
+) -> GroupModel:
+    """The curves and conformal intervals of one workload group of a cell's candidate
+    frame (fitted once, asked at any token count by :func:`predict_workload`)."""
+    group = group_frame(frame, world_size, dispatch)
+    chosen = None if group.empty else str(group[C.DISPATCH].iloc[0])
+    train, code, lx = _curves(group)
+    model = None
+    if not train.empty and len(np.unique(lx)) >= MIN_POINTS:
+        model = _conformal(code, lx, np.log(as_float(train[C.SCORE_MS])), confidence)
+    labels = config_label(group).to_numpy() if len(group) else np.zeros(0, dtype=object)
+    return GroupModel(group, world_size, chosen, train, code, model, confidence, labels)
+
+
+def bracketed(tokens: np.ndarray, code: np.ndarray, query: np.ndarray, t: float) -> np.ndarray:
+    """Per configuration code of ``query``: measured at the group's nearest measured
+    token count below ``t`` and at the nearest above (those that exist) -- its curve at
+    ``t`` spans no wider gap than the group's own. ``tokens`` and ``code`` are the
+    group's measured rows."""
+    ok = np.ones(len(query), dtype=bool)
+    lower, upper = tokens[tokens < t], tokens[tokens > t]
+    for x in (lower.max() if len(lower) else None, upper.min() if len(upper) else None):
+        if x is not None:
+            ok &= np.isin(query, code[tokens == x])
+    return ok
+
+
 def predict_workload(
     frame: pd.DataFrame,
     num_tokens: int,
@@ -150,47 +198,54 @@ def predict_workload(
     dispatch: str | None = None,
     confidence: float = CONFIDENCE,
     seed: int = 0,
+    fitted: GroupModel | None = None,
 ) -> Prediction:
-    """Each configuration's score at ``num_tokens`` on ``world_size`` (module docstring)."""
-    group = group_frame(frame, world_size, dispatch)
-    chosen = None if group.empty else str(group[C.DISPATCH].iloc[0])
+    """Each configuration's score at ``num_tokens`` on ``world_size`` (module
+    docstring); ``fitted``: the group's :func:`fit_group` (fitted here when None). The
+    pick is the smallest predicted score among the configurations whose curve is
+    :func:`bracketed` at ``num_tokens`` (all of them when none is): a curve across a
+    wider gap than the group's misses what happened in it (column ``bracketed``)."""
+    fit = fitted or fit_group(frame, world_size, dispatch, confidence)
+    group, chosen, conf = fit.group, fit.dispatch, fit.confidence
     empty = pd.DataFrame(columns=[CONFIG, KIND, PRED_MS, LO_MS, HI_MS, P_FASTEST, N_POINTS])
     if group.empty:
         notes = [f"nothing measured at world size {world_size}"]
         return Prediction(empty, None, False, num_tokens, world_size, chosen, None, None,
-                          confidence, notes)  # fmt: skip
+                          conf, notes)  # fmt: skip
     tokens = as_float(group[C.NUM_TOKENS])
-    below, above = _neighbours(group, num_tokens)
+    below, above = _neighbours(group, fit.labels, num_tokens)
     cols = present(group, CONFIG_COLUMNS)
     if (tokens == num_tokens).any():
         rows = group[tokens == num_tokens][cols].reset_index(drop=True)
         score = as_float(group.loc[tokens == num_tokens, C.SCORE_MS])
-        rows[CONFIG] = config_label(rows).to_numpy()
+        rows[CONFIG] = fit.labels[tokens == num_tokens]
         rows[KIND], rows[PRED_MS], rows[LO_MS], rows[HI_MS] = MEASURED, score, score, score
         rows[P_FASTEST], rows[N_POINTS] = np.nan, 1
         rows = rows.sort_values(PRED_MS, kind="mergesort").reset_index(drop=True)
         return Prediction(rows, str(rows[CONFIG].iat[0]), True, num_tokens, world_size, chosen,
-                          below, above, confidence)  # fmt: skip
-    train, code, lx = _curves(group)
-    if train.empty or len(np.unique(lx)) < MIN_POINTS:
+                          below, above, conf)  # fmt: skip
+    if fit.model is None:
         notes = [f"no configuration has {MIN_POINTS} measured token counts here"]
         return Prediction(empty, None, False, num_tokens, world_size, chosen, below, above,
-                          confidence, notes)  # fmt: skip
-    model = _conformal(code, lx, np.log(as_float(train[C.SCORE_MS])), confidence)
+                          conf, notes)  # fmt: skip
+    code, train = fit.code, fit.train
     first = np.unique(code, return_index=True)[1]
     rows = train.iloc[first][cols].reset_index(drop=True)
-    pred, lo, hi = _intervals(model, code[first], float(np.log(num_tokens)))
-    rows[CONFIG] = config_label(rows).to_numpy()
+    pred, lo, hi = _intervals(fit.model, code[first], float(np.log(num_tokens)))
+    rows[CONFIG] = fit.labels[train.index.to_numpy()[first]]
     rows[KIND] = PREDICTED
     rows[PRED_MS], rows[LO_MS], rows[HI_MS] = np.exp(pred), np.exp(lo), np.exp(hi)
-    rows[P_FASTEST] = p_fastest(pred, lo, hi, confidence, seed)
+    rows[P_FASTEST] = p_fastest(pred, lo, hi, conf, seed)
     rows[N_POINTS] = np.bincount(code)[code[first]]
-    rows = rows.sort_values(PRED_MS, kind="mergesort").reset_index(drop=True)
+    ok = bracketed(as_float(train[C.NUM_TOKENS]), code, code[first], num_tokens)
+    rows[BRACKETED] = ok if ok.any() else np.ones(len(ok), dtype=bool)
+    rows = rows.sort_values([BRACKETED, PRED_MS], ascending=[False, True], kind="mergesort")
+    rows = rows.reset_index(drop=True)
     notes = []
     if num_tokens < tokens.min() or num_tokens > tokens.max():
         notes.append("beyond the measured token counts: extrapolated")
     return Prediction(rows, str(rows[CONFIG].iat[0]), False, num_tokens, world_size, chosen,
-                      below, above, confidence, notes)  # fmt: skip
+                      below, above, conf, notes)  # fmt: skip
 
 
 def _held_out(group: pd.DataFrame, t: float, conf: float) -> dict[str, Any] | None:
@@ -212,7 +267,9 @@ def _held_out(group: pd.DataFrame, t: float, conf: float) -> dict[str, Any] | No
     pred, lo, hi = _intervals(model, allc[len(train) :][known], float(np.log(t)))
     truth = np.log(as_float(at[C.SCORE_MS]))
     best = float(np.exp(truth.min()))
-    picked = float(np.exp(truth[known][np.argmin(pred)]))
+    ok = bracketed(as_float(train[C.NUM_TOKENS]), allc[: len(train)], allc[len(train) :][known], t)
+    choice = np.where(ok | ~ok.any(), pred, np.inf)
+    picked = float(np.exp(truth[known][np.argmin(choice)]))
     # the nearest measured token count (log distance, the upper one on a tie)
     others = np.unique(as_float(rest[C.NUM_TOKENS]))
     dist = np.abs(np.log(others) - np.log(t))

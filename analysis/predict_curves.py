@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
+_SPAN = 1e4  # log token counts are far below this: one sorted key per (curve, x)
+
 
 class LogLogCurves(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     """Per-curve piecewise log-log interpolation (module docstring)."""
@@ -33,45 +35,40 @@ class LogLogCurves(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         x = np.asarray(X, dtype=float)
         target = np.asarray(y, dtype=float)
         code, lx = x[:, 0].astype(np.int64), x[:, 1]
-        order = np.lexsort((lx, code))
-        code, lx, target = code[order], lx[order], target[order]
-        codes, starts = np.unique(code, return_index=True)
-        self.curves_: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        slopes = []
-        for c, xs, ys in zip(
-            codes, np.split(lx, starts[1:]), np.split(target, starts[1:]), strict=True
-        ):
-            # the same token count twice (should not happen in a configuration frame):
-            # their mean
-            ux, inv = np.unique(xs, return_inverse=True)
-            uy = np.bincount(inv, weights=ys) / np.bincount(inv)
-            self.curves_[int(c)] = (ux, uy)
-            if len(ux) > 1:
-                slopes.append(np.diff(uy) / np.diff(ux))
-        every = np.concatenate(slopes) if slopes else np.zeros(1)
-        self.median_slope_ = float(np.clip(np.median(every), self.min_slope, self.max_slope))
+        # one point per (curve, token count): the mean of duplicates (none in a
+        # configuration frame)
+        pairs, inv = np.unique(np.c_[code, lx], axis=0, return_inverse=True)
+        inv = inv.ravel()
+        self.codes_, starts = np.unique(pairs[:, 0].astype(np.int64), return_index=True)
+        self.x_ = pairs[:, 1]
+        self.y_ = np.bincount(inv, weights=target) / np.bincount(inv)
+        self.start_ = starts
+        self.end_ = np.r_[starts[1:], len(pairs)]
+        self.key_ = np.searchsorted(self.codes_, pairs[:, 0].astype(np.int64)) * _SPAN + self.x_
+        same = np.repeat(np.arange(len(starts)), self.end_ - self.start_)
+        seg = same[1:] == same[:-1]
+        slopes = (np.diff(self.y_) / np.diff(self.x_))[seg]
+        median = float(np.median(slopes)) if len(slopes) else 0.0
+        self.median_slope_ = float(np.clip(median, self.min_slope, self.max_slope))
         return self
 
     def predict(self, X: Any) -> np.ndarray:
         x = np.asarray(X, dtype=float)
-        code, lx = x[:, 0].astype(np.int64), x[:, 1]
-        out = np.full(len(x), np.nan)
-        for c in np.unique(code):
-            curve = self.curves_.get(int(c))
-            if curve is None:
-                continue
-            rows = code == c
-            out[rows] = self._along(curve[0], curve[1], lx[rows])
-        return out
-
-    def _along(self, xs: np.ndarray, ys: np.ndarray, at: np.ndarray) -> np.ndarray:
-        if len(xs) == 1:
-            single: np.ndarray = ys[0] + self.median_slope_ * (at - xs[0])
-            return single
-        inside: np.ndarray = np.interp(at, xs, ys)
-        lo = np.clip((ys[1] - ys[0]) / (xs[1] - xs[0]), self.min_slope, self.max_slope)
-        hi = np.clip((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), self.min_slope, self.max_slope)
-        below = ys[0] + lo * (at - xs[0])
-        above = ys[-1] + hi * (at - xs[-1])
-        result: np.ndarray = np.where(at < xs[0], below, np.where(at > xs[-1], above, inside))
-        return result
+        code, at = x[:, 0].astype(np.int64), x[:, 1]
+        k = np.clip(np.searchsorted(self.codes_, code), 0, len(self.codes_) - 1)
+        seen = self.codes_[k] == code
+        s, e = self.start_[k], self.end_[k]
+        pos = np.searchsorted(self.key_, k * _SPAN + at)
+        single = e - s == 1
+        # the segment (j - 1, j) at or around the query: interior, or the outermost one
+        j = np.clip(pos, s + 1, np.maximum(e - 1, s + 1))
+        j = np.where(single, s, j)
+        i = np.where(single, s, j - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = (self.y_[j] - self.y_[i]) / (self.x_[j] - self.x_[i])
+        clipped = np.clip(slope, self.min_slope, self.max_slope)
+        below, above = at < self.x_[s], at > self.x_[e - 1]
+        slope = np.where(single, self.median_slope_, np.where(below | above, clipped, slope))
+        anchor = np.where(above, j, i)
+        out: np.ndarray = self.y_[anchor] + slope * (at - self.x_[anchor])
+        return np.where(seen, out, np.nan)

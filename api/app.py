@@ -23,6 +23,7 @@ from api.routes import (
     crossval,
     planner,
     points,
+    predictions,
     routing,
     runs,
     thresholds,
@@ -114,6 +115,7 @@ def create_api(
         crossovers,
         routing,
         compare,
+        predictions,
     ):
         v1.include_router(module.router)
     app.include_router(v1)

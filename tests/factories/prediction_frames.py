@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
+from db.store import Store
 from ingest.bench_moe import parse_bench_moe
 from ingest.demo.generate import dump_report, generate_report
 from ingest.records import UploadMeta
@@ -61,3 +62,14 @@ def demo_cell(world_sizes: Sequence[int] = (4, 8)) -> pd.DataFrame:
             frame[C.RUN_ID] = run_id
             parts.append(frame)
     return prepare_frame(pd.concat(parts, ignore_index=True))
+
+
+def seed_demo_cell(store: Store, world_sizes: Sequence[int] = (8,)) -> None:
+    """Store the demo cell of :func:`demo_cell` (one upload per world size)."""
+    for ws in world_sizes:
+        report = generate_report(
+            "deepseek_v4_pro", "GB300", "NVFP4", ws, tuple(2**j for j in range(16))
+        )
+        raw = dump_report(report)
+        meta = UploadMeta(hardware="GB300", filename=f"demo-ws{ws}.json")
+        store.ingest(parse_bench_moe(raw, meta), raw, meta)

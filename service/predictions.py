@@ -1,0 +1,106 @@
+"""Predictions for workloads the store has not measured, and how good they have been.
+
+``GET /api/v1/predictions`` and ``GET /api/v1/predictions/validation`` call
+:func:`prediction` and :func:`validation`: one cell (model, hardware, quant) read
+through :meth:`service.frames.DashData.cell_frame`, answered by :mod:`analysis.predict`
+(per-configuration log-log curves, conformal intervals, P(fastest)), cached per cell
+version (a new upload of the cell answers anew; the fitted curves of a workload group
+are cached apart, so a new token count costs a prediction, not a fit). A measured
+token count is answered from the measurements and says so (``kind`` "measured").
+
+An unknown cell is :class:`~service.errors.NoData` on ``model``; nothing measured at
+the world size (or no configuration with enough token counts there) is ``NoData`` on
+``world_size``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analysis import predict as P
+from analysis.tables import to_json_records
+from service.errors import NoData
+from service.frames import Cell, DashData
+
+
+def _cell(data: DashData, model: str, hardware: str, quant: str) -> Cell:
+    cell = Cell(model, hardware.upper(), quant)
+    if cell not in data.cells():
+        raise NoData("model", f"no stored data for {cell.label}", "no_data")
+    return cell
+
+
+def _neighbour(found: tuple[int, str] | None) -> dict[str, Any] | None:
+    return None if found is None else {"num_tokens": found[0], "best": found[1]}
+
+
+def prediction(
+    data: DashData,
+    model: str,
+    hardware: str,
+    quant: str,
+    num_tokens: int,
+    world_size: int,
+    dispatch: str | None = None,
+    confidence: float = P.CONFIDENCE,
+) -> dict[str, Any]:
+    """Each configuration's score at ``num_tokens`` on ``world_size`` of one cell, with
+    its interval, P(fastest), the pick and the measured neighbours (JSON-ready)."""
+    cell = _cell(data, model, hardware, quant)
+
+    def fit() -> P.GroupModel:
+        return P.fit_group(data.cell_frame(cell), world_size, dispatch, confidence)
+
+    def compute() -> dict[str, Any]:
+        # the group's curves and intervals are fitted once per cell version; a token
+        # count is then a prediction from them
+        fitted = data.cached(
+            ("prediction_fit", cell, int(world_size), dispatch, float(confidence)), fit, cell
+        )
+        got = P.predict_workload(
+            fitted.group, num_tokens, world_size, dispatch, confidence, fitted=fitted
+        )
+        if got.pick is None:
+            raise NoData("world_size", "; ".join(got.notes) or "nothing to predict", "no_data")
+        return {
+            "cell": {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant},
+            "workload": {
+                "num_tokens": got.num_tokens,
+                "world_size": got.world_size,
+                "dispatch": got.dispatch,
+            },
+            "kind": P.MEASURED if got.measured else P.PREDICTED,
+            "pick": got.pick,
+            "confidence": got.confidence,
+            "below": _neighbour(got.below),
+            "above": _neighbour(got.above),
+            "notes": got.notes,
+            "method": "per-configuration log-log interpolation over num_tokens; intervals by "
+            "cross-conformal prediction leaving one token count out",
+            "items": to_json_records(got.rows),
+        }
+
+    key = ("prediction", cell, int(num_tokens), int(world_size), dispatch, float(confidence))
+    out: dict[str, Any] = data.cached(key, compute, where=cell)
+    return out
+
+
+def validation(
+    data: DashData, model: str, hardware: str, quant: str, confidence: float = P.CONFIDENCE
+) -> dict[str, Any]:
+    """Leave-one-token-count-out validation of one cell (``analysis.predict.validate``):
+    the summary (regret of the predicted pick and of the nearest-workload answer,
+    coverage) and one row per held-out query."""
+    cell = _cell(data, model, hardware, quant)
+
+    def compute() -> dict[str, Any]:
+        table = P.validate(data.cell_frame(cell), confidence)
+        return {
+            "cell": {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant},
+            "confidence": confidence,
+            "summary": P.summarize(table),
+            "items": to_json_records(table),
+        }
+
+    out: dict[str, Any] = data.cached(("prediction_validation", cell, confidence), compute, cell)
+    return out

@@ -1,0 +1,60 @@
+"""GET /api/v1/predictions and /predictions/validation: the service's answers over HTTP
+(parity), measured vs predicted said apart, unknown cells refused with the parameter."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from db.store import Store
+from service import predictions as S
+from service.frames import DashData
+from tests.factories import prediction_frames as F
+
+CELL = {"model": "deepseek_v4_pro", "hardware": "GB300", "quant": "NVFP4"}
+
+
+def test_prediction_between_counts_equals_the_service(client: TestClient, store: Store) -> None:
+    F.seed_demo_cell(store)
+    params = {**CELL, "num_tokens": 3000, "world_size": 8}
+    resp = client.get("/api/v1/predictions", params=params)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    want = S.prediction(DashData(store), "deepseek_v4_pro", "GB300", "NVFP4", 3000, 8)
+    assert body == want
+    assert body["kind"] == "predicted" and body["pick"] == body["items"][0]["config"]
+    assert body["below"]["num_tokens"] == 2048 and body["above"]["num_tokens"] == 4096
+    first = body["items"][0]
+    assert first["lo_ms"] <= first["score_ms"] <= first["hi_ms"]
+    assert abs(sum(r["p_fastest"] for r in body["items"]) - 1.0) < 1e-9
+
+
+def test_a_measured_count_is_said_to_be_measured(client: TestClient, store: Store) -> None:
+    F.seed_demo_cell(store)
+    body = client.get("/api/v1/predictions", params={**CELL, "num_tokens": 2048, "world_size": 8})
+    assert body.json()["kind"] == "measured"
+    assert {r["kind"] for r in body.json()["items"]} == {"measured"}
+
+
+def test_unknown_cell_and_world_size_are_404_naming_the_parameter(
+    client: TestClient, store: Store
+) -> None:
+    F.seed_demo_cell(store)
+    other = client.get(
+        "/api/v1/predictions", params={**CELL, "model": "llama", "num_tokens": 8, "world_size": 8}
+    )
+    assert other.status_code == 404 and other.json()["detail"][0]["loc"] == ["query", "model"]
+    ws = client.get("/api/v1/predictions", params={**CELL, "num_tokens": 8, "world_size": 64})
+    assert ws.status_code == 404 and ws.json()["detail"][0]["loc"] == ["query", "world_size"]
+    bad = client.get("/api/v1/predictions", params={**CELL, "num_tokens": 0, "world_size": 8})
+    assert bad.status_code == 422
+
+
+def test_validation_equals_the_service(client: TestClient, store: Store) -> None:
+    F.seed_demo_cell(store)
+    resp = client.get("/api/v1/predictions/validation", params=CELL)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body == S.validation(DashData(store), "deepseek_v4_pro", "GB300", "NVFP4")
+    summary = body["summary"]
+    assert summary["n_queries"] == len(body["items"]) >= 14
+    assert summary["predicted"]["worst_regret_pct"] <= 10.0 and summary["coverage"] >= 0.8
