@@ -111,7 +111,7 @@ CSV_EXAMPLE = "model,hardware,quant,world_size,num_tokens,backend,score_ms\n" + 
 CSV = alternatives({"text/csv": CSV_EXAMPLE})
 """A table route's ``format=csv``: the rows alone, as a download."""
 YAML_EXAMPLE = "# moedash recommended MoE configuration\nmoe_config:\n  backend: TRTLLM\n"
-ENV_EXAMPLE = "export TRTLLM_FORCE_COMM_METHOD=NVLINK_ONE_SIDED\n"
+ENV_EXAMPLE = "TRTLLM_FORCE_COMM_METHOD=NVLINK_ONE_SIDED\n"
 TEXT_DOWNLOADS = alternatives({"application/yaml": YAML_EXAMPLE, "text/plain": ENV_EXAMPLE})
 # a YAML body is a document, not a string: a client (and schemathesis) parses it
 TEXT_DOWNLOADS[200]["content"]["application/yaml"]["schema"] = {

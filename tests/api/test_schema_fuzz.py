@@ -36,8 +36,8 @@ from tests.factories import routing, version_sweeps
 from tests.factories.api_contract import seed_every_route
 from tests.factories.stores import DuckDBTemplates
 
-EXAMPLES = 10
-SLOW = {"/api/v1/planner/plan": 4, "/api/v1/agreement": 6, "/api/v1/thresholds": 6}
+EXAMPLES = 4  # requests of each kind per operation
+SLOW = {"/api/v1/planner/plan", "/api/v1/agreement", "/api/v1/thresholds"}
 SLOW_PREFIX = ("/api/v1/crossval/", "/api/v1/thresholds/")
 CHECKS = [
     checks.not_a_server_error,
@@ -71,6 +71,8 @@ KNOWN: dict[str, dict[str, Any]] = {
     "/api/v1/crossval/workloads": {"hardware": "h200"},
 }
 PATH_PARAMETERS = {"run_id": 1, "candidate_index": 1, "sighting_id": 1}
+# the seeded store holds no later arrival of an upload: this one answers 404 only
+NOTHING_STORED = {"/api/v1/runs/{run_id}/sightings/{sighting_id}/raw"}
 
 
 # The bytes as uploaded, not re-encoded: a bench_moe report may hold NaN, which strict
@@ -85,9 +87,8 @@ def checks_for(path: str) -> list[Any]:
 
 
 def examples_for(path: str) -> int:
-    if path in SLOW:
-        return SLOW[path]
-    return 5 if path.startswith(SLOW_PREFIX) else EXAMPLES
+    """Requests of each kind: fewer for the operations that compute for a second."""
+    return 2 if path in SLOW or path.startswith(SLOW_PREFIX) else EXAMPLES
 
 
 @pytest.fixture(scope="module")
@@ -108,12 +109,6 @@ def schema(app: FastAPI) -> Any:
     return schemathesis.openapi.from_asgi("/api/v1/openapi.json", app)
 
 
-@pytest.fixture(scope="module")
-def statuses() -> Counter[int]:
-    """Answers seen over the module's operations, by status."""
-    return Counter()
-
-
 def pinned(operation: Any, path: str) -> st.SearchStrategy[Any]:
     """Cases whose data-naming parameters name stored data; the others generated."""
     names = {p.name for p in operation.query}
@@ -132,30 +127,24 @@ def kinds(operation: Any, path: str) -> list[st.SearchStrategy[Any]]:
 
 
 @pytest.mark.parametrize("path", GET_PATHS)
-def test_get_operation_keeps_its_contract(schema: Any, path: str, statuses: Counter[int]) -> None:
+def test_get_operation_keeps_its_contract(schema: Any, path: str) -> None:
     operation = schema[path]["GET"]
     seen: Counter[int] = Counter()
+    for kind in kinds(operation, path):  # each kind gets its own budget
 
-    @settings(
-        max_examples=examples_for(path),
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.explicit, Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(case=st.one_of(*kinds(operation, path)))
-    def requests(case: Any) -> None:
-        response = case.call_and_validate(checks=checks_for(path))
-        seen[response.status_code] += 1
+        @settings(
+            max_examples=examples_for(path),
+            derandomize=True,
+            database=None,
+            deadline=None,
+            phases=[Phase.explicit, Phase.generate, Phase.shrink],
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(case=kind)
+        def requests(case: Any) -> None:
+            response = case.call_and_validate(checks=checks_for(path))
+            seen[response.status_code] += 1
 
-    requests()
-    statuses.update(seen)
-    assert seen  # an operation without parameters has a single distinct request
-
-
-def test_the_requests_reach_answers_with_data(statuses: Counter[int]) -> None:
-    # runs after the operations above (file order): a fuzz run of refusals alone would
-    # check the error envelope only
-    assert statuses[200] >= 2 * len(GET_PATHS), statuses
-    assert statuses[422] > 0 and statuses[404] > 0, statuses
+        requests()
+    # a run of refusals alone would check the error envelope only
+    assert seen[200] > 0 or path in NOTHING_STORED, seen
