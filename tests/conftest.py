@@ -32,6 +32,14 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default")
 PG_URL = os.environ.get("MOEDASH_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest-xdist's workers set COLUMNS=80 and LINES=24; the CLI reads COLUMNS as the
+    width a user asked for. Tests see the environment a plain run (or CI's shell) has."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def pg_schema_url() -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a fresh, empty schema (dropped afterwards)."""
@@ -61,11 +69,11 @@ def duckdb_templates(tmp_path_factory: pytest.TempPathFactory) -> DuckDBTemplate
 
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh database URL: a DuckDB file in tmp_path (a copy of the migrated
-    template), or a fresh PostgreSQL schema."""
+    """A fresh, empty database URL: a DuckDB file in tmp_path (not created yet), or a
+    fresh PostgreSQL schema. The ``store`` fixture fills it (DuckDB: with a copy of the
+    migrated template); a test that builds its own schema uses the URL as it is."""
     if request.param == "duckdb":
-        templates: DuckDBTemplates = request.getfixturevalue("duckdb_templates")
-        return templates.copy(tmp_path / "store.duckdb")
+        return f"duckdb:///{tmp_path / 'store.duckdb'}"
     return str(request.getfixturevalue("pg_schema_url"))
 
 
@@ -114,10 +122,17 @@ def upload_token(store: Store) -> str:
 
 
 @pytest.fixture
-def store(db_url: str) -> Iterator[Store]:
-    """The store on ``db_url``; a DuckDB copy of the template is at the head already, a
-    PostgreSQL schema is migrated here."""
-    s = open_store(db_url, upgrade=not db_url.startswith("duckdb"))
+def store(db_url: str, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """The store on ``db_url``: DuckDB gets a copy of the migrated template (at the head
+    already, so no upgrade runs), a PostgreSQL schema is migrated here."""
+    if db_url.startswith("duckdb:///"):
+        path = Path(db_url.removeprefix("duckdb:///"))
+        if not path.exists():
+            templates: DuckDBTemplates = request.getfixturevalue("duckdb_templates")
+            templates.copy(path)
+        s = open_store(db_url, upgrade=False)
+    else:
+        s = open_store(db_url)
     try:
         yield s
     finally:

@@ -24,7 +24,7 @@ def free_port() -> int:
 
 @contextmanager
 def running_server(
-    db_url: str, *, demo: bool = False, env: dict[str, str] | None = None, timeout: float = 60.0
+    db_url: str, *, demo: bool = False, env: dict[str, str] | None = None, timeout: float = 180.0
 ) -> Iterator[str]:
     """Run `moedash serve` on a free port until the block ends; yields the base URL."""
     port = free_port()
