@@ -258,14 +258,24 @@ def download_or_reason(got: dict[str, Any] | str) -> tuple[Any, str]:
 # While an area reloads its previous content stays in place, dimmed, under the spinner:
 # the page does not jump, and what is being replaced stays readable.
 LOADING_OVERLAY: dict[str, Any] = {"visibility": "visible", "opacity": 0.45}
+# An answer (which configuration to run) is different: a quick reader would take the
+# previous one, dimmed or not, for the answer to the new question. It is hidden at once,
+# its space kept, until the new answer arrives.
+ANSWER_OVERLAY: dict[str, Any] = {"visibility": "hidden"}
 
 
 def loading(
-    children: Any, loading_id: str, target_components: Mapping[str, Any] | None = None
+    children: Any,
+    loading_id: str,
+    target_components: Mapping[str, Any] | None = None,
+    *,
+    answer: bool = False,
 ) -> dcc.Loading:
     """The default wrapper of any area that can take longer than 300 ms to fill:
     ``dcc.Loading`` whose spinner only shows after 300 ms (fast updates stay calm), over
-    the dimmed previous content. ``target_components`` ({component id: prop or list of
+    the dimmed previous content. ``answer=True``: the area holds an answer to the
+    controls above it, so the previous content is hidden and the spinner shown at once
+    (:data:`ANSWER_OVERLAY`). ``target_components`` ({component id: prop or list of
     props}) limits it to those outputs, so e.g. the page-wide wrapper does not also spin
     for every inner callback."""
     extra: dict[str, Any] = {}
@@ -275,8 +285,8 @@ def loading(
         children,
         id=loading_id,
         type="default",
-        delay_show=300,
-        overlay_style=LOADING_OVERLAY,
+        delay_show=0 if answer else 300,
+        overlay_style=ANSWER_OVERLAY if answer else LOADING_OVERLAY,
         **extra,
     )
 

@@ -240,7 +240,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
             ),
             controls(form, models, hardware, quants, patterns),
             dcc.Store(id="rec-check-init", data=form.check),
-            ui.loading(html.Div(body, id="rec-body"), "rec-loading"),
+            ui.loading(html.Div(body, id="rec-body"), "rec-loading", answer=True),
             dcc.Download(id="rec-download"),
         ]
     )
