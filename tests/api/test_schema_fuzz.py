@@ -9,7 +9,7 @@ stored data pinned (:data:`KNOWN`) and the rest generated, so the answers with d
 checked against their schemas too; and schema-violating ones (negative mode: a number
 out of range, a string too long), which must be refused.
 
-Bounded: :data:`EXAMPLES` requests per operation (fewer for the slow ones),
+Bounded: :data:`EXAMPLES` requests of each kind per operation (fewer for the slow ones),
 derandomized (the same requests on every run), no example database. The operations are
 read from the committed docs/openapi.json, which tests/api/test_openapi_snapshot.py
 keeps equal to the app's document."""
@@ -70,7 +70,8 @@ KNOWN: dict[str, dict[str, Any]] = {
     },
     "/api/v1/crossval/workloads": {"hardware": "h200"},
 }
-PATH_PARAMETERS = {"run_id": 1, "candidate_index": 1, "sighting_id": 1}
+# path parameters of the pinned kind: the dashboard's known run (its candidate 1 is measured)
+PATH_PARAMETERS = {"candidate_index": 1, "sighting_id": 1}
 # the seeded store holds no later arrival of an upload: this one answers 404 only
 NOTHING_STORED = {"/api/v1/runs/{run_id}/sightings/{sighting_id}/raw"}
 
@@ -92,45 +93,54 @@ def examples_for(path: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def app(
+def seeded(
     duckdb_templates: DuckDBTemplates, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[FastAPI]:
+) -> Iterator[tuple[FastAPI, dict[str, int]]]:
+    """The app over a store seeded for every route, and the seeded run ids by name."""
     url = duckdb_templates.copy(tmp_path_factory.mktemp("fuzz") / "store.duckdb")
     store = open_store(url, upgrade=False)
     try:
-        seed_every_route(store)
-        yield create_app(Settings(database_url=url, enable_dashboard=False), store=store)
+        ids = seed_every_route(store)
+        yield create_app(Settings(database_url=url, enable_dashboard=False), store=store), ids
     finally:
         store.close()
 
 
 @pytest.fixture(scope="module")
-def schema(app: FastAPI) -> Any:
-    return schemathesis.openapi.from_asgi("/api/v1/openapi.json", app)
+def schema(seeded: tuple[FastAPI, dict[str, int]]) -> Any:
+    return schemathesis.openapi.from_asgi("/api/v1/openapi.json", seeded[0])
 
 
-def pinned(operation: Any, path: str) -> st.SearchStrategy[Any]:
-    """Cases whose data-naming parameters name stored data; the others generated."""
+@pytest.fixture(scope="module")
+def path_parameters(seeded: tuple[FastAPI, dict[str, int]]) -> dict[str, int]:
+    return {**PATH_PARAMETERS, "run_id": seeded[1]["known"]}
+
+
+def pinned(operation: Any, path: str, stored: dict[str, int]) -> st.SearchStrategy[Any]:
+    """Cases whose data-naming parameters name stored data (``stored``: path parameters)
+    and the others generated."""
     names = {p.name for p in operation.query}
     query = {k: v for k, v in KNOWN.get(path, SLICE).items() if k in names}
-    params = {p.name: PATH_PARAMETERS[p.name] for p in operation.path_parameters}
+    params = {p.name: stored[p.name] for p in operation.path_parameters}
     return operation.as_strategy(query=query or None, path_parameters=params or None)
 
 
-def kinds(operation: Any, path: str) -> list[st.SearchStrategy[Any]]:
+def kinds(operation: Any, path: str, stored: dict[str, int]) -> list[st.SearchStrategy[Any]]:
     """The three kinds of request of the module docstring (no schema-violating one for
     an operation without parameters: there is nothing to violate)."""
-    out = [operation.as_strategy(), pinned(operation, path)]
+    out = [operation.as_strategy(), pinned(operation, path, stored)]
     if list(operation.query) or list(operation.path_parameters):
         out.append(operation.as_strategy(generation_mode=GenerationMode.NEGATIVE))
     return out
 
 
 @pytest.mark.parametrize("path", GET_PATHS)
-def test_get_operation_keeps_its_contract(schema: Any, path: str) -> None:
+def test_get_operation_keeps_its_contract(
+    schema: Any, path_parameters: dict[str, int], path: str
+) -> None:
     operation = schema[path]["GET"]
     seen: Counter[int] = Counter()
-    for kind in kinds(operation, path):  # each kind gets its own budget
+    for kind in kinds(operation, path, path_parameters):  # each kind has its own budget
 
         @settings(
             max_examples=examples_for(path),
