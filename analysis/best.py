@@ -29,6 +29,12 @@ went in ("run_to_run", "iteration_spread", "run_to_run+iteration_spread"). When 
 spread is unknown (e.g. NVIDIA dashboard rows carry none) the band is
 :data:`DEFAULT_NOISE_PCT` (3 %, the guide's "flat" band) and the source "default".
 ``is_tie`` is ``margin_pct <= noise_band_pct``.
+
+With a noise model (``noise``: :mod:`analysis.noise` estimated over the slice's runs),
+a pair whose two configurations both have a modelled run-to-run spread gets the band a
+re-run could open between them instead: :func:`analysis.noise.pair_band` (95 %, the
+spreads of the means of each side's runs), ``noise_source`` the model's sources
+("repeats", "history", "prior" …); the others keep the rule above.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
+from analysis import noise as N
 from analysis.derived import as_float, group_codes, rankable_mask, sort_codes
 from analysis.identity import (
     N_REPEATS,
@@ -176,6 +183,7 @@ def best_by_workload(
     grouping: str | Sequence[str] = "bench_moe",
     default_noise_pct: float = DEFAULT_NOISE_PCT,
     repeats: Repeats = "median",
+    noise: N.NoiseModel | None = None,
 ) -> pd.DataFrame:
     """One row per group: the group keys, ``best_<c>`` and ``runner_up_<c>`` for c in
     :data:`SIDE_COLS` (recipe columns, score_ms, run_id, candidate_index) and
@@ -184,7 +192,8 @@ def best_by_workload(
     (runner_up - best) / best * 100 (NaN when the group has one candidate),
     ``noise_band_pct``, ``noise_source`` and ``is_tie`` (False without a runner-up).
     A grouping without run_id ranks configurations (median over repeats, or the latest
-    run: ``repeats``). Groups with no rankable row are absent. Sorted by keys.
+    run: ``repeats``). ``noise``: the band from the noise model where it knows both
+    sides (module docstring). Groups with no rankable row are absent. Sorted by keys.
     """
     keys = _keys(grouping)
     top = top_by_workload(df, keys, n=2, repeats=repeats)
@@ -226,6 +235,15 @@ def best_by_workload(
         known, 100.0 * np.hypot(spread_first, spread_second), default_noise_pct
     )
     out[NOISE_SOURCE] = np.where(known, _joined(src_first, src_second), "default")
+    if noise is not None and len(out):
+        a, b = N.noise_for(noise, first), N.noise_for(noise, second)
+        n_a = as_float(out["best_" + N_REPEATS])
+        n_b = np.nan_to_num(as_float(out["runner_up_" + N_REPEATS]), nan=1.0)
+        band = N.pair_band(a[N.SPREAD].to_numpy(float), n_a, b[N.SPREAD].to_numpy(float), n_b)
+        modelled = has & np.isfinite(band)
+        out[NOISE_BAND_PCT] = np.where(modelled, band, out[NOISE_BAND_PCT])
+        sources = _joined(a[N.SOURCE].to_numpy(object), b[N.SOURCE].to_numpy(object))
+        out[NOISE_SOURCE] = np.where(modelled, sources, out[NOISE_SOURCE])
     out[IS_TIE] = np.where(has, out[MARGIN_PCT].to_numpy() <= out[NOISE_BAND_PCT].to_numpy(), False)
     return out.reset_index(drop=True)
 

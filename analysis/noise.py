@@ -423,3 +423,21 @@ def history_until(
         if mine >= 0:
             keep &= (order >= 0) & (order <= mine)
     return frame.loc[keep]
+
+
+TIE_Z = 1.96  # a margin inside the 95 % band of a re-run is a tie
+
+
+def pair_band(
+    spread_a: np.ndarray, n_a: np.ndarray, spread_b: np.ndarray, n_b: np.ndarray
+) -> np.ndarray:
+    """The band, in percent, a re-run could open between two configurations measured
+    ``n_a`` and ``n_b`` times with run-to-run spreads ``spread_a`` / ``spread_b``:
+    ``100 * (exp(TIE_Z * sqrt(spread_a²/n_a + spread_b²/n_b)) - 1)``; NaN where a spread
+    is unknown. A best's margin inside it is a tie."""
+    na = np.maximum(np.asarray(n_a, float), 1.0)
+    nb = np.maximum(np.asarray(n_b, float), 1.0)
+    with np.errstate(invalid="ignore"):
+        sd = np.sqrt(np.asarray(spread_a, float) ** 2 / na + np.asarray(spread_b, float) ** 2 / nb)
+    out: np.ndarray = 100.0 * np.expm1(TIE_Z * sd)
+    return out

@@ -20,6 +20,7 @@ import pandas as pd
 from analysis import columns as C
 from analysis.best import GROUPINGS, best_by_workload
 from analysis.identity import REPEATS, Repeats
+from analysis.noise import estimate_noise
 from service.frames import Cell, DashData
 from service.scope import Routing, Scope, provenance, routed_frame
 
@@ -112,7 +113,8 @@ def best_table(
         df, routing = routed_frame(data, scope)
         if df.empty:
             return BestTable(pd.DataFrame(), grouping, provenance(df), routing, repeats)
-        table = best_by_workload(df, grouping=grouping, repeats=repeats)
+        noise = estimate_noise(df)  # the scope's runs: repeats and history of its cells
+        table = best_by_workload(df, grouping=grouping, repeats=repeats, noise=noise)
         items = with_winner_columns(table, df, API_WINNER_COLUMNS[grouping])
         return BestTable(items, grouping, provenance(df), routing, repeats)
 
@@ -154,7 +156,7 @@ def cell_best(
         frame, routing = routed_frame(data, scope)
         if frame.empty:
             return CellBest(pd.DataFrame(), routing)
-        table = best_by_workload(frame, grouping, repeats=repeats)
+        table = best_by_workload(frame, grouping, repeats=repeats, noise=estimate_noise(frame))
         return CellBest(with_winner_columns(table, frame, PAGE_WINNER_COLUMNS), routing)
 
     return data.cached(("best", cell, grouping, ws, dispatch, repeats), compute, where=cell)
