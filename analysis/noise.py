@@ -10,13 +10,14 @@ band is estimated from **runs**, per configuration (workload x configuration,
 
 * ``repeats``: runs of the same TensorRT-LLM version on the slice -- their deviations
   from that version's mean (``n - 1`` degrees of freedom per version).
-* ``history``: steps between successive versions (version order of
-  :mod:`analysis.versions`), each scaled by ``sqrt(1/n_a + 1/n_b)``. A step that is a
-  real change is not noise: as in change-point detection (Apache Otava / MongoDB's
-  e-divisive, which split a series where its level moves), a step further than
-  :data:`CHANGE_Z` robust standard deviations (``scipy.stats.median_abs_deviation``
-  of the configuration's steps) is a change point and left out. Needs at least
-  :data:`MIN_STEPS` steps, so a lone step (change or noise: nobody can tell) never counts.
+* ``history``: the runs of the other versions (version order of
+  :mod:`analysis.versions`) around their level. A level change is not noise: as in
+  change-point detection (Apache Otava splits a series where a two-sample t-test says
+  its level moved, MongoDB's e-divisive likewise), the series is split recursively at
+  the version boundary of the largest t statistic while it is significant
+  (:data:`SPLIT_P`), and the spread is the runs' deviation from their segment's mean.
+  Needs at least :data:`MIN_STEPS` version steps, so a lone step (change or noise:
+  nobody can tell) never counts; with fewer, only repeats do.
 * ``prior``: configurations alike -- same CUDA graph mode, backend and token range
   (:func:`token_range`), then coarser (graph mode and token range, graph mode, all) --
   share a prior learned from those that have evidence: the empirical-Bayes variance
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -146,28 +148,40 @@ def _versions(frame: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _segments(y: np.ndarray, ver: np.ndarray) -> list[tuple[int, int]]:
-    """Split a configuration's runs (``y`` ordered by version ``ver``) where its level
-    changes: the version boundary of the largest two-sample t statistic, kept when
-    ``scipy.stats.ttest_ind`` gives p < :data:`SPLIT_P`; then each side again."""
-    bounds = np.flatnonzero(ver[1:] != ver[:-1]) + 1
+@lru_cache(maxsize=512)
+def _critical_t(df: int) -> float:
+    return float(stats.t.isf(SPLIT_P / 2, df))
+
+
+def boundary_t(y: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """The pooled two-sample t statistic (``scipy.stats.ttest_ind(y[:k], y[k:])``) of
+    every split position ``k`` of ``bounds`` at once (cumulative sums, one pass);
+    inf where both sides are constant at different levels, NaN when equal."""
     n = len(y)
-    if not len(bounds) or n < 3:
-        return [(0, n)]
     cs, cs2 = np.cumsum(y), np.cumsum(y * y)
     left, right = bounds.astype(float), n - bounds.astype(float)
     m_l, m_r = cs[bounds - 1] / left, (cs[-1] - cs[bounds - 1]) / right
     ss = cs2[bounds - 1] - left * m_l**2 + (cs2[-1] - cs2[bounds - 1]) - right * m_r**2
-    pooled = np.maximum(ss, 0.0) / (n - 2) + _VAR_FLOOR
-    t_abs = np.abs(m_l - m_r) / np.sqrt(pooled * (1 / left + 1 / right))
-    k = int(bounds[int(np.argmax(t_abs))])
-    if np.ptp(y) == 0:
+    pooled = np.maximum(ss, 0.0) / (n - 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: np.ndarray = (m_l - m_r) / np.sqrt(pooled * (1 / left + 1 / right))
+    return out
+
+
+def _segments(y: np.ndarray, ver: np.ndarray) -> list[tuple[int, int]]:
+    """Split a configuration's runs (``y`` ordered by version ``ver``) where its level
+    changes: the version boundary of the largest two-sample t statistic
+    (:func:`boundary_t`), kept when it is beyond Student's two-sided critical value at
+    :data:`SPLIT_P` (``scipy.stats.t``); then each side again."""
+    bounds = np.flatnonzero(ver[1:] != ver[:-1]) + 1
+    n = len(y)
+    if not len(bounds) or n < 3 or np.ptp(y) < 1e-12:
         return [(0, n)]
-    p = float(stats.ttest_ind(y[:k], y[k:], equal_var=True).pvalue)
-    if np.isnan(p):  # both sides constant, at different levels
-        p = 0.0
-    if p >= SPLIT_P:
+    t_abs = np.nan_to_num(np.abs(boundary_t(y, bounds)), nan=0.0, posinf=np.inf)
+    best = int(np.argmax(t_abs))
+    if t_abs[best] <= _critical_t(n - 2):
         return [(0, n)]
+    k = int(bounds[best])
     return [*_segments(y[:k], ver[:k]), *((a + k, b + k) for a, b in _segments(y[k:], ver[k:]))]
 
 

@@ -145,3 +145,13 @@ def test_history_until_a_version_leaves_out_later_versions_and_the_head() -> Non
     got = N.history_until(frame, "1.0.10", exclude_runs=[3])
     assert list(got[C.RUN_ID]) == [1, 2]  # 1.0.9 < 1.0.10 although "1.0.9" > "1.0.10"
     assert list(N.history_until(frame, None, [4])[C.RUN_ID]) == [1, 2, 3]
+
+
+def test_boundary_t_is_scipys_two_sample_t() -> None:
+    from scipy import stats
+
+    y = np.log(np.array([1.0, 1.02, 0.99, 1.01, 1.2, 1.18, 1.22]))
+    bounds = np.arange(1, len(y))
+    got = N.boundary_t(y, bounds)
+    want = [stats.ttest_ind(y[:k], y[k:]).statistic for k in bounds[1:-1]]
+    assert got[1:-1] == pytest.approx(want)
