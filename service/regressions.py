@@ -14,7 +14,8 @@ It is cheap by construction (it runs on every upload): two narrow statements giv
 head run's slice facts and the versions of that one slice
 (:meth:`db.runs.RunRepository.version_slice`), and only when there is an earlier version
 are candidates read: those of the head run and of the slice's earlier versions (no
-cached frames) -- the earlier versions are the history of the noise model
+cached frames) -- the latest :data:`HISTORY_VERSIONS` earlier versions are the
+history of the noise model
 (:mod:`analysis.noise`: run-to-run spread from repeats and stable history, a prior of
 configurations alike). A change inside the band a re-run could give is
 ``inconclusive``, reported only when asked for (``verdicts``) and only when slower.
@@ -51,6 +52,8 @@ from analysis.versions import (
 from db.store import Store, VersionSlice
 from service.compare import records
 from service.frames import CELL_COLUMNS, DashData, prepare_frame
+
+HISTORY_VERSIONS = 8
 
 
 class RegressionThresholds(BaseModel):
@@ -204,7 +207,9 @@ def regressions_for_runs(
             continue
         pct = thresholds.for_slice(found.model, found.hardware)
         remaining: set[str] | None = None  # (phase, dispatch) parts not compared yet
-        earlier = slice_earlier_versions(found)
+        # the latest HISTORY_VERSIONS earlier versions: the base and the noise model's
+        # window (as Bencher's max sample size: bounded work per upload)
+        earlier = slice_earlier_versions(found)[:HISTORY_VERSIONS]
         if not earlier:
             continue
         # one read of the head and the slice's earlier versions (the noise model's
