@@ -8,7 +8,8 @@
  * the markup in place as Dash renders it: the dropdown button takes the Tab stop and is
  * named "<label>, <value>"; option lists become a named radiogroup/group of plain
  * labels (the native inputs carry the semantics); a box that scrolls becomes focusable.
- * Names come from the <label for=ID> each control already has. Nothing else changes. */
+ * Names come from the <label for=ID> each control already has. An opened dropdown's
+ * search box takes the focus, so typing filters the list. Nothing else changes. */
 (function () {
   "use strict";
 
@@ -36,6 +37,17 @@
     }
   }
 
+  // A click opens the dropdown's list with its search box unfocused, so typing (what
+  // people do to filter a long list) went nowhere: the box takes the focus on open.
+  function focusSearchOnOpen(button) {
+    if (button.getAttribute("aria-expanded") !== "true") return;
+    if (button.dataset.moedashOpen === "1") return; // focused once per opening
+    button.dataset.moedashOpen = "1";
+    var popup = document.querySelector(".dash-dropdown-content");
+    var search = popup && popup.querySelector("input.dash-dropdown-search");
+    if (search && document.activeElement !== search) search.focus();
+  }
+
   function fixOptionList(list) {
     var radio = list.querySelector("input[type=radio]") !== null;
     var role = radio ? "radiogroup" : "group";
@@ -60,7 +72,11 @@
   function fixAll() {
     var i;
     var buttons = document.querySelectorAll("button.dash-dropdown");
-    for (i = 0; i < buttons.length; i++) fixDropdown(buttons[i]);
+    for (i = 0; i < buttons.length; i++) {
+      fixDropdown(buttons[i]);
+      if (buttons[i].getAttribute("aria-expanded") !== "true") delete buttons[i].dataset.moedashOpen;
+      else focusSearchOnOpen(buttons[i]);
+    }
     var lists = document.querySelectorAll(".dash-options-list.dash-radioitems, .dash-options-list.dash-checklist");
     for (i = 0; i < lists.length; i++) fixOptionList(lists[i]);
     var boxes = document.querySelectorAll("#page .scroll-x, #page pre");
@@ -84,7 +100,7 @@
       childList: true,
       subtree: true,
       attributes: true,
-      attributeFilter: ["role", "aria-selected", "tabindex", "aria-labelledby"],
+      attributeFilter: ["role", "aria-selected", "tabindex", "aria-labelledby", "aria-expanded"],
     });
     window.addEventListener("resize", schedule);
   }

@@ -219,3 +219,27 @@ def test_every_page_fits_800_px_without_sideways_scrolling(
     finally:
         context.close()
     assert wide == {}, f"pages wider than 800 px (scrollWidth): {wide}"
+
+
+def test_a_clicked_dropdown_filters_as_you_type(base: str, page: Any) -> None:
+    """Click a dropdown, type part of a name: the list keeps the matching options (the
+    search box takes the focus when the list opens, static/a11y.js)."""
+    _open(page, base + "/best")
+    page.locator("#best-cell").click()
+    search = page.locator(".dash-dropdown-content input.dash-dropdown-search")
+    search.wait_for(timeout=15_000)
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.matches('.dash-dropdown-search')",
+        timeout=5_000,
+    )
+    options = page.locator(".dash-dropdown-content [role=option]")
+    assert options.count() >= 2  # the published cells
+    page.keyboard.type("kimi")
+    page.wait_for_function(
+        """() => {
+            const o = document.querySelectorAll('.dash-dropdown-content [role=option]');
+            return o.length > 0 && Array.from(o).every(e => e.innerText.includes('kimi'));
+        }""",
+        timeout=10_000,
+    )
+    page.keyboard.press("Escape")
