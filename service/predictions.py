@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis import predict as P
+from analysis.confidence import verdict
 from analysis.tables import to_json_records
 from service.errors import NoData
 from service.frames import Cell, DashData
@@ -28,6 +29,16 @@ def _cell(data: DashData, model: str, hardware: str, quant: str) -> Cell:
     if cell not in data.cells():
         raise NoData("model", f"no stored data for {cell.label}", "no_data")
     return cell
+
+
+def _verdict(got: P.Prediction) -> str:
+    """The pick's confidence word (``analysis.confidence``): its margin over the
+    runner-up, its P(fastest), whether it was extrapolated."""
+    scores = got.rows[P.PRED_MS].to_numpy(float)
+    margin = 100.0 * (scores[1] / scores[0] - 1.0) if len(scores) > 1 else None
+    p = None if got.measured else float(got.rows[P.P_FASTEST].iat[0])
+    extrapolated = any("extrapolated" in note for note in got.notes)
+    return verdict(got.measured, margin, None, p, extrapolated)
 
 
 def _neighbour(found: tuple[int, str] | None) -> dict[str, Any] | None:
@@ -71,6 +82,7 @@ def prediction(
             },
             "kind": P.MEASURED if got.measured else P.PREDICTED,
             "pick": got.pick,
+            "verdict": _verdict(got),
             "confidence": got.confidence,
             "below": _neighbour(got.below),
             "above": _neighbour(got.above),

@@ -38,6 +38,7 @@ class PredictionAnswer(Open):
             "workload": {"num_tokens": 3000, "world_size": 8, "dispatch": "balanced"},
             "kind": "predicted",
             "pick": "TRTLLM · NVLINK_ONE_SIDED · DEP EP8 TP1",
+            "verdict": "tie: either",
             "confidence": 0.9,
             "below": {"num_tokens": 2048, "best": "TRTLLM · NVLINK_ONE_SIDED · DEP EP8 TP1"},
             "above": {"num_tokens": 4096, "best": "CUTLASS · NVLINK_ONE_SIDED · DEP EP8 TP1"},
@@ -49,6 +50,10 @@ class PredictionAnswer(Open):
 
     kind: str = Field(description="measured (the token count was measured) or predicted")
     pick: str = Field(description="the configuration with the smallest score")
+    verdict: str = Field(
+        description="deploy / tie: either / measure first (analysis.confidence): how far "
+        "to trust the pick"
+    )
     confidence: float = Field(description="coverage the intervals are calibrated for")
     items: list[dict[str, Any]] = Field(
         description="per configuration: its columns, config, kind, score_ms, lo_ms, hi_ms "

@@ -22,6 +22,7 @@ def test_prediction_between_counts_equals_the_service(client: TestClient, store:
     want = S.prediction(DashData(store), "deepseek_v4_pro", "GB300", "NVFP4", 3000, 8)
     assert body == want
     assert body["kind"] == "predicted" and body["pick"] == body["items"][0]["config"]
+    assert body["verdict"] in ("deploy", "tie: either", "measure first")
     assert body["below"]["num_tokens"] == 2048 and body["above"]["num_tokens"] == 4096
     first = body["items"][0]
     assert first["lo_ms"] <= first["score_ms"] <= first["hi_ms"]
@@ -31,7 +32,7 @@ def test_prediction_between_counts_equals_the_service(client: TestClient, store:
 def test_a_measured_count_is_said_to_be_measured(client: TestClient, store: Store) -> None:
     F.seed_demo_cell(store)
     body = client.get("/api/v1/predictions", params={**CELL, "num_tokens": 2048, "world_size": 8})
-    assert body.json()["kind"] == "measured"
+    assert body.json()["kind"] == "measured" and body.json()["verdict"] == "deploy"
     assert {r["kind"] for r in body.json()["items"]} == {"measured"}
 
 
