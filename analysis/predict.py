@@ -97,6 +97,13 @@ def _curves(group: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     return rows, code[keep], np.log(as_float(rows[C.NUM_TOKENS]))
 
 
+def _enough(train: pd.DataFrame, lx: np.ndarray, conf: float) -> bool:
+    """Whether ``train`` can be fitted and calibrated: MIN_POINTS token counts, and more
+    conformity scores than ``1 / (1 - conf)`` (MAPIE's floor for that confidence)."""
+    floor = int(np.ceil(1.0 / (1.0 - conf))) + 1
+    return len(train) >= floor and len(np.unique(lx)) >= MIN_POINTS
+
+
 def _conformal(code: np.ndarray, lx: np.ndarray, y: np.ndarray, conf: float) -> Any:
     model = CrossConformalRegressor(
         LogLogCurves(), confidence_level=conf, method="plus", cv=LeaveOneGroupOut()
@@ -172,7 +179,7 @@ def fit_group(
     chosen = None if group.empty else str(group[C.DISPATCH].iloc[0])
     train, code, lx = _curves(group)
     model = None
-    if not train.empty and len(np.unique(lx)) >= MIN_POINTS:
+    if _enough(train, lx, confidence):
         model = _conformal(code, lx, np.log(as_float(train[C.SCORE_MS])), confidence)
     labels = config_label(group).to_numpy() if len(group) else np.zeros(0, dtype=object)
     return GroupModel(group, world_size, chosen, train, code, model, confidence, labels)
@@ -225,7 +232,7 @@ def predict_workload(
         return Prediction(rows, str(rows[CONFIG].iat[0]), True, num_tokens, world_size, chosen,
                           below, above, conf)  # fmt: skip
     if fit.model is None:
-        notes = [f"no configuration has {MIN_POINTS} measured token counts here"]
+        notes = [f"too few configurations with {MIN_POINTS} measured token counts here"]
         return Prediction(empty, None, False, num_tokens, world_size, chosen, below, above,
                           conf, notes)  # fmt: skip
     code, train = fit.code, fit.train
@@ -256,7 +263,7 @@ def _held_out(group: pd.DataFrame, t: float, conf: float) -> dict[str, Any] | No
     at = group[tokens == t]
     rest = group[tokens != t]
     train, code, lx = _curves(rest)
-    if train.empty or len(np.unique(lx)) < MIN_POINTS:
+    if not _enough(train, lx, conf):
         return None
     cols = present(group, CONFIG_COLUMNS)
     allc = group_codes(pd.concat([train[cols], at[cols]], ignore_index=True), cols)

@@ -47,7 +47,8 @@ class LogLogCurves(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         self.key_ = np.searchsorted(self.codes_, pairs[:, 0].astype(np.int64)) * _SPAN + self.x_
         same = np.repeat(np.arange(len(starts)), self.end_ - self.start_)
         seg = same[1:] == same[:-1]
-        slopes = (np.diff(self.y_) / np.diff(self.x_))[seg]
+        with np.errstate(divide="ignore", invalid="ignore"):  # across curves: masked
+            slopes = (np.diff(self.y_) / np.diff(self.x_))[seg]
         median = float(np.median(slopes)) if len(slopes) else 0.0
         self.median_slope_ = float(np.clip(median, self.min_slope, self.max_slope))
         return self
