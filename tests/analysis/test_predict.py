@@ -81,3 +81,13 @@ def test_validation_goal_on_the_demo_cell() -> None:
     assert summary["n_queries"] >= 30
     assert summary["predicted"]["worst_regret_pct"] <= 10.0
     assert summary["coverage"] >= 0.88
+
+
+def test_too_few_measurements_to_calibrate_is_no_answer() -> None:
+    # two configurations x 4 token counts: 8 scores, below 1 / (1 - 0.9) + 1
+    small = F.power_law_frame(tokens=[1, 2, 4, 8])
+    small = small[small["backend"] != "CUTEDSL"].reset_index(drop=True)
+    got = P.predict_workload(small, 3, 8)
+    assert got.pick is None and "too few" in got.notes[0]
+    assert P.validate(small).empty
+    assert P.predict_workload(small, 3, 8, confidence=0.8).pick is not None
