@@ -4,14 +4,18 @@ The store is the truth; this module keeps what the pages read often in memory:
 
 * one candidate frame per (model, hardware, quant) "cell", with the derived columns
   (``analysis.derived.add_derived``) and text columns as categoricals (less memory,
-  fast equality filters) -- read with ``Store.candidate_frame(categorical=True)``, which
-  dictionary-encodes text on the database's columnar path instead of building a Python
-  string per row;
+  fast equality filters) -- read from the cell-keyed measurements table
+  (``Store.stats.cell_frame(categorical=True)``, one index range); after an upload to
+  the cell, the cached frame is appended to (:mod:`service.cell_frames`);
+* the frame of a question without a whole cell (:meth:`DashData.bounded_frame`): only
+  the runs its run-level filters select, refused (422) above ``max_slice_rows``;
 * structures built from one cell frame (``frame_cached``: the Pareto page's index),
   tied to that frame object;
-* the coverage table and recent runs;
-* analysis results that are expensive and depend only on a cell (best-by-workload
-  tables) or on everything (threshold check).
+* the coverage table (counted per cell) and recent runs;
+* analysis results, cached whole, keyed on the cells they read.
+
+Frames, answers and per-frame structures are bounded by the rows they hold
+(``max_rows``), not only by their number: memory stays flat as the store grows.
 
 Every cache entry is keyed on the *version* of the cells it was computed from: a cell's
 version is (number of runs in the cell, newest run id in the cell), read from the runs
@@ -325,7 +329,15 @@ class DashData:
             )
             return prepare_frame(raw)
 
-        return self._cells.get((cell, self.cell_version(cell)), load, len)
+        key = (cell, self.cell_version(cell))
+        if self._cells.latest(lambda k: k == key) is None:
+            # a cell not held yet: first drop what would not fit beside it, in every
+            # cache that may hold another cell's frame
+            rows = self.cell_sizes().get(cell, 0)
+            self._cells.reserve(rows, keep=lambda k: isinstance(k, tuple) and k[0] == cell)
+            self._results.reserve(rows)
+            self._per_frame.reserve(rows)
+        return self._cells.get(key, load, len)
 
     def _appended(self, cell: Cell) -> pd.DataFrame | None:
         """The cell's previous cached frame with the runs uploaded since appended

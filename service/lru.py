@@ -68,6 +68,19 @@ class LRU:
             old, _ = self._items.popitem(last=False)
             self._weights.pop(old, None)
 
+    def reserve(self, weight: int, keep: Callable[[Hashable], bool] = lambda _k: False) -> None:
+        """Make room for a value of ``weight`` before computing it: evict the least
+        recently used values (except those whose key ``keep`` accepts) until it would
+        fit, so an old, heavy value and the new one are not held at once."""
+        if self.max_weight is None:
+            return
+        with self._lock:
+            for old in [k for k in self._items if not keep(k)]:
+                if sum(self._weights.values()) + weight <= self.max_weight:
+                    break
+                del self._items[old]
+                self._weights.pop(old, None)
+
     def latest(self, match: Callable[[Hashable], bool]) -> tuple[Hashable, Any] | None:
         """The most recently used (key, value) whose key ``match`` accepts, or None."""
         with self._lock:
