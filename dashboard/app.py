@@ -93,7 +93,7 @@ def _nav() -> html.Header:
                 html.A("API docs", href="/docs", className="nav-link right"),
             ],
             className="nav",
-            **{"aria-label": "pages"},
+            **ui.attrs(aria_label="pages"),
         ),
         className="site-header",
     )

@@ -57,12 +57,20 @@ def label(col: str) -> str:
     return LABELS.get(col, col.replace("_", " "))
 
 
+def attrs(**kw: object) -> dict[str, Any]:
+    """HTML attributes Python names cannot spell (``data-*``, ``aria-*``), from their
+    Python names: ``attrs(data_testid="x", aria_label="y")`` is
+    ``{"data-testid": "x", "aria-label": "y"}``. Dash accepts them as keyword arguments,
+    but its typed signatures do not list them, so ``**attrs(...)`` is typed ``Any``."""
+    return {k.replace("_", "-"): v for k, v in kw.items()}
+
+
 def empty_state(message: str, hints: Sequence[str] = (), test_id: str = "empty") -> html.Div:
     """A visible "nothing here" box: what is empty and what to relax."""
     return html.Div(
         [html.Strong(message), html.Ul([html.Li(h) for h in hints]) if hints else None],
         className="empty-state",
-        **{"data-testid": test_id},
+        **attrs(data_testid=test_id),
     )
 
 
@@ -77,7 +85,7 @@ def with_synthetic_note(synthetic: bool, *children: Any) -> list[Any]:
         return list(children)
     note = html.Span(
         [badge("synthetic"), " includes generated demo data, not measurements. "],
-        **{"data-testid": "synthetic-note"},
+        **attrs(data_testid="synthetic-note"),
     )
     return [note, *children]
 
@@ -85,7 +93,7 @@ def with_synthetic_note(synthetic: bool, *children: Any) -> list[Any]:
 def kv_table(values: Mapping[str, Any], test_id: str | None = None) -> html.Table:
     """Two-column table of plain-text values (None shown as an em dash)."""
     rows = [html.Tr([html.Th(k), html.Td(fmt(v))]) for k, v in values.items()]
-    extra = {"data-testid": test_id} if test_id else {}
+    extra = attrs(data_testid=test_id) if test_id else {}
     return html.Table(html.Tbody(rows), className="kv", **extra)
 
 
@@ -338,10 +346,10 @@ def file_slug(text: str, default: str = "chart") -> str:
     return "".join(out).strip("-")[:120].strip("-") or default
 
 
-def graph_config(filename: str | None = None) -> dict[str, Any]:
+def graph_config(filename: str | None = None) -> dcc.Graph.Config:
     """``dcc.Graph`` config: no cloud button, no logo link; the PNG download is named
     ``file_slug(filename)`` when given (plotly otherwise names it from the title)."""
-    config: dict[str, Any] = {
+    config: dcc.Graph.Config = {
         "displaylogo": False,
         "showSendToCloud": False,
         "modeBarButtonsToRemove": list(MODEBAR_REMOVE),
@@ -351,7 +359,7 @@ def graph_config(filename: str | None = None) -> dict[str, Any]:
     return config
 
 
-GRAPH_CONFIG: dict[str, Any] = graph_config()
+GRAPH_CONFIG: dcc.Graph.Config = graph_config()
 
 
 # ------------------------------------------------------------------------- log axes

@@ -18,6 +18,8 @@ from typing import Any
 
 from dash import dcc, html
 
+from dashboard.components import attrs
+
 # A <legend> looks like the other controls' labels; a <fieldset> has no frame here and
 # may shrink (its default min-width is min-content, which would overflow narrow screens).
 _LEGEND_STYLE = {"fontSize": "12px", "color": "var(--muted)", "marginBottom": "2px", "padding": 0}
@@ -36,8 +38,8 @@ def control(text: str, comp: Any, wide: bool = False) -> html.Div | html.Fieldse
     if not isinstance(cid, str):
         return group(text, comp, wide=wide)
     single = isinstance(comp, dcc.Dropdown) and not getattr(comp, "multi", False)
-    extra = {"id": f"{cid}-value-count" if single else f"{cid}--label"}
-    return html.Div([html.Label(text, htmlFor=cid, **extra), comp], className=_class(wide))
+    label_id = f"{cid}-value-count" if single else f"{cid}--label"
+    return html.Div([html.Label(text, htmlFor=cid, id=label_id), comp], className=_class(wide))
 
 
 def group(text: str, *children: Any, wide: bool = False) -> html.Div | html.Fieldset:
@@ -58,7 +60,7 @@ def scroll_box(child: Any, name: str) -> html.Div:
     a narrow window does not scroll the whole page. The box is a named, focusable region
     so keyboard users can scroll it too."""
     return html.Div(
-        child, className="scroll-x", tabIndex="0", role="region", **{"aria-label": name}
+        child, className="scroll-x", tabIndex="0", role="region", **attrs(aria_label=name)
     )
 
 

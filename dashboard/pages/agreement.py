@@ -97,7 +97,7 @@ def update(data: DashData, values: dict[str, Any], gridstate: Any = None) -> tup
     summary = html.P(
         ui.with_synthetic_note(bool(ans.provenance.get("synthetic")), counts),
         className="status",
-        **{"data-testid": "agreement-count"},
+        **ui.attrs(data_testid="agreement-count"),
     )
     if ans.rows.empty:
         return html.Div(
@@ -181,7 +181,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     values |= {key: pick(key, opts) for key, opts in allowed.items()}
     state = gs.parse(query, GRID_FIELDS).to_store()
     body, _ = update(data, values, state)
-    radio = dict(inline=True)
+    radio: dict[str, Any] = {"inline": True}
     return html.Div(
         [
             dcc.Location(id="agreement-url", refresh=False),
@@ -196,7 +196,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                     "links to its evidence.",
                 ],
                 className="lead",
-                **{"data-testid": "regret-definition"},
+                **ui.attrs(data_testid="regret-definition"),
             ),
             html.Div(
                 [

@@ -147,7 +147,7 @@ def update_table(
     summary = html.P(
         ui.with_synthetic_note(data.is_synthetic(cell), counts),
         className="status",
-        **{"data-testid": "best-count"},
+        **ui.attrs(data_testid="best-count"),
     )
     return html.Div([summary, best_grid(table, grouping, state)]), search
 

@@ -146,12 +146,14 @@ def _counts(counts: dict[str, int]) -> html.Table:
     head = html.Tr([html.Th(text) for _, text in COUNTS])
     body = html.Tr(
         [
-            html.Td(str(counts.get(key, 0)), **{"data-testid": f"cmp-count-{key}"})
+            html.Td(str(counts.get(key, 0)), **ui.attrs(data_testid=f"cmp-count-{key}"))
             for key, _ in COUNTS
         ]
     )
     return html.Table(
-        [html.Thead(head), html.Tbody(body)], className="small", **{"data-testid": "cmp-counts"}
+        [html.Thead(head), html.Tbody(body)],
+        className="small",
+        **ui.attrs(data_testid="cmp-counts"),
     )
 
 
@@ -223,7 +225,7 @@ def render(data: DashData, form: Form, got: CompareAnswer | ServiceError) -> Any
     summary = html.P(
         [*ui.with_synthetic_note(synthetic, line), api],
         className="status",
-        **{"data-testid": "cmp-summary"},
+        **ui.attrs(data_testid="cmp-summary"),
     )
     if rows.empty:
         return html.Div(

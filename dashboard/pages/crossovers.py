@@ -103,7 +103,7 @@ _control = control  # the label names the dropdown or radio group (dashboard.lab
 def layout(data: DashData, **query: Any) -> html.Div:
     head = [
         html.H1("Crossover explorer"),
-        html.P(METHOD, className="lead", **{"data-testid": "xo-method"}),
+        html.P(METHOD, className="lead", **ui.attrs(data_testid="xo-method")),
     ]
     cells = data.cells()
     if not cells:

@@ -108,7 +108,7 @@ def _summary(data: DashData, ans: CrossoverAnswer) -> html.P:
     return html.P(
         ui.with_synthetic_note(bool(prov["synthetic"]), text),
         className="status",
-        **{"data-testid": "xo-summary"},
+        **ui.attrs(data_testid="xo-summary"),
     )
 
 
@@ -164,7 +164,7 @@ def render(data: DashData, form: Form) -> tuple[Any, str | None, list[Any]]:
                 "this answer as JSON (API)",
                 href=form.api_href(),
                 target="_blank",
-                **{"data-testid": "xo-api-link"},
+                **ui.attrs(data_testid="xo-api-link"),
             ),
             table,
         ]

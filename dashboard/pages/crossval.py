@@ -125,7 +125,7 @@ def page_update(data: DashData, *values: Any) -> tuple[Any, ...]:
     (the callback's outputs)."""
     f, notes = make_filters(*values[: len(IDS)])
     note = (
-        html.Ul([html.Li(n) for n in notes], className="notes", **{"data-testid": "cv-notes"})
+        html.Ul([html.Li(n) for n in notes], className="notes", **ui.attrs(data_testid="cv-notes"))
         if notes
         else None
     )
@@ -251,7 +251,7 @@ def _dropdown(
 def layout(data: DashData, **query: Any) -> html.Div:
     head = [
         html.H1("Cross validation: bench_moe vs deployed serving configs"),
-        html.P(METHOD, className="lead", **{"data-testid": "cv-method"}),
+        html.P(METHOD, className="lead", **ui.attrs(data_testid="cv-method")),
     ]
     if not has_workloads(data):
         return html.Div(
@@ -349,7 +349,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
     rules = html.Dl(
         [x for r in RULES for x in (html.Dt(r), html.Dd(RULE_DEFINITIONS[r]))],
         className="definitions",
-        **{"data-testid": "cv-rule-definitions"},
+        **ui.attrs(data_testid="cv-rule-definitions"),
     )
     return html.Div(
         [

@@ -69,7 +69,7 @@ def render_summary(res: CrossvalView, f: Filters) -> Any:
         f"Outcomes classified at ±{f.band:g} %; nearest num_tokens within x{f.tol:g}."
         + ("" if f.show_empty else " Rows with no compared workload are hidden."),
         className="status",
-        **{"data-testid": "cv-summary-scope"},
+        **ui.attrs(data_testid="cv-summary-scope"),
     )
     if res.ledger.empty:
         return ui.empty_state(
@@ -102,7 +102,7 @@ def render_ledger(res: CrossvalView, all_rows: bool = False, first: int = FIRST_
             "Mismatch first); narrow the filters to see the rest here. The ledger "
             "CSV holds every row.",
             className="status",
-            **{"data-testid": "cv-ledger-capped"},
+            **ui.attrs(data_testid="cv-ledger-capped"),
         )
     elif len(shown) < len(view):
         part = html.P(
@@ -111,14 +111,14 @@ def render_ledger(res: CrossvalView, all_rows: bool = False, first: int = FIRST_
             "“every ledger row in the grid” to sort and filter all of them; the ledger "
             "CSV holds every row.",
             className="status",
-            **{"data-testid": "cv-ledger-first-page"},
+            **ui.attrs(data_testid="cv-ledger-first-page"),
         )
     return html.Div(
         [
             html.P(
                 status_line(view_counts(view)),
                 className="status",
-                **{"data-testid": "cv-ledger-count"},
+                **ui.attrs(data_testid="cv-ledger-count"),
             ),
             part,
             # the first page as HTML at once; the grid, drawn hidden, takes its place
@@ -184,7 +184,7 @@ def deferred_figure(graph: Any) -> tuple[Any, Any]:
     placeholder = html.Div(
         html.P("Drawing the status chart…", className="muted"),
         style={"minHeight": f"{height}px"},
-        **{"data-testid": "cv-figure-pending", "aria-busy": "true"},
+        **ui.attrs(data_testid="cv-figure-pending", aria_busy="true"),
     )
     return placeholder, graph.to_plotly_json()
 
@@ -243,7 +243,7 @@ def render_guide(res: CrossvalView, f: Filters) -> Any:
                 f"Ours under the “{f.rule}” rule (noise band {f.noise:g} %), all imported "
                 "serving configs; causes count our workloads that are not exact Matches.",
                 className="status",
-                **{"data-testid": "cv-guide-scope"},
+                **ui.attrs(data_testid="cv-guide-scope"),
             ),
             guide_grid(res.guide),
             html.H3("The guide's table as published"),
@@ -259,7 +259,7 @@ def render_sweeps(rep: SweepReport) -> Any:
         f"{int(rep.plan[N_ROWS].sum()) if len(rep.plan) else 0:,} no-data workload(s); "
         f"the script downloads as {rep.filename}.",
         className="status",
-        **{"data-testid": "cv-sweeps-count"},
+        **ui.attrs(data_testid="cv-sweeps-count"),
     )
     plan = (
         plan_grid(rep.plan)

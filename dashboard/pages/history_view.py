@@ -200,7 +200,7 @@ def _history_part(data: DashData, form: Form, title: str) -> list[Any]:
     summary = html.P(
         ui.with_synthetic_note(bool(got.provenance["synthetic"]), line),
         className="status",
-        **{"data-testid": "hist-summary"},
+        **ui.attrs(data_testid="hist-summary"),
     )
     if len(order) < 2:
         summary = html.Div(
@@ -211,7 +211,7 @@ def _history_part(data: DashData, form: Form, title: str) -> list[Any]:
                     "point. Upload a run of another version to see a history "
                     "(`moedash upload out/*.json --trtllm-version …`).",
                     className="status",
-                    **{"data-testid": "hist-one-version"},
+                    **ui.attrs(data_testid="hist-one-version"),
                 ),
             ]
         )

@@ -46,7 +46,7 @@ def coverage_matrix(cov: pd.DataFrame) -> StaticHtml:
         synthetic = bool(part[C.SYNTHETIC].any())
         kind = ("synthetic", "synthetic") if synthetic else ("measured", "measured")
         body.append([str(model), str(hw), str(quant), *cells, _badge(*kind)])
-    return StaticHtml(table(head, body, className="coverage"), **{"data-testid": "coverage"})
+    return StaticHtml(table(head, body, className="coverage"), **ui.attrs(data_testid="coverage"))
 
 
 def _badge(text: str, kind: str) -> El:
@@ -96,7 +96,7 @@ def recent_table(runs: pd.DataFrame) -> StaticHtml:
                 _badge("synthetic", "synthetic") if r.get(C.SYNTHETIC) else "",
             ]
         )
-    return StaticHtml(table(cols, rows, className="recent"), **{"data-testid": "recent"})
+    return StaticHtml(table(cols, rows, className="recent"), **ui.attrs(data_testid="recent"))
 
 
 def layout(data: DashData, **query: Any) -> html.Div:

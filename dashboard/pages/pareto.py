@@ -122,7 +122,7 @@ def update_figure(data: DashData, q: ParetoQuery) -> tuple[go.Figure, Any]:
             f"repeat runs: {'latest run only' if ans.repeats == 'latest' else 'median'}.",
         ),
         className="status",
-        **{"data-testid": "pareto-count"},
+        **ui.attrs(data_testid="pareto-count"),
     )
     return fig, status
 

@@ -121,7 +121,7 @@ def render_detail(data: DashData, cell_key: str | None, point: str | None) -> An
                 className="row",
             ),
         ],
-        **{"data-testid": "pareto-point-detail"},
+        **ui.attrs(data_testid="pareto-point-detail"),
     )
 
 

@@ -72,7 +72,7 @@ def _plain_table(
     rows: list[dict[str, Any]], test_id: str, row_class: Any, hide: tuple[str, ...]
 ) -> html.Table:
     if not rows:
-        return html.Table(className="small", **{"data-testid": test_id})
+        return html.Table(className="small", **ui.attrs(data_testid=test_id))
     cols = [c for c in rows[0] if c not in hide]
     body = [
         html.Tr(
@@ -83,7 +83,7 @@ def _plain_table(
     return html.Table(
         [html.Thead(html.Tr([html.Th(c) for c in cols])), html.Tbody(body)],
         className="small",
-        **{"data-testid": test_id},
+        **ui.attrs(data_testid=test_id),
     )
 
 
@@ -138,13 +138,13 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
     verdict = html.P(
         [html.Strong(payload["verdict"])],
         className="verdict-agrees" if best and pays else "verdict-disagrees",
-        **{"data-testid": "planner-verdict"},
+        **ui.attrs(data_testid="planner-verdict"),
     )
     warnings = (
         html.Div(
             [html.Strong("Warnings"), html.Ul([html.Li(w) for w in payload["warnings"]])],
             className="verdict-disagrees",
-            **{"data-testid": "planner-warnings"},
+            **ui.attrs(data_testid="planner-warnings"),
         )
         if payload.get("warnings")
         else None
@@ -327,7 +327,7 @@ def near_block(near: dict[str, Any]) -> html.Div:
         f"({small['experts_per_node']} per node), m = {small['m']}, batch {small['batch']}, "
         f"TBT {fmt(small['tbt_ms'])} ms."
     )
-    return html.Div(html.P(text), **{"data-testid": "planner-near-best"})
+    return html.Div(html.P(text), **ui.attrs(data_testid="planner-near-best"))
 
 
 def sensitivity_block(rows: list[dict[str, Any]]) -> html.Div:

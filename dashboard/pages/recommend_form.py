@@ -187,7 +187,9 @@ def size_controls(form: Form) -> html.Div:
                 id="rec-load-box",
                 className="controls",
             ),
-            html.Div(id="rec-size-note", className="status", **{"data-testid": "rec-size-note"}),
+            html.Div(
+                id="rec-size-note", className="status", **ui.attrs(data_testid="rec-size-note")
+            ),
         ],
         className="controls",
     )

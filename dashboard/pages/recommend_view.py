@@ -70,7 +70,7 @@ def path_list(rec: Recommendation) -> html.Ol:
                 )
             )
         items.append(html.Li(parts))
-    return html.Ol(items, className="path", **{"data-testid": "rec-path"})
+    return html.Ol(items, className="path", **ui.attrs(data_testid="rec-path"))
 
 
 def summary(rec: Recommendation) -> html.Div:
@@ -124,7 +124,7 @@ def measured_block(ans: RecommendationAnswer, asked_tokens: int) -> Any:
                 [
                     f"Nearest measured workload: num_tokens = {pick.measured_num_tokens} "
                     f"(asked {asked_tokens}). Routing: {routing}. Repeats: {pooled}. ",
-                    html.Strong(verdict_text(ans), **{"data-testid": "rec-verdict"}),
+                    html.Strong(verdict_text(ans), **ui.attrs(data_testid="rec-verdict")),
                 ]
             ),
             _scroll(
@@ -141,7 +141,7 @@ def measured_block(ans: RecommendationAnswer, asked_tokens: int) -> Any:
                         html.Tbody(rows),
                     ],
                     className="small",
-                    **{"data-testid": "rec-measured"},
+                    **ui.attrs(data_testid="rec-measured"),
                 ),
                 "measured best and runners-up",
             ),
@@ -193,11 +193,13 @@ def workload_block(tokens: TokenCount | None, num_tokens: int) -> html.P:
     """The num_tokens the answer uses and, when it was computed from the serving load,
     the formula."""
     if tokens is None:
-        return html.P(f"num_tokens = {num_tokens} (as given).", **{"data-testid": "rec-workload"})
+        return html.P(
+            f"num_tokens = {num_tokens} (as given).", **ui.attrs(data_testid="rec-workload")
+        )
     notes = " ".join(tokens.notes)
     return html.P(
         [html.Strong(f"num_tokens = {tokens.num_tokens}"), f" — {tokens.formula}. {notes}"],
-        **{"data-testid": "rec-workload"},
+        **ui.attrs(data_testid="rec-workload"),
     )
 
 
@@ -224,7 +226,7 @@ def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> 
         html.Ul(
             [html.Li(f"warning: {w}") for w in export.warnings],
             className="notes",
-            **{"data-testid": f"{prefix}-warnings"},
+            **ui.attrs(data_testid=f"{prefix}-warnings"),
         )
         if export.warnings
         else None
@@ -238,14 +240,14 @@ def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> 
                 className="code",
                 id=f"{prefix}-yaml",
                 tabIndex="0",
-                **{"aria-label": f"YAML of {title}"},
+                **ui.attrs(aria_label=f"YAML of {title}"),
             ),
             html.Pre(
                 export.env or "comm: leave AUTO (no environment variable needed)",
                 className="code",
                 id=f"{prefix}-env",
                 tabIndex="0",
-                **{"aria-label": f"environment line of {title}"},
+                **ui.attrs(aria_label=f"environment line of {title}"),
             ),
             html.Div(
                 [
@@ -280,7 +282,7 @@ def threshold_table(check: GuideCheck) -> html.Div:
                 html.Tbody(rows),
             ],
             className="small",
-            **{"data-testid": "rec-thresholds"},
+            **ui.attrs(data_testid="rec-thresholds"),
         ),
         "published vs data-derived thresholds",
     )

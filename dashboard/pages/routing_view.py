@@ -91,7 +91,7 @@ def _ranking(ans: RoutingSkew, side: str) -> html.Div:
             html.Table([html.Thead(head), html.Tbody(rows)], className="small"),
         ],
         className="half",
-        **{"data-testid": f"routing-ranking-{side}"},
+        **ui.attrs(data_testid=f"routing-ranking-{side}"),
     )
 
 
@@ -157,7 +157,7 @@ def _advice_card(a: Advice) -> html.Div:
             html.Ul([html.Li(d) for d in a.details], className="notes") if a.details else None,
         ],
         className="detail",
-        **{"data-testid": f"routing-advice-{a.technique}"},
+        **ui.attrs(data_testid=f"routing-advice-{a.technique}"),
     )
 
 
@@ -187,7 +187,7 @@ def render(ans: RoutingSkew) -> Any:
             f"{prov['n_candidates']} candidates; repeats: {ans.query.repeats}.",
         ),
         className="status",
-        **{"data-testid": "routing-status"},
+        **ui.attrs(data_testid="routing-status"),
     )
     if ans.comparison is None:
         return html.Div(

@@ -146,7 +146,7 @@ def sightings_block(run_id: int, run: dict[str, Any]) -> Any:
             ),
             StaticHtml(
                 El("div", table(SIGHTING_FIELDS, rows, className="recent"), className="scroll-x"),
-                **{"data-testid": "run-sightings"},
+                **ui.attrs(data_testid="run-sightings"),
             ),
         ]
     )
@@ -286,7 +286,7 @@ def update_grid(
     if state.filter:
         grid.filterModel = dict(state.filter)
     return html.Div(
-        [html.P(note, className="status", **{"data-testid": "run-count"}), grid]
+        [html.P(note, className="status", **ui.attrs(data_testid="run-count")), grid]
     ), search
 
 

@@ -122,7 +122,7 @@ def update(data: DashData, *values: Any) -> tuple[Any, Any, Any, str]:
             f"{len(prov['run_ids'])} runs (TensorRT-LLM {versions}).",
         ),
         className="status",
-        **{"data-testid": "th-status"},
+        **ui.attrs(data_testid="th-status"),
     )
     published = tree_download(data, s, "published", "text").content
     rederived = tree_download(data, s, v.tree, "text").content  # type: ignore[arg-type]
@@ -243,9 +243,11 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 "top-3-only data count. One switch is fitted along the tree's axis.",
                 className="lead",
             ),
-            html.P(RULE_TEXT, className="lead", **{"data-testid": "th-rule"}),
+            html.P(RULE_TEXT, className="lead", **ui.attrs(data_testid="th-rule")),
             html.Ul(
-                [html.Li(d) for d in dropped], className="notes", **{"data-testid": "th-dropped"}
+                [html.Li(d) for d in dropped],
+                className="notes",
+                **ui.attrs(data_testid="th-dropped"),
             )
             if dropped
             else None,

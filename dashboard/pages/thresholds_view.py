@@ -117,7 +117,7 @@ def _table(rows: list[dict[str, Any]], cols: Sequence[tuple[str, str]], test_id:
     return html.Table(
         [html.Thead(html.Tr([html.Th(h) for _, h in cols])), html.Tbody(body)],
         className="small",
-        **{"data-testid": test_id},
+        **ui.attrs(data_testid=test_id),
     )
 
 
@@ -158,7 +158,7 @@ def loo_table(report: ThresholdReport) -> Any:
     table = html.Table(
         [html.Thead(html.Tr([html.Th(h) for _, h in LOO])), html.Tbody(rows)],
         className="small",
-        **{"data-testid": "th-loo"},
+        **ui.attrs(data_testid="th-loo"),
     )
     return scroll_box(table, "leave one model out")
 
@@ -201,7 +201,7 @@ def agreement_table(report: ThresholdReport) -> Any:
     return html.Table(
         [html.Thead([html.Tr(head1), html.Tr(head2)]), html.Tbody(rows)],
         className="small",
-        **{"data-testid": "th-agreement"},
+        **ui.attrs(data_testid="th-agreement"),
     )
 
 
@@ -213,7 +213,7 @@ def overall_line(report: ThresholdReport) -> html.P:
     return html.P(
         "Overall agreement — " + "; ".join(parts) + ".",
         className="status",
-        **{"data-testid": "th-overall"},
+        **ui.attrs(data_testid="th-overall"),
     )
 
 
@@ -223,7 +223,7 @@ def decisions_list(report: ThresholdReport) -> html.Ul:
         html.Li([html.Strong(r["name"]), f": {r['reason']}"])
         for r in report.trees.decisions.to_dict("records")
     ]
-    return html.Ul(items, **{"data-testid": "th-decisions"})
+    return html.Ul(items, **ui.attrs(data_testid="th-decisions"))
 
 
 def evidence_named(report: ThresholdReport, name: str) -> tuple[Any, dict[str, Any]]:
@@ -267,7 +267,7 @@ def tree_block(text: str, title: str, test_id: str) -> html.Div:
                 text,
                 className="code",
                 tabIndex="0",
-                **{"data-testid": test_id, "aria-label": f"tree with {title}"},
+                **ui.attrs(data_testid=test_id, aria_label=f"tree with {title}"),
             ),
         ],
         className="half",
