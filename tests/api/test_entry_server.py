@@ -124,15 +124,14 @@ def test_slow_bodies_hold_no_worker_and_time_out(server: str) -> None:
             sock.sendall(_head("POST", DASH, 1000) + b"{")
         time.sleep(0.5)
         _still_answers(server)  # pages answer while every slow body is pending
-        started = time.monotonic()
+        # each socket gives up after 10 s (_connect): an answer at all means the server
+        # cut the stalled body itself (its 2 s stall limit) instead of leaving it open
         answers = [_status(sock) for sock in socks]
-        waited = time.monotonic() - started
     finally:
         for sock in socks:
             sock.close()
     assert {status for status, _ in answers} == {408}
     assert "too slow" in answers[0][1]
-    assert waited < 10  # cut by the 2 s stall limit, not left open
     _still_answers(server)
 
 

