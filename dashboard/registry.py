@@ -47,7 +47,7 @@ REGISTRY: tuple[Page, ...] = (
     Page("/pareto", pareto, "Pareto", chart=True, warm=True),
     Page("/best", best, "Best by workload", warm=True),
     Page("/recommend", recommend, "Recommendations", chart=True, warm=True),
-    Page("/thresholds", thresholds, "Thresholds", chart=True),
+    Page("/thresholds", thresholds, "Thresholds", chart=True, warm=True),
     Page("/planner", planner, "Planner"),
     Page("/crossval", crossval, "Cross validation", chart=True),
     Page("/crossovers", crossovers, "Crossovers", chart=True),

@@ -102,6 +102,13 @@ def update(data: DashData, *values: Any) -> tuple[Any, Any, Any, str]:
             ui.graph_config(),
             v.search(),
         )
+    # the page's answer once per view and data version (the bootstrap behind it takes
+    # seconds; the evidence figure alone most of a second), shared by every visitor
+    key = ("thresholds-page", v.by, v.check, v.tree, s.key())
+    return data.cached(key, lambda: _answer(data, s, v), where=s.filters())
+
+
+def _answer(data: DashData, s: ThresholdSlice, v: View) -> tuple[Any, Any, Any, str]:
     report = threshold_report(data, s)
     prov = report.provenance
     if not prov["n_candidates"]:
@@ -226,6 +233,10 @@ def layout(data: DashData, **query: Any) -> html.Div:
         [*[_dropdown(f"th-{c}", allowed[c], chosen[c], _LABELS[c]) for c in FILTERS], *radio],
         className="controls",
     )
+    # The first answer comes with the page (cached per view and data version, warmed at
+    # start): no callback round trip before the tables; the callback runs on changes.
+    shown = [val if val and val in allowed[c] else ALL for c, val in chosen.items()]
+    body, figure, config, _ = update(data, *shown, v.by, v.check, v.tree)
     downloads = html.Div(
         [
             ui.download_button("th-txt-btn", "Download tree (text)"),
@@ -260,8 +271,10 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 ),
                 wide=True,
             ),
-            ui.loading(dcc.Graph(id="th-evidence", config=ui.GRAPH_CONFIG), "th-evidence-loading"),
-            ui.loading(html.Div(id="th-body"), "th-loading"),
+            ui.loading(
+                dcc.Graph(id="th-evidence", figure=figure, config=config), "th-evidence-loading"
+            ),
+            ui.loading(html.Div(body, id="th-body"), "th-loading"),
             dcc.Download(id="th-download"),
         ]
     )
@@ -277,6 +290,7 @@ def register(app: dash.Dash, data: DashData) -> None:
         Output("th-evidence", "config"),
         Output("th-url", "search"),
         *[Input(c, "value") for c in CONTROLS],
+        prevent_initial_call=True,  # layout() drew the first answer
     )
     def _update(*values: Any) -> tuple[Any, Any, Any, str]:
         return update(data, *values)

@@ -146,3 +146,17 @@ def test_empty_store_and_unknown_values(duck: Store) -> None:
     assert "no comparison points" in figure.layout.annotations[0].text
     body, _, _, _ = callback(app, "th-body.children")("nope", None, None, None, None, None, None)
     assert ids(body) == {"th-invalid"} and "nothing is stored yet" in texts(body)
+
+
+def test_the_first_answer_comes_with_the_layout_and_is_computed_once(data: DashData) -> None:
+    page = render_page(data, "/thresholds", "?model=model_c")
+    assert {"th-status", "th-table", "th-tree-rederived"} <= ids(page)  # no round trip first
+    assert "model=model_c" in by_id(page, "th-status").children[-1]
+    # the same view again (another visitor, or the callback) is the stored answer
+    controls = ["model_c", "all", "all", "all", "none", None, "derived"]
+    first = P.update(data, *controls)
+    assert P.update(data, *controls)[0] is first[0]
+    # the callback only runs on changes: the layout drew the first answer
+    app = create_dash(data)
+    entry = next(c for c in app._callback_list if "th-body.children" in c["output"])
+    assert entry["prevent_initial_call"] is True
