@@ -14,7 +14,7 @@ COV_FLOOR ?= 91
 COV     := $(foreach p,$(SRC),--cov=$(p)) --cov-report=term:skip-covered --cov-report=xml \
            --cov-fail-under=$(COV_FLOOR)
 
-.PHONY: install assets browser-deps serve test test-unit test-pg test-realdata test-browser fuzz lint bench ci snapshot
+.PHONY: install assets browser-deps serve test test-unit test-pg test-realdata test-browser fuzz lint bench ci snapshot openapi
 
 $(STAMP): pyproject.toml
 	@echo "== installing moedash and its dependencies into $(VENV) (first time: a few minutes; later: only when pyproject.toml changes)"
@@ -79,6 +79,12 @@ lint: install
 	$(BIN)/mypy db analysis ingest service api moedash
 	$(BIN)/lint-imports --no-cache --no-logo
 	$(BIN)/python tests/module_sizes.py $(SRC) tests bench
+	$(BIN)/python -m scripts.openapi_snapshot --check
+
+# docs/openapi.json from the app (the API contract tests/api/test_openapi_snapshot.py
+# holds the app to): run after a reviewed change to a route or response model.
+openapi: install
+	$(BIN)/python -m scripts.openapi_snapshot
 
 # The published-data snapshot (data/published/) from ../shared/data (or $MOEDASH_SHARED_DATA).
 snapshot: install
