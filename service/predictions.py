@@ -17,8 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
+from analysis import columns as C
 from analysis import predict as P
 from analysis.confidence import verdict
+from analysis.predict_next import measure_next
 from analysis.tables import to_json_records
 from service.errors import NoData
 from service.frames import Cell, DashData
@@ -97,21 +101,48 @@ def prediction(
     return out
 
 
+def _measure_next(
+    data: DashData, cell: Cell, frame: pd.DataFrame, confidence: float, limit: int = 10
+) -> pd.DataFrame:
+    """The cell's unmeasured token counts whose winner is least certain, over its world
+    sizes (``analysis.predict_next``), most uncertain first."""
+    names = {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant}
+    parts = []
+    for ws in sorted({int(w) for w in frame[C.WORLD_SIZE].dropna().unique()}):
+
+        def fit(size: int = ws) -> P.GroupModel:
+            return P.fit_group(frame, size, None, confidence)
+
+        fitted = data.cached(("prediction_fit", cell, ws, None, float(confidence)), fit, cell)
+        parts.append(measure_next(fitted, names, limit))
+    found = [p for p in parts if len(p)]
+    if not found:
+        return pd.DataFrame()
+    every = pd.concat(found, ignore_index=True)
+    every = every.sort_values(["expected_regret_pct", "world_size", "num_tokens"],
+                              ascending=[False, True, True], kind="mergesort")  # fmt: skip
+    return every.head(limit).reset_index(drop=True)
+
+
 def validation(
     data: DashData, model: str, hardware: str, quant: str, confidence: float = P.CONFIDENCE
 ) -> dict[str, Any]:
     """Leave-one-token-count-out validation of one cell (``analysis.predict.validate``):
     the summary (regret of the predicted pick and of the nearest-workload answer,
-    coverage) and one row per held-out query."""
+    coverage), one row per held-out query, and ``measure_next``: the unmeasured token
+    counts whose winner is least certain, with their bench_moe commands."""
     cell = _cell(data, model, hardware, quant)
 
     def compute() -> dict[str, Any]:
-        table = P.validate(data.cell_frame(cell), confidence)
+        frame = data.cell_frame(cell)
+        table = P.validate(frame, confidence)
+        names = {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant}
         return {
-            "cell": {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant},
+            "cell": names,
             "confidence": confidence,
             "summary": P.summarize(table),
             "items": to_json_records(table),
+            "measure_next": to_json_records(_measure_next(data, cell, frame, confidence)),
         }
 
     out: dict[str, Any] = data.cached(("prediction_validation", cell, confidence), compute, cell)

@@ -82,6 +82,11 @@ class ValidationAnswer(Open):
         description="per held-out query: world_size, dispatch, num_tokens, n_predicted, "
         "n_measured, regret_pct, nearest_tokens, nearest_regret_pct, n_covered, edge"
     )
+    measure_next: list[dict[str, Any]] = Field(
+        description="what to measure next: unmeasured token counts ranked by the expected "
+        "regret of their predicted pick (world_size, num_tokens, pick, p_fastest, "
+        "expected_regret_pct, extrapolated, the bench_moe command)"
+    )
 
 
 @router.get(

@@ -59,3 +59,7 @@ def test_validation_equals_the_service(client: TestClient, store: Store) -> None
     summary = body["summary"]
     assert summary["n_queries"] == len(body["items"]) >= 14
     assert summary["predicted"]["worst_regret_pct"] <= 10.0 and summary["coverage"] >= 0.8
+    nxt = body["measure_next"]
+    assert 0 < len(nxt) <= 10 and all("bench_moe" in r["command"] for r in nxt)
+    regrets = [r["expected_regret_pct"] for r in nxt]
+    assert regrets == sorted(regrets, reverse=True)
