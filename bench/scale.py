@@ -28,6 +28,7 @@ time on the same database; each reports its own numbers.
 
     .venv/bin/python bench/scale.py [--sizes 1000000 10000000] [--engines duckdb postgresql]
         [--repeats 15] [--replicas 1] [--pg-url postgresql://postgres@127.0.0.1:5432/test]
+        [--duckdb-memory-limit 512MB]
 
 Prints a table and writes bench/results/scale.json. Goals: RSS per replica <= 1 GB,
 one-cell p95 <= 500 ms, first visit after an upload <= 1 s, within 2x of the engine's
@@ -400,6 +401,9 @@ def one(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
             finally:
                 store.close()
             n = args.replicas if engine == "postgresql" else 1
+            if engine == "duckdb" and args.duckdb_memory_limit:
+                # a DuckDB URL's query sets its configuration (the replica's only)
+                url += f"?memory_limit={args.duckdb_memory_limit}"
             cmd = [sys.executable, __file__, "--replica", url]
             cmd += ["--repeats", str(args.repeats), "--versions", str(args.versions)]
             procs = [
@@ -409,7 +413,13 @@ def one(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
             replicas = [json.loads(p.communicate()[0].decode().splitlines()[-1]) for p in procs]
         finally:
             _drop(args.pg_url, schema_name)
-    return {"engine": engine, "size": size, "build": built, "replicas": replicas}
+    return {
+        "engine": engine,
+        "size": size,
+        "duckdb_memory_limit": args.duckdb_memory_limit,
+        "build": built,
+        "replicas": replicas,
+    }
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -456,6 +466,10 @@ def main() -> None:
     ap.add_argument("--versions", type=int, default=60)
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--pg-url", default=PG_URL)
+    ap.add_argument(
+        "--duckdb-memory-limit",
+        help="DuckDB memory_limit of the replica (e.g. 512MB; default DuckDB's 80%% of RAM)",
+    )
     ap.add_argument("--replica", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.replica:

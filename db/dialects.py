@@ -8,7 +8,8 @@ the dialect.
 - frame reads: DuckDB returns a DataFrame natively (or, for big reads, an Arrow table
   converted column by column: ~4x faster than ``.df()`` on text columns, and text can
   come back dictionary-encoded as pandas categoricals); PostgreSQL rows are fetched
-  through the driver cursor.
+  through the driver cursor, and big (columnar) reads come as ``COPY ... TO STDOUT``
+  CSV parsed by Arrow, with the dtypes DuckDB's columnar path gives.
 - unique-violation detection for idempotent concurrent uploads.
 - the median aggregate (:func:`median`): DuckDB's ``quantile_cont``, PostgreSQL's
   ordered-set ``percentile_cont ... WITHIN GROUP``.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import re
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any
@@ -26,6 +28,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 import sqlalchemy as sa
 import sqlalchemy.ext.compiler
 
@@ -196,15 +199,57 @@ def read_frame(
             return raw.execute(sql, list(params)).df()
         return arrow_to_frame(_duckdb_arrow(raw, sql, params), categorical)
     pg_sql = sql.replace("?", "%s")
+    if categorical is not None:
+        return arrow_to_frame(_postgres_arrow(raw, pg_sql, params), categorical)
     with raw.cursor() as cur:
         cur.execute(pg_sql, list(params))
         names = [d.name for d in cur.description]
         rows = cur.fetchall()
-    frame = pd.DataFrame.from_records(rows, columns=names)
-    for col in categorical or ():
-        if col in frame:
-            frame[col] = frame[col].astype("category")
-    return frame
+    return pd.DataFrame.from_records(rows, columns=names)
+
+
+# PostgreSQL type OIDs of the columns our frames hold -> Arrow types (others: text).
+_PG_ARROW = {
+    16: pa.bool_(),
+    20: pa.int64(),
+    21: pa.int64(),
+    23: pa.int64(),
+    700: pa.float64(),
+    701: pa.float64(),
+    1700: pa.float64(),
+}
+
+
+def _postgres_arrow(raw: Any, sql: str, params: Sequence[Any]) -> pa.Table:
+    """The result of ``sql`` as an Arrow table through ``COPY (...) TO STDOUT`` in CSV,
+    parsed by Arrow: the rows never become Python objects (a 1M-row, 16-column read
+    took 5.5 s and +0.5 GB instead of 15 s and +1.7 GB through the cursor). Column
+    types come from the statement's own description; NULL is an unquoted empty field,
+    an empty text a quoted one."""
+    with raw.cursor() as cur:
+        cur.execute(f"SELECT * FROM ({sql}) AS q LIMIT 0", list(params))
+        names = [d.name for d in cur.description]
+        types = {d.name: _PG_ARROW.get(d.type_code, pa.string()) for d in cur.description}
+        buf = io.BytesIO()
+        with cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT csv)", list(params)) as copy:
+            for chunk in copy:
+                buf.write(chunk)
+    if not buf.tell():
+        return pa.table({n: pa.array([], type=types[n]) for n in names})
+    buf.seek(0)
+    return pacsv.read_csv(
+        buf,
+        read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(
+            column_types=types,
+            true_values=["t"],
+            false_values=["f"],
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
+    )
 
 
 def _duckdb_arrow(raw: Any, sql: str, params: Sequence[Any]) -> pa.Table:
