@@ -24,8 +24,10 @@ def with_phase(frame: pd.DataFrame) -> pd.DataFrame:
     if C.PHASE in frame or C.CUDA_GRAPH not in frame or frame.empty:
         return frame
     flag = frame[C.CUDA_GRAPH]
+    # a 0-d object array, not a bare None: numpy's stubs do not take None as an array
+    missing = np.array(None, dtype=object)
     phase = np.where(
-        flag.isna(), None, np.where(flag.fillna(False).astype(bool), "decode", "prefill")
+        flag.isna(), missing, np.where(flag.fillna(False).astype(bool), "decode", "prefill")
     )
     return frame.assign(**{C.PHASE: phase})
 
@@ -36,7 +38,7 @@ def slice_of(*frames: pd.DataFrame) -> str:
 
 
 def deployment_frame(
-    model: str, hardware: str, quant: str, world_size: int, phase: str
+    model: str | None, hardware: str, quant: str, world_size: int, phase: str
 ) -> pd.DataFrame:
     """One row describing a deployment, for :func:`slice_of`."""
     return pd.DataFrame(

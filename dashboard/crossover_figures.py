@@ -64,7 +64,7 @@ def band_edges(axis_values: np.ndarray) -> np.ndarray:
     mid = np.sqrt(x[1:] * x[:-1])
     lo = x[0] / np.sqrt(x[1] / x[0])
     hi = x[-1] * np.sqrt(x[-1] / x[-2])
-    return np.r_[lo, mid, hi]
+    return np.concatenate(([lo], mid, [hi]))
 
 
 def crossover_figure(

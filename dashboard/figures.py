@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -42,7 +43,7 @@ MAX_CLOUD_TRACES = 300
 
 
 # A small explicit template: plotly's named templates cost ~30 ms per figure to apply.
-_TEMPLATE: dict = {
+_TEMPLATE: dict[str, Any] = {
     "layout": {
         "plot_bgcolor": "white",
         "paper_bgcolor": "white",
@@ -98,7 +99,7 @@ def third_metric(x: str, y: str) -> str:
     return rest[0] if rest else C.NUM_TOKENS
 
 
-def _recipe_text(row: pd.Series | dict) -> str:
+def _recipe_text(row: pd.Series | dict[str, Any]) -> str:
     graph = "on" if bool(row[C.CUDA_GRAPH]) else "off"
     return (
         f"{row[C.BACKEND]} · {row[C.COMM]} · {row[C.PARALLEL_MODE]} "
@@ -106,7 +107,7 @@ def _recipe_text(row: pd.Series | dict) -> str:
     )
 
 
-def _workload_text(row: pd.Series | dict) -> str:
+def _workload_text(row: pd.Series | dict[str, Any]) -> str:
     """World size, attention and routing of a point (missing values as "?")."""
     ws = row.get(C.WORLD_SIZE)
     attn = {"D": "DP", "T": "TP"}.get(str(row.get(C.ATTN)), "?")
@@ -132,7 +133,9 @@ def _hover(x: str, y: str, third: str, head: str) -> str:
     )
 
 
-def _group_rows(frame: pd.DataFrame, cols: Sequence[str]) -> list[tuple[tuple, np.ndarray]]:
+def _group_rows(
+    frame: pd.DataFrame, cols: Sequence[str]
+) -> list[tuple[tuple[Any, ...], np.ndarray]]:
     """[(key values, row positions)] per distinct combination of ``cols``, keys in sorted
     order (missing last), positions ascending -- ``groupby(cols, sort=True,
     dropna=False, observed=True)`` without building a frame per group."""
@@ -158,10 +161,10 @@ def _group_rows(frame: pd.DataFrame, cols: Sequence[str]) -> list[tuple[tuple, n
     return out
 
 
-_MERGED_TEMPLATE: dict | None = None
+_MERGED_TEMPLATE: dict[str, Any] | None = None
 
 
-def _merged_template() -> dict:
+def _merged_template() -> dict[str, Any]:
     """What ``update_layout(template=_TEMPLATE)`` leaves on a new figure (plotly's
     default template with ``_TEMPLATE`` merged in), computed once."""
     global _MERGED_TEMPLATE
@@ -172,7 +175,7 @@ def _merged_template() -> dict:
     return _MERGED_TEMPLATE
 
 
-def _layout_dict(height: int) -> dict:
+def _layout_dict(height: int) -> dict[str, Any]:
     """The layout :func:`_layout` gives, as a plain dict."""
     return {
         "template": _merged_template(),
@@ -215,7 +218,7 @@ def pareto_figure(
     # Traces and layout are plain dicts and the figure skips plotly's per-property
     # validation: with a hundred recipe traces validation alone cost ~150 ms per update,
     # and update_layout with the template another ~30 ms.
-    traces: list[dict] = []
+    traces: list[dict[str, Any]] = []
     shown_backends: set[str] = set()
     drawn = len(cloud)  # the title counts every candidate, the frontier's included
     if len(cloud) and len(frontier) and KEY in cloud and KEY in frontier:
@@ -322,7 +325,7 @@ def pareto_figure(
     return go.Figure(data=traces, layout=layout, _validate=False)
 
 
-def path_figure(steps: Sequence[dict]) -> go.Figure:
+def path_figure(steps: Sequence[dict[str, Any]]) -> go.Figure:
     """The thresholds the tree compared against: one bar pair (observed vs threshold)
     per step that had a threshold, log axis. ``steps`` are dicts with ``step``,
     ``threshold_name``, ``threshold_value``, ``observed`` and ``answer``."""

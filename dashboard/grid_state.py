@@ -117,9 +117,7 @@ def from_grid(
         sorted_cols = [
             c for c in column_state if isinstance(c, dict) and c.get("sort") in _DIRECTIONS
         ]
-        sorted_cols.sort(
-            key=lambda c: c.get("sortIndex") if isinstance(c.get("sortIndex"), int) else 0
-        )
+        sorted_cols.sort(key=lambda c: i if isinstance(i := c.get("sortIndex"), int) else 0)
         pairs = [(str(c.get("colId")), str(c.get("sort"))) for c in sorted_cols]
         sort = _clean_sort(pairs, allowed)
     model = held.filter if filter_model is None else _clean_filter(filter_model, allowed)

@@ -31,7 +31,7 @@ import hashlib
 import html as _html
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -147,19 +147,22 @@ class ShellDash(dash.Dash):
 
     def __init__(
         self,
-        *args: Any,
+        name: str | None = None,
+        *,
         plotly_js: str | None,
         regenerator_js: str | None = None,
         chart_paths: Collection[str] = (),
         **kwargs: Any,
     ) -> None:
-        super().__init__(*args, index_string=index_string(plotly_js), **kwargs)
+        super().__init__(name, index_string=index_string(plotly_js), **kwargs)
         self._moedash_regenerator_js = regenerator_js
         self._moedash_early = plotly_early(plotly_js) if plotly_js else None
         self._moedash_chart_paths = frozenset(chart_paths)
 
-    def interpolate_index(self, **kwargs: Any) -> str:
-        page = super().interpolate_index(**kwargs)
+    def interpolate_index(self, *args: Any, **kwargs: Any) -> str:
+        # Dash's method is unannotated; it returns the page's HTML
+        base: Callable[..., str] = super().interpolate_index
+        page = base(*args, **kwargs)
         if (
             self._moedash_early
             and flask.has_request_context()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import html as _html
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from dash.development.base_component import Component
@@ -148,7 +148,9 @@ class StaticHtml(Component):
             args["id"] = id
         if className is not None:
             args["className"] = className
-        super().__init__(**args, **wildcards)
+        # Dash's Component.__init__ is unannotated
+        init: Callable[..., None] = super().__init__
+        init(**args, **wildcards)
         object.__setattr__(self, "static_tree", nodes)
 
 

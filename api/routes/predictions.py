@@ -70,6 +70,7 @@ class ValidationAnswer(Open):
             "confidence": 0.9,
             "summary": {"n_queries": 32, "coverage": 0.91},
             "items": [],
+            "measure_next": [],
         }
     )
 

@@ -262,8 +262,10 @@ def register(app: dash.Dash, data: DashData) -> None:
         prevent_initial_call=True,
     )
     def _gridstate(column_state: Any, filter_model: Any, *values: Any) -> tuple[Any, str]:
-        *controls_now, kept = values
-        return grid_changed(column_state, filter_model, *controls_now, kept=kept)
+        cell_key, grouping, ws, dispatch, repeats, kept = values  # the controls, then the store
+        return grid_changed(
+            column_state, filter_model, cell_key, grouping, ws, dispatch, repeats, kept=kept
+        )
 
     @app.callback(
         Output("best-download", "data"),

@@ -71,12 +71,13 @@ def compute(data: DashData, form: Form) -> CrossoverAnswer:
     return crossover_answer(data, form.query())
 
 
-def _pick_series(ans: CrossoverAnswer, wanted: str | None) -> str | None:
+def _pick_series(ans: CrossoverAnswer, wanted: str | None) -> str:
+    # called only when ``ans`` has at least one series (render)
     labels = [str(s) for s in ans.result.series[SERIES_LABEL]]
     if wanted in labels:
         return wanted
     with_switch = ans.result.series[ans.result.series["n_switches"] > 0]
-    return str(with_switch[SERIES_LABEL].iloc[0]) if len(with_switch) else (labels or [None])[0]
+    return str(with_switch[SERIES_LABEL].iloc[0]) if len(with_switch) else labels[0]
 
 
 def _grid(switches: pd.DataFrame, axis: str) -> Any:

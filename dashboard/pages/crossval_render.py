@@ -6,6 +6,7 @@ come from ``service.crossval.view_counts``, the figure from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from dash import Input, Output, State, dcc, html
@@ -180,13 +181,15 @@ def deferred_figure(graph: Any) -> tuple[Any, Any]:
     shift)."""
     if not isinstance(graph, dcc.Graph):
         return graph, None
-    height = graph.figure.layout.height or 450
+    # Dash sets a component's props as attributes its classes do not declare
+    height = graph.figure.layout.height or 450  # type: ignore[attr-defined]
     placeholder = html.Div(
         html.P("Drawing the status chart…", className="muted"),
         style={"minHeight": f"{height}px"},
         **ui.attrs(data_testid="cv-figure-pending", aria_busy="true"),
     )
-    return placeholder, graph.to_plotly_json()
+    to_json: Callable[[], dict[str, Any]] = graph.to_plotly_json  # unannotated in Dash
+    return placeholder, to_json()
 
 
 def register_deferred_figure(app: Any) -> None:

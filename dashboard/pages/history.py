@@ -79,13 +79,10 @@ def with_defaults(data: DashData, form: Form) -> Form:
             if len(table):
                 row = table.iloc[0]
                 default = {k: int(row[k]) if k == "world_size" else str(row[k]) for k in SLICE}
-        form = replace(
-            form,
-            **{
-                k: getattr(form, k) if getattr(form, k) is not None else default.get(k)
-                for k in SLICE
-            },
-        )
+        filled: dict[str, Any] = {
+            k: getattr(form, k) if getattr(form, k) is not None else default.get(k) for k in SLICE
+        }
+        form = replace(form, **filled)
     if (form.base is None or form.head is None) and form.complete():
         versions = version_list(data, form)
         if len(versions) >= 2:
@@ -101,7 +98,7 @@ def option_lists(data: DashData, form: Form) -> list[list[dict[str, Any]]]:
     dispatch += [{"label": k, "value": k} for k in known]
     if form.dispatch and form.dispatch not in known:
         dispatch.append({"label": f"{form.dispatch} (not stored)", "value": form.dispatch})
-    token_opts = [{"label": "every workload", "value": ALL}]
+    token_opts: list[dict[str, Any]] = [{"label": "every workload", "value": ALL}]
     token_opts += [{"label": f"{t} tokens", "value": t} for t in tokens]
     if form.num_tokens is not None and form.num_tokens not in tokens:
         token_opts.append({"label": f"{form.num_tokens} (not stored)", "value": form.num_tokens})

@@ -45,7 +45,7 @@ def change_numbers(ans: FrontierChangeAnswer) -> html.Div:
         return ui.empty_state(
             "Neither version has a frontier in this slice.", test_id="hist-fc-empty"
         )
-    tables = []
+    tables: list[html.Table | html.Details] = []
     for i, item in enumerate(ans.slices):
         s = item["summary"]
         ref = s["reference_point"]["latency_ms"]

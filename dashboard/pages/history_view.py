@@ -197,7 +197,7 @@ def _history_part(data: DashData, form: Form, title: str) -> list[Any]:
         f"({', '.join(order) or '—'}); {items[SERIES].nunique() if len(items) else 0} "
         f"series of {what}; {len(items):,} points. Routing: {got.routing.label}."
     )
-    summary = html.P(
+    summary: html.P | html.Div = html.P(
         ui.with_synthetic_note(bool(got.provenance["synthetic"]), line),
         className="status",
         **ui.attrs(data_testid="hist-summary"),

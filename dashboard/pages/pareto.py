@@ -8,6 +8,7 @@ State and URL: :mod:`dashboard.pages.pareto_query`; controls:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import dash
@@ -211,7 +212,8 @@ def register(app: dash.Dash, data: DashData) -> None:
     def _figure(*values: Any) -> tuple[go.Figure, Any]:
         return update_figure(data, query_from_controls(*values))
 
-    app.clientside_callback(
+    clientside: Callable[..., None] = app.clientside_callback  # unannotated in Dash
+    clientside(
         CLICKED_POINT_JS,
         Output("pareto-click", "data"),
         Input("pareto-graph", "clickData"),

@@ -407,7 +407,8 @@ def register(app: dash.Dash, data: DashData) -> None:
     )
     def _plan(_n: int | None, *values: Any) -> tuple[Any, str, Any]:
         n = len(_FORM_STATES)
-        form = form_from_controls(*values[:n], list(values[n : n + len(MODEL_KEYS)]), values[-1])
+        # one starred list: mypy places no positional argument after a starred slice
+        form = form_from_controls(*[*values[:n], list(values[n : n + len(MODEL_KEYS)]), values[-1]])
         return update(data, form)
 
     @app.callback(

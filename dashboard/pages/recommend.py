@@ -132,7 +132,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
     names = list(check.table["name"])
     chosen = (
         form.check
-        if form.check in names
+        if form.check is not None and form.check in names
         else (next((d for d in reversed(decided) if d in names), names[0] if names else ""))
     )
     steps = [dataclasses.asdict(s) for s in rec.path]
@@ -338,7 +338,8 @@ def register(app: dash.Dash, data: DashData) -> None:
     )
     def _size(*values: Any) -> tuple[Any, dict[str, str], dict[str, str]]:
         form = form_from_controls(*values)
-        hide, show = {"display": "none"}, {}
+        hide: dict[str, str] = {"display": "none"}
+        show: dict[str, str] = {}
         return (
             size_note(form),
             hide if form.size == "load" else show,

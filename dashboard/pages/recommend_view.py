@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from dash import html
+from dash import dcc, html
 
 from analysis import columns as C
 from analysis.concurrency import TokenCount
@@ -288,7 +288,7 @@ def threshold_table(check: GuideCheck) -> html.Div:
     )
 
 
-def evidence_named(check: GuideCheck, name: str) -> tuple[Any, dict[str, Any]]:
+def evidence_named(check: GuideCheck, name: str) -> tuple[Any, dcc.Graph.Config]:
     """(the evidence chart of threshold ``name``, its ``dcc.Graph`` config), both named
     for the threshold and the slice of its comparison points."""
     ev = check.evidence[check.evidence["name"] == name] if len(check.evidence) else pd.DataFrame()

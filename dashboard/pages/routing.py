@@ -49,11 +49,11 @@ class RoutingState:
             quant=self.cell.quant,
             world_size=int(ws),
             num_tokens=int(tokens),
-            phase=phase,  # type: ignore[arg-type]
-            attention=attn,  # type: ignore[arg-type]
+            phase=phase,
+            attention=attn,
             balanced=self.balanced,
             skewed=self.skewed,
-            repeats=self.repeats,  # type: ignore[arg-type]
+            repeats=self.repeats,
         )
 
     def search(self) -> str:

@@ -353,7 +353,7 @@ def register(app: dash.Dash, data: DashData) -> None:
     @app.callback(
         Output("run-cand", "data"), Input("run-grid", "selectedRows"), prevent_initial_call=True
     )
-    def _select(rows: list[dict] | None) -> Any:
+    def _select(rows: list[dict[str, Any]] | None) -> Any:
         return int(rows[0][C.CANDIDATE_INDEX]) if rows else dash.no_update
 
     @app.callback(

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from dash import html
+from dash import dcc, html
 
 from analysis import columns as C
 from analysis.threshold_agreement import SETS
@@ -226,7 +226,7 @@ def decisions_list(report: ThresholdReport) -> html.Ul:
     return html.Ul(items, **ui.attrs(data_testid="th-decisions"))
 
 
-def evidence_named(report: ThresholdReport, name: str) -> tuple[Any, dict[str, Any]]:
+def evidence_named(report: ThresholdReport, name: str) -> tuple[Any, dcc.Graph.Config]:
     """(:func:`evidence`, its ``dcc.Graph`` config): title and PNG name say which
     threshold and the slice of its votes (model · GPU · quant · world size · phase)."""
     ev = report.check.evidence

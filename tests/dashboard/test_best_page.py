@@ -134,5 +134,7 @@ def test_gridstate_callback_is_registered_and_writes_the_url(data: DashData) -> 
     app = create_dash(data)
     fn = callback(app, "best-gridstate.data")
     state = [{"colId": "is_tie", "sort": "asc", "sortIndex": 0}]
-    stored, search = fn(state, None, KNOWN.key, "bench_moe", "all", None, "median")
+    # Dash passes the five controls, then the state held so far (none yet)
+    stored, search = fn(state, None, KNOWN.key, "bench_moe", "all", None, "latest", None)
     assert stored["sort"] == [["is_tie", "asc"]] and "sort=is_tie%3Aasc" in search
+    assert "repeats=latest" in search  # the controls are not shifted into the held state

@@ -91,3 +91,8 @@ def test_plotly_bundle_only_when_present_and_the_same_version(tmp_path: Path) ->
     # plotly.py drawing for another plotly.js: the partial bundle would not match
     assert plotly_bundle(tmp_path, "4.2.0") is None
     assert plotly_bundle(tmp_path, "4.1") is None
+
+
+def test_attrs_spells_data_and_aria_attributes_as_html_names() -> None:
+    props = html.Div(**ui.attrs(data_testid="x", aria_label="a name")).to_plotly_json()["props"]
+    assert props == {"children": None, "data-testid": "x", "aria-label": "a name"}
