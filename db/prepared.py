@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from analysis import columns as C
 from db.dialects import CopyRows, arrow_or_frame, copy_rows
-from db.uploads import compress, sweep_fingerprint
+from db.sweep_identity import compress, sweep_fingerprint
 from ingest.records import Sweep
 
 

@@ -41,12 +41,9 @@ from db.sightings import (
     sighting_bytes,
     sightings_of_upload,
 )
+from db.sweep_identity import compress
 from db.upload_batch import UploadWrite, write_fresh
-from db.uploads import (
-    IngestResult,
-    compress,
-    existing_upload,
-)
+from db.uploads import IngestResult, existing_upload
 from ingest.records import Sweep, UploadMeta
 
 

@@ -45,8 +45,9 @@ from db.prepared import PreparedUpload
 from db.runs import Page, RawUpload, RunRepository, VersionSlice
 from db.session import Database, make_engine
 from db.stats import StatsRepository
+from db.sweep_identity import sweep_fingerprint
 from db.tokens import TokenRepository
-from db.uploads import IngestResult, RunRef, sweep_fingerprint
+from db.uploads import IngestResult, RunRef
 from ingest.records import Sweep, UploadMeta
 
 __all__ = [

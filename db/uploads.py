@@ -8,26 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import sqlalchemy as sa
-import zstandard
 
 from analysis import columns as C
 from db import dialects, schema
 from db.dialects import plain_scalar as _plain
 from db.errors import Conflict, UniqueViolation
-from db.fingerprint import candidate_hashes
+from db.prepared import StoredSweep
 from db.sightings import SightingRef, record_sighting
-from ingest.records import RUN_EXTRA_KEYS, Sweep, UploadMeta
-
-if TYPE_CHECKING:  # db.prepared imports this module
-    from db.prepared import StoredSweep
+from ingest.records import RUN_EXTRA_KEYS, UploadMeta
 
 # Upload metadata that states facts about the measurement. The same bytes (or the same
 # measurements) sent again with another value contradict what is stored: Conflict (409).
@@ -48,25 +43,6 @@ CONTRADICTING_BLOCKS = {
 # Stored run fields whose difference is reported (``differing_fields``) but accepted:
 # unknown top-level keys (kept in the new bytes, which the sighting keeps).
 NOTED_BLOCKS = {"extra_json": "extra_json"}
-
-# Run facts that identify what was measured; upload annotations (notes, CI URL,
-# filename) do not change the identity of a run.
-_IDENTITY_RUN_KEYS = (
-    C.SOURCE_FORMAT,
-    C.MODEL,
-    C.NUM_EXPERTS,
-    C.TOP_K,
-    C.HIDDEN_SIZE,
-    C.INTERMEDIATE_SIZE,
-    C.QUANT,
-    C.HARDWARE,
-    C.WORLD_SIZE,
-    C.TRTLLM_VERSION,
-    C.TRTLLM_COMMIT,
-    "device_name",
-    "environment_json",
-    "model_json",
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,39 +75,6 @@ class IngestResult:
     @property
     def n_candidates(self) -> int:
         return sum(r.n_candidates for r in self.runs)
-
-
-def sweep_fingerprint(sweep: Sweep) -> str:
-    """Content identity of a sweep: SHA-256 over its identifying run facts and its
-    candidates with canonical dtypes, so the same measurements arriving in different
-    bytes (NVIDIA's data.js and its CSVs, a re-serialised report) map to one run."""
-    digest = hashlib.sha256()
-    facts = {k: _plain(sweep.run.get(k)) for k in _IDENTITY_RUN_KEYS}
-    digest.update(json.dumps(facts, sort_keys=True, default=str).encode())
-    # the candidates' hashes, per column (db.fingerprint: same bytes as hashing each
-    # column with pandas in its canonical dtype, ~20x cheaper)
-    for name, hashed in candidate_hashes(sweep.candidates):
-        digest.update(name.encode())
-        digest.update(hashed)
-    return digest.hexdigest()
-
-
-_COMPRESS_CHUNK = 16 << 20
-
-
-def compress(raw: bytes) -> bytes:
-    """``raw`` as one zstd frame (level 3), compressed in 16 MiB pieces. The one-shot
-    ``ZstdCompressor.compress`` first allocates an output buffer as large as the input
-    (zstd's worst-case bound), which for a 500 MB upload is another 500 MB of RSS; the
-    streaming compressor grows its output only as far as the compressed size."""
-    compressor = zstandard.ZstdCompressor(level=3).compressobj(size=len(raw))
-    view = memoryview(raw)
-    parts = [
-        compressor.compress(view[i : i + _COMPRESS_CHUNK])
-        for i in range(0, len(raw), _COMPRESS_CHUNK)
-    ]
-    parts.append(compressor.flush())
-    return b"".join(parts)
 
 
 # Statements of every upload, built once (building one costs about as much as the

@@ -14,7 +14,7 @@ import pytest
 from analysis import columns as C
 from db.dialects import plain_scalar
 from db.fingerprint import candidate_hashes, reference_hash
-from db.uploads import _IDENTITY_RUN_KEYS, sweep_fingerprint
+from db.sweep_identity import _IDENTITY_RUN_KEYS, sweep_fingerprint
 from ingest.demo.jsontext import dump_report
 from ingest.demo.report import generate_report
 from ingest.detect import parse_path, parse_upload
