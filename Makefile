@@ -76,7 +76,7 @@ fuzz: install
 lint: install
 	$(BIN)/ruff format --check $(SRC) tests bench
 	$(BIN)/ruff check $(SRC) tests bench
-	$(BIN)/mypy db analysis ingest service api moedash
+	$(BIN)/mypy db analysis ingest service api moedash dashboard
 	$(BIN)/lint-imports --no-cache --no-logo
 	$(BIN)/python tests/module_sizes.py $(SRC) tests bench
 	$(BIN)/python -m scripts.openapi_snapshot --check
