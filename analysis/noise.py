@@ -311,12 +311,14 @@ def noise_for(model: NoiseModel, rows: pd.DataFrame) -> pd.DataFrame:
     if not len(rows) or model.table.empty:
         return out
     key = [c for c in model.key if c in rows]
-    left = rows[key].astype(object).astype(str)
-    right = model.table[key].astype(object).astype(str)
-    right = right.assign(_pos=np.arange(len(right)))
-    pos = left.merge(right, on=key, how="left")["_pos"].to_numpy()
-    seen = np.isfinite(pos)
-    at = np.where(seen, pos, 0).astype(np.int64)
+    table = model.table
+    both = pd.concat([table[key].astype(object), rows[key].astype(object)], ignore_index=True)
+    codes = group_codes(both, key)
+    lookup = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+    lookup[codes[: len(table)]] = np.arange(len(table))
+    pos = lookup[codes[len(table) :]]
+    seen = pos >= 0
+    at = np.maximum(pos, 0)
     for col in (SPREAD, DF, SOURCE, LEVEL, N_LEVEL, LAST_VERSION):
         vals = model.table[col].to_numpy()[at]
         out.loc[seen, col] = vals[seen]
