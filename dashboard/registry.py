@@ -48,7 +48,7 @@ REGISTRY: tuple[Page, ...] = (
     Page("/best", best, "Best by workload", warm=True),
     Page("/recommend", recommend, "Recommendations", chart=True, warm=True),
     Page("/thresholds", thresholds, "Thresholds", chart=True, warm=True),
-    Page("/planner", planner, "Planner"),
+    Page("/planner", planner, "Planner", warm=True),
     Page("/crossval", crossval, "Cross validation", chart=True),
     Page("/crossovers", crossovers, "Crossovers", chart=True),
     Page("/routing", routing, "Routing skew", chart=True),

@@ -63,7 +63,12 @@ def compute(data: DashData, form: Form) -> dict[str, Any] | str:
 
 
 def update(data: DashData, form: Form) -> tuple[Any, str, Any]:
-    """Form -> (result children, URL search, payload for the download store)."""
+    """Form -> (result children, URL search, payload for the download store); computed
+    once per form (its URL says all of it) and store version, shared by visitors."""
+    return data.cached(("planner-page", form.search()), lambda: _answer(data, form))
+
+
+def _answer(data: DashData, form: Form) -> tuple[Any, str, Any]:
     payload = compute(data, form)
     if isinstance(payload, str):
         hints = (
@@ -86,6 +91,9 @@ _ctl = control  # the label names the input, dropdown or group (dashboard.labell
 def layout(data: DashData, **query: Any) -> html.Div:
     form = parse_form(query)
     spec = MODELS[form.model]
+    # the plan of the URL's form comes with the page (cached, warmed at start): the Plan
+    # button's callback runs on clicks only
+    body, _, payload = update(data, form)
     model_inputs = [
         _ctl(
             MODEL_LABELS[k],
@@ -318,10 +326,10 @@ def layout(data: DashData, **query: Any) -> html.Div:
                     html.Span(id="plan-running", className="status"),
                 ]
             ),
-            dcc.Store(id="plan-payload"),
+            dcc.Store(id="plan-payload", data=payload),
             dcc.Download(id="plan-download"),
             dcc.Download(id="plan-deploy-download"),
-            ui.loading(html.Div(id="plan-body"), "plan-loading"),
+            ui.loading(html.Div(body, id="plan-body"), "plan-loading"),
         ]
     )
 
@@ -400,6 +408,7 @@ def register(app: dash.Dash, data: DashData) -> None:
         *[State(i, "value") for i in _FORM_STATES],
         *model_fields,
         State("plan-gpu-grid", "rowData"),
+        prevent_initial_call=True,  # layout() drew the URL's plan
         running=[
             (Output("plan-run", "disabled"), True, False),
             (Output("plan-running", "children"), "planning…", ""),

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from dash import html
 
 from analysis.planner import GPUS, MODELS, Workload, search_plans, timeline
 from dashboard import planner_figures as PF
@@ -400,3 +401,15 @@ def test_two_plans_side_by_side(store: Store) -> None:
     assert "#1" in shown and "#3" in shown and "TBT (ms)" in shown
     assert PF.side_by_side_rows(payload["alternatives"], 1, 999) == []
     assert F.parse_form({"ca": "0", "cb": "x"}).ca == 1
+
+
+def test_the_urls_plan_comes_with_the_layout(store: Store) -> None:
+    ingest_linear(store)
+    data = DashData(store)
+    page = render_page(data, "/planner", "?gpu=H20&slo=150")
+    assert _find(page, "planner-verdict") is not None  # no click, no round trip first
+    stored = next(c for c in html.Div(page)._traverse() if getattr(c, "id", None) == "plan-payload")
+    assert stored.data is P.update(data, F.parse_form({"gpu": ["H20"], "slo": "150"}))[2]
+    app = create_dash(data)
+    entry = next(c for c in app._callback_list if "plan-body.children" in c["output"])
+    assert entry["prevent_initial_call"] is True
