@@ -1,7 +1,9 @@
 """Routing skew: one workload under balanced vs skewed routing, side by side.
 
-URL: ``/routing?model=&hardware=&quant=&ws=&tokens=&phase=decode|prefill&attn=dp|tp
-&balanced=&skewed=&repeats=median|latest``. The answer is ``service.routing.routing_skew``
+URL: ``/routing?model=&hardware=&quant=&world_size=&num_tokens=&phase=decode|prefill
+&attention=dp|tp&balanced=&skewed=&repeats=median|latest``: the parameters of
+``GET /api/v1/routing-skew`` (the older ``ws``, ``tokens`` and ``attn`` are still read),
+so a page URL's query is an API query. The answer is ``service.routing.routing_skew``
 (the same as ``GET /api/v1/routing-skew``), laid out by
 :mod:`~dashboard.pages.routing_view`. A workload is picked from those stored in the
 cell, workloads with two or more routing patterns first.
@@ -59,14 +61,14 @@ class RoutingState:
     def search(self) -> str:
         c, parts = self.cell, (self.workload or "|||").split("|")
         return ui.search_string(
-            {
+            {  # the names of GET /api/v1/routing-skew (SkewQuery): one query language
                 "model": c and c.model,
                 "hardware": c and c.hardware,
                 "quant": c and c.quant,
-                "ws": parts[0],
+                "world_size": parts[0],
                 "phase": parts[1],
-                "attn": parts[2],
-                "tokens": parts[3],
+                "attention": parts[2],
+                "num_tokens": parts[3],
                 "balanced": self.balanced,
                 "skewed": self.skewed,
                 "repeats": None if self.repeats == "median" else self.repeats,
@@ -90,6 +92,16 @@ def workload_options(workloads: pd.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
+# The workload's URL parameters: the API's names (SkewQuery), then the names older
+# permalinks used (ws, attn, tokens), still read.
+_WORKLOAD_PARAMS = (
+    ("world_size", "ws"),
+    ("phase", "phase"),
+    ("attention", "attn"),
+    ("num_tokens", "tokens"),
+)
+
+
 def parse_state(data: DashData, query: dict[str, Any]) -> RoutingState:
     """URL values -> state; a cell or workload that is not stored falls back to the
     first (workloads with two or more patterns first). Pattern labels are kept as
@@ -104,7 +116,9 @@ def parse_state(data: DashData, query: dict[str, Any]) -> RoutingState:
     if cell is None:
         return RoutingState(None)
     keys = [workload_key(r) for r in skew_workloads(data, cell).to_dict("records")]
-    asked = "|".join(str(ui.first(query, k) or "") for k in ("ws", "phase", "attn", "tokens"))
+    asked = "|".join(
+        str(ui.first(query, name) or ui.first(query, old) or "") for name, old in _WORKLOAD_PARAMS
+    )
     repeats = ui.first(query, "repeats") or "median"
     return RoutingState(
         cell=cell,

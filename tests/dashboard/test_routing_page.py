@@ -6,12 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from analysis import columns as C
-from dashboard.app import create_dash, render_page
+from dashboard.app import create_dash, parse_search, render_page
 from dashboard.pages import routing
 from dashboard.routing_figures import slowdown_figure
 from db.store import Store, open_store
+from moedash.app import create_app
+from moedash.settings import Settings
 from service.frames import DashData
 from service.routing import SkewQuery, routing_skew
 from tests.dashboard.labels_check import control_names, unnamed
@@ -100,7 +103,7 @@ def test_callbacks_follow_the_controls_and_write_the_url(data: DashData) -> None
         CELL_KEY, "16|prefill|dp|16384", None, None, "latest"
     )
     assert "indicated" in texts(by_test_id(body, "routing-advice-DWDP"))
-    assert "phase=prefill" in search and "tokens=16384" in search and "repeats=latest" in search
+    assert "phase=prefill" in search and "num_tokens=16384" in search and "repeats=latest" in search
 
 
 def test_csv_download_is_named_for_its_slice_and_matches_the_service(data: DashData) -> None:
@@ -154,3 +157,18 @@ def test_controls_are_named_and_the_chart_is_named_for_its_workload(data: DashDa
         "kimi_k2-gb300-nvfp4-16-gpus-decode"
     )
     assert "%" in graph.figure.layout.xaxis.title.text
+
+
+def test_the_page_url_is_an_api_query(data: DashData) -> None:
+    """The page writes its state in GET /api/v1/routing-skew's parameter names: its
+    query string, sent to the API, answers the same workload and patterns."""
+    state = routing.parse_state(data, _query())  # an old permalink (ws, attn, tokens)
+    search = state.search()
+    assert "world_size=16" in search and "num_tokens=256" in search and "attention=dp" in search
+    assert routing.parse_state(data, parse_search(search)) == state  # round trip
+    settings = Settings(database_url="duckdb:///unused", enable_dashboard=False)
+    with TestClient(create_app(settings, store=data.store)) as api:
+        body = api.get("/api/v1/routing-skew" + search).json()
+    page = routing_skew(data, state.query())  # type: ignore[arg-type]
+    assert body["workload"]["num_tokens"] == 256 and body["workload"]["world_size"] == 16
+    assert (body["balanced"], body["skewed"]) == (page.balanced, page.skewed)
