@@ -199,28 +199,40 @@ def _evidence(cfg: np.ndarray, ver: np.ndarray, y: np.ndarray, n_cfg: int) -> pd
         )  # fmt: skip
     order = np.lexsort((y, ver, cfg))
     cfg, ver, y = cfg[order], ver[order], y[order]
-    codes, starts = np.unique(cfg, return_index=True)
-    ss = np.zeros(n_cfg)
-    df = np.zeros(n_cfg)
-    rep = np.zeros(n_cfg, dtype=bool)
-    hist = np.zeros(n_cfg, dtype=bool)
+    # per (configuration, version): runs, mean, sum of squares -- vectorised
+    new_cell = np.r_[True, (cfg[1:] != cfg[:-1]) | (ver[1:] != ver[:-1])]
+    cell = np.cumsum(new_cell) - 1
+    n_v = np.bincount(cell).astype(float)
+    mean_v = np.bincount(cell, weights=y) / n_v
+    ss_v = np.bincount(cell, weights=(y - mean_v[cell]) ** 2)
+    cfg_v, ver_v = cfg[new_cell], ver[new_cell]
+    n_versions = np.bincount(cfg_v, minlength=n_cfg)
+    runs = np.bincount(cfg, minlength=n_cfg)
+    ss = np.bincount(cfg_v, weights=ss_v, minlength=n_cfg).astype(float)
+    df = np.bincount(cfg_v, weights=n_v - 1, minlength=n_cfg).astype(float)
+    # the newest version of each configuration is its level (repeats only)
+    newest = np.flatnonzero(np.r_[cfg_v[1:] != cfg_v[:-1], True])
     level = np.full(n_cfg, np.nan)
     n_level = np.zeros(n_cfg, dtype=np.int64)
     last = np.zeros(n_cfg, dtype=np.int64)
-    for code, yc, vc in zip(codes, np.split(y, starts[1:]), np.split(ver, starts[1:]), strict=True):
-        steps = int((vc[1:] != vc[:-1]).sum())
-        if steps >= MIN_STEPS:
+    level[cfg_v[newest]] = mean_v[newest]
+    n_level[cfg_v[newest]] = n_v[newest].astype(np.int64)
+    last[cfg_v[newest]] = ver_v[newest]
+    rep = runs > n_versions
+    hist = np.zeros(n_cfg, dtype=bool)
+    # history needs MIN_STEPS version steps: those configurations are split into levels
+    long = np.flatnonzero(n_versions - 1 >= MIN_STEPS)
+    if len(long):
+        starts = np.searchsorted(cfg, long)
+        ends = np.searchsorted(cfg, long, side="right")
+        for code, a0, b0 in zip(long, starts, ends, strict=True):
+            yc, vc = y[a0:b0], ver[a0:b0]
             segs = _segments(yc, vc)
-        else:  # one level per version: repeats only
-            cut = np.flatnonzero(np.r_[True, vc[1:] != vc[:-1], True])
-            segs = list(zip(cut[:-1], cut[1:], strict=True))
-        for a, b in segs:
-            ss[code] += float(((yc[a:b] - yc[a:b].mean()) ** 2).sum())
-            df[code] += b - a - 1
-        a, b = segs[-1]
-        level[code], n_level[code], last[code] = yc[a:b].mean(), b - a, vc[-1]
-        rep[code] = steps + 1 < len(yc)
-        hist[code] = steps >= MIN_STEPS and df[code] > 0
+            ss[code] = sum(float(((yc[a:b] - yc[a:b].mean()) ** 2).sum()) for a, b in segs)
+            df[code] = float(sum(b - a - 1 for a, b in segs))
+            a, b = segs[-1]
+            level[code], n_level[code] = yc[a:b].mean(), b - a
+            hist[code] = df[code] > 0
     return pd.DataFrame(
         {
             "ss": ss,
@@ -254,6 +266,12 @@ def estimate_noise(history: pd.DataFrame) -> NoiseModel:
     n_cfg = int(cfg.max()) + 1 if len(cfg) else 0
     first = np.unique(cfg, return_index=True)[1]
     table = rows[list(key)].iloc[first].reset_index(drop=True)
+    if len(first) == len(cfg):  # every configuration measured once: nothing to learn
+        for col, value in ((SPREAD, np.nan), (DF, np.nan), (SOURCE, WITHIN), (LEVEL, np.nan),
+                           (N_LEVEL, 0), (LAST_VERSION, None), ("_prior_s", np.nan),
+                           ("_prior_df", np.nan)):  # fmt: skip
+            table[col] = value
+        return NoiseModel(table, pd.DataFrame(), key)
     ver = _versions(rows)
     ev = _evidence(cfg, ver, np.log(as_float(rows[C.SCORE_MS])), n_cfg)
     d = ev["df"].to_numpy(float)
@@ -308,7 +326,8 @@ def noise_for(model: NoiseModel, rows: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(index=rows.index)
     out[SPREAD], out[DF], out[SOURCE] = np.nan, np.nan, WITHIN
     out[LEVEL], out[N_LEVEL], out[LAST_VERSION] = np.nan, 0, None
-    if not len(rows) or model.table.empty:
+    nothing = model.priors.empty and (model.table[SOURCE] == WITHIN).all()
+    if not len(rows) or model.table.empty or nothing:  # e.g. one run: nothing learned
         return out
     key = [c for c in model.key if c in rows]
     table = model.table
