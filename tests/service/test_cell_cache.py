@@ -10,6 +10,7 @@ from analysis import columns as C
 from db.store import Store
 from ingest.records import UploadMeta
 from service.best import cell_best_table
+from service.config_stats import cell_config_stats
 from service.frames import Cell, DashData
 from service.scope import Scope
 from tests.factories import sweeps
@@ -102,3 +103,14 @@ def test_an_upload_is_appended_to_its_cells_frame_as_a_full_read_gives(data: Das
     again = data.cell_frame(CELL_A)
     assert run not in set(again[C.RUN_ID])
     pd.testing.assert_frame_equal(again, DashData(data.store).cell_frame(CELL_A))
+
+
+def test_config_stats_are_cached_per_cell_version(data: DashData) -> None:
+    stats_b = cell_config_stats(data, CELL_B)
+    assert len(stats_b) and (stats_b["n_runs"] == 1).all()
+    assert cell_config_stats(data, CELL_B) is stats_b
+    _upload(data.store, CELL_A, 8)
+    assert cell_config_stats(data, CELL_B) is stats_b
+    _upload(data.store, CELL_B, 9)
+    again = cell_config_stats(data, CELL_B)
+    assert again is not stats_b and again["n_runs"].max() == 2
