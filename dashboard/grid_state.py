@@ -15,9 +15,12 @@ definitions (:func:`apply_sort`) and its ``filterModel`` prop.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import dash
+from dash import Input, Output, State
 
 MAX_FILTER_CHARS = 4000
 _DIRECTIONS = ("asc", "desc")
@@ -150,3 +153,30 @@ def apply_sort(column_defs: list[dict[str, Any]], state: GridState) -> list[dict
             d["sortIndex"] = hit[0] if hit else None
         out.append(d)
     return out
+
+
+# (grid's columnState, filterModel, the page's control values, the held state) ->
+# (state to hold, URL search)
+GridChanged = Callable[[Any, Any, list[Any], Any], tuple[dict[str, Any], str]]
+
+
+def register_grid_state(
+    app: dash.Dash, prefix: str, control_ids: Sequence[str], changed: GridChanged
+) -> None:
+    """Keep the grid ``<prefix>-grid``'s sort and filter in the page: when the grid
+    reports them, ``changed`` gets them with the values of ``control_ids`` and the state
+    ``<prefix>-gridstate`` holds, and its answer goes to that store and to the URL of
+    ``<prefix>-url``."""
+
+    @app.callback(
+        Output(f"{prefix}-gridstate", "data"),
+        Output(f"{prefix}-url", "search", allow_duplicate=True),
+        Input(f"{prefix}-grid", "columnState"),
+        Input(f"{prefix}-grid", "filterModel"),
+        *[State(cid, "value") for cid in control_ids],
+        State(f"{prefix}-gridstate", "data"),
+        prevent_initial_call=True,
+    )
+    def _grid_changed(column_state: Any, filter_model: Any, *values: Any) -> tuple[Any, str]:
+        *controls, kept = values  # the controls, then the held state
+        return changed(column_state, filter_model, controls, kept)

@@ -306,18 +306,7 @@ def register(app: dash.Dash, data: DashData) -> None:
         *controls, kept = vals
         return update(data, dict(zip(_FILTERS, controls, strict=True)), kept)
 
-    @app.callback(
-        Output("agreement-gridstate", "data"),
-        Output("agreement-url", "search", allow_duplicate=True),
-        Input("agreement-grid", "columnState"),
-        Input("agreement-grid", "filterModel"),
-        *[State(i, "value") for i in ids],
-        State("agreement-gridstate", "data"),
-        prevent_initial_call=True,
-    )
-    def _gridstate(column_state: Any, filter_model: Any, *vals: Any) -> tuple[Any, str]:
-        *controls, kept = vals
-        return grid_changed(column_state, filter_model, controls, kept)
+    gs.register_grid_state(app, "agreement", ids, grid_changed)
 
     @app.callback(
         Output("agreement-download", "data"),

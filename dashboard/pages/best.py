@@ -252,20 +252,15 @@ def register(app: dash.Dash, data: DashData) -> None:
     ) -> tuple[Any, str]:
         return update_table(data, cell_key, grouping, ws, dispatch, repeats, gridstate)
 
-    @app.callback(
-        Output("best-gridstate", "data"),
-        Output("best-url", "search", allow_duplicate=True),
-        Input("best-grid", "columnState"),
-        Input("best-grid", "filterModel"),
-        *[State(c.component_id, c.component_property) for c in controls],
-        State("best-gridstate", "data"),
-        prevent_initial_call=True,
-    )
-    def _gridstate(column_state: Any, filter_model: Any, *values: Any) -> tuple[Any, str]:
-        cell_key, grouping, ws, dispatch, repeats, kept = values  # the controls, then the store
+    def _gridstate(
+        column_state: Any, filter_model: Any, values: list[Any], kept: Any
+    ) -> tuple[dict[str, Any], str]:
+        cell_key, grouping, ws, dispatch, repeats = values
         return grid_changed(
             column_state, filter_model, cell_key, grouping, ws, dispatch, repeats, kept=kept
         )
+
+    gs.register_grid_state(app, "best", [str(c.component_id) for c in controls], _gridstate)
 
     @app.callback(
         Output("best-download", "data"),
