@@ -12,7 +12,8 @@ configurations it covers:
   model, hardware, quant, world_size, phase, attention, dispatch, run_id); otherwise an
   :class:`~service.errors.InvalidQuery` names the parameter and the stored values;
 * the configurations come from one cell frame when model, hardware and quant are given,
-  else from the all-candidates frame, as ``service.scope`` does; each frame's
+  else from the bounded frame of the runs the run-level filters select
+  (``DashData.bounded_frame``), as ``service.scope`` does; each frame's
   :class:`~analysis.crossover_index.ConfigIndex` (repeats collapsed, codes built) is
   cached beside it. Run-level filters (run_id, include_synthetic=false) change which
   repeats count, so they collapse their own rows instead (not cached).

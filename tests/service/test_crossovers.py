@@ -117,7 +117,7 @@ def test_three_unknown_backends_on_one_gpu(seeded: tuple[DashData, Any]) -> None
     # the same switches along tokens per rank: DEP on 1 GPU, top_k 2
     tpr = ask(data, **GEMM_SLICE, axis="activated_tokens_per_rank")
     assert tpr.result.switches["bracket_lo"].tolist() == [4.0, 32.0]
-    # and asked without the cell (the all-candidates frame): the same rows
+    # and asked without the cell (the bounded frame of the model's runs): the same rows
     pooled = ask(data, model="toy_moe")
     cols = ["before", "after", "bracket_lo", "bracket_hi", "margin_lo_pct", "verdict"]
     assert pooled.result.switches[cols].equals(sw[cols])
