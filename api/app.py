@@ -16,6 +16,7 @@ from api.entry_routes import add_docs
 from api.errors import install_error_handlers
 from api.jsonio import FastJSONResponse, frame_records
 from api.limits import AuthFailureLimiter, ParseBudget
+from api.query_guard import QueryGuardMiddleware
 from api.routes import (
     analysis,
     compare,
@@ -71,6 +72,8 @@ def create_api(
     app.state.auth_limiter = AuthFailureLimiter(config.auth_failures_per_minute)
 
     install_error_handlers(app)
+    # before routing, so before any token check or database call (api/query_guard.py)
+    app.add_middleware(QueryGuardMiddleware)
     # added last, so outermost: it sees every request first (API, dashboard, static)
     app.add_middleware(EntryMiddleware, limits=entry_limits(config))
 

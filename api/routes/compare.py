@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
+from pydantic import StringConstraints
 
 from analysis import compare as K
 from analysis.tables import plain_value, to_json_records
@@ -207,7 +208,10 @@ def history_view(
 def history_frontier(
     scope: ScopeQ,
     data: Data,
-    version: Annotated[list[str] | None, Query(description="only these versions")] = None,
+    version: Annotated[
+        list[Annotated[str, StringConstraints(max_length=100)]] | None,
+        Query(max_length=50, description="only these versions"),
+    ] = None,
     repeats: RepeatsQ = "median",
     format: Format = "json",
 ) -> Response:

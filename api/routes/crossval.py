@@ -23,7 +23,7 @@ from analysis.crossval_rules import DEFAULT_NOISE_PCT, RULE_DEFINITIONS
 from api.auth import get_config, get_store, require_read, require_scope
 from api.config import ApiConfig
 from api.jsonio import FastJSONResponse, frame_records
-from api.routes.runs import error
+from api.routes.runs import Label, Offset, error
 from api.schemas import crossval as X
 from api.schemas.common import CSV, alternatives, merged
 from api.schemas.errors import JSON_BODY_400, READ, READ_NO_PARAMS, errors
@@ -217,12 +217,12 @@ BandPct = Annotated[
 )
 def list_workloads(
     store: Store = Depends(get_store),
-    model: str | None = None,
-    hardware: str | None = None,
+    model: Label = None,
+    hardware: Label = None,
     phase: Phase | None = None,
     mappable: bool | None = None,
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Response:
     page = workloads_page(store, workload_filters(model, hardware, phase, mappable), limit, offset)
     return FastJSONResponse(
@@ -244,8 +244,8 @@ def list_workloads(
 )
 def get_ledger(
     store: Store = Depends(get_store),
-    model: str | None = None,
-    hardware: str | None = None,
+    model: Label = None,
+    hardware: Label = None,
     phase: Phase | None = None,
     status: Status | None = None,
     token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
@@ -278,8 +278,8 @@ def get_ledger(
 )
 def get_summary(
     store: Store = Depends(get_store),
-    model: str | None = None,
-    hardware: str | None = None,
+    model: Label = None,
+    hardware: Label = None,
     band_pct: BandPct = DEFAULT_BAND_PCT,
     token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
     rule: RuleQ = "exact",
@@ -311,8 +311,8 @@ def get_summary(
 )
 def get_rules(
     store: Store = Depends(get_store),
-    model: str | None = None,
-    hardware: str | None = None,
+    model: Label = None,
+    hardware: Label = None,
     token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
     noise_pct: NoisePct = DEFAULT_NOISE_PCT,
 ) -> Response:
@@ -357,8 +357,8 @@ def get_guide(
 )
 def get_sweeps(
     store: Store = Depends(get_store),
-    model: str | None = None,
-    hardware: str | None = None,
+    model: Label = None,
+    hardware: Label = None,
     phase: Phase | None = None,
     token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
     format: Literal["json", "sh"] = "json",

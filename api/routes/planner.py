@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
-from pydantic import ValidationError
+from pydantic import StringConstraints, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from api.auth import get_store, require_read
@@ -114,9 +114,11 @@ async def get_plan(
     store: StoreDep,
     request: Request,
     model: Annotated[str, Query(max_length=64, pattern=NAME_PATTERN)] = "mixtral_8x22b",
-    seq_len: Annotated[float, Query(gt=0, le=10_000_000, allow_inf_nan=False)] = 650,
+    seq_len: Annotated[float, Query(ge=1, le=10_000_000, allow_inf_nan=False)] = 650,
     slo_tbt_ms: Annotated[float, Query(gt=0, le=1_000_000, allow_inf_nan=False)] = 150.0,
-    gpu: Annotated[list[str], Query(max_length=MAX_GPUS)] = ["H20"],  # noqa: B006
+    gpu: Annotated[
+        list[Annotated[str, StringConstraints(max_length=64)]], Query(max_length=MAX_GPUS)
+    ] = ["H20"],  # noqa: B006
     mode: Literal["homogeneous", "heterogeneous"] = "homogeneous",
     max_micro_batches: Annotated[int, Query(ge=1, le=8)] = 4,
     max_gpus: Annotated[int | None, Query(ge=2, le=1_000_000)] = None,

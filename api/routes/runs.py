@@ -39,6 +39,8 @@ MAX_ID = 2**62
 MAX_OFFSET = 10**9
 RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="Run id (from the upload answer)")]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Rows to skip")]
+# A label filter (model, hardware, backend …): stored labels are far shorter
+Label = Annotated[str | None, Query(max_length=100)]
 
 _BODY_TYPES = {
     "application/json",
@@ -298,9 +300,9 @@ async def upload_run(
 )
 def list_runs(
     store: Store = Depends(get_store),
-    model: str | None = None,
-    hardware: str | None = None,
-    quant: str | None = None,
+    model: Label = None,
+    hardware: Label = None,
+    quant: Label = None,
     world_size: Annotated[int | None, Query(ge=1, le=100000)] = None,
     source_format: Literal["bench_moe", "bench_moe_legacy", "nvidia_dashboard"] | None = None,
     synthetic: bool | None = None,
@@ -356,10 +358,10 @@ def list_candidates(
     run_id: RunId,
     store: Store = Depends(get_store),
     status: Literal["success", "skipped", "failed"] | None = None,
-    backend: str | None = None,
-    comm: str | None = None,
-    parallel_mode: str | None = None,
-    failure_category: str | None = None,
+    backend: Label = None,
+    comm: Label = None,
+    parallel_mode: Label = None,
+    failure_category: Label = None,
     cuda_graph: bool | None = None,
     num_tokens: Annotated[int | None, Query(ge=0, le=2**31)] = None,
     order: _CandidateOrder = "candidate_index",
