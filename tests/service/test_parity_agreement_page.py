@@ -59,7 +59,8 @@ def api(db_url: str, seeded: Store) -> Iterator[TestClient]:
 def _page_rows(seeded: Store, values: dict[str, Any]) -> list[dict[str, Any]]:
     app = create_dash(DashData(seeded, version_ttl=0.0))
     entry = next(v for k, v in app.callback_map.items() if "agreement-body.children" in k)
-    body, _ = entry["callback"].__wrapped__(*(values.get(k) for k in agreement._FILTERS))
+    # the controls, then the grid's held sort/filter (none)
+    body, _ = entry["callback"].__wrapped__(*(values.get(k) for k in agreement._FILTERS), None)
     grid = next((c for c in walk(body) if getattr(c, "id", None) == "agreement-grid"), None)
     return [] if grid is None else list(grid.rowData)
 
