@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from db.store import Store
+from tests.factories import version_sweeps
+from tests.factories.api_contract import seed_every_route
+
 NUL = "a\x00b"
 INT_OVER = "9223372036854775808"  # 2**63: one past PostgreSQL's and DuckDB's BIGINT
 INT_UNDER = "-9223372036854775809"
@@ -44,8 +48,13 @@ def _valid(schema: dict[str, Any]) -> Any:
     return "x"
 
 
-def _cases(doc: dict[str, Any]) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
-    """(path, parameter, broken value, other parameters) for every GET operation."""
+def _cases(
+    doc: dict[str, Any], known: dict[str, Any] | None = None
+) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+    """(path, parameter, broken value, other parameters) for every GET operation; the
+    other parameters named in ``known`` take its values (so that the request reaches
+    stored data), the rest their defaults or a valid placeholder."""
+    pins = known or {}
     for template, ops in doc["paths"].items():
         if "get" not in ops:
             continue
@@ -61,10 +70,10 @@ def _cases(doc: dict[str, Any]) -> Iterator[tuple[str, str, str, dict[str, Any]]
             for value in broken:
                 path, query = template, {}
                 for p in params:
-                    v = value if p is target else _valid(p["schema"])
+                    v = value if p is target else pins.get(p["name"], _valid(p["schema"]))
                     if p["in"] == "path":
                         path = path.replace("{" + p["name"] + "}", str(v).replace("\x00", "%00"))
-                    elif p is target or p.get("required"):
+                    elif p is target or p.get("required") or p["name"] in pins:
                         query[p["name"]] = [v] if kind == "array" and p is target else v
                 yield path, target["name"], value, query
 
@@ -77,15 +86,40 @@ def openapi(client: TestClient) -> dict[str, Any]:
     return doc
 
 
-def test_no_broken_query_value_answers_5xx(client: TestClient, openapi: dict[str, Any]) -> None:
+def _sweep(client: TestClient, openapi: dict[str, Any], known: dict[str, Any] | None) -> None:
     answered, failures = 0, []
-    for path, name, value, query in _cases(openapi):
+    for path, name, value, query in _cases(openapi, known):
         response = client.get(path, params=query)
         answered += 1
         if response.status_code >= 500:
             failures.append((path, name, value[:20], response.status_code, response.text[:200]))
     assert answered > 300  # every GET route's string and integer parameters were tried
     assert failures == [], "\n".join(map(str, failures))
+
+
+def test_no_broken_query_value_answers_5xx(client: TestClient, openapi: dict[str, Any]) -> None:
+    _sweep(client, openapi, None)
+
+
+def test_no_broken_query_value_answers_5xx_over_stored_data(
+    store: Store, client: TestClient, openapi: dict[str, Any]
+) -> None:
+    # the other parameters name a stored cell and run, so each broken value meets the
+    # code paths that have data to work on (an empty store answers most requests early)
+    ids = seed_every_route(store)
+    known = {
+        "model": version_sweeps.MODEL,
+        "hardware": version_sweeps.HARDWARE,
+        "quant": version_sweeps.QUANT,
+        "world_size": version_sweeps.WORLD_SIZE,
+        "num_tokens": 256,
+        "base": version_sweeps.RC9,
+        "head": version_sweeps.RC28,
+        "run_id": ids["known"],
+        "candidate_index": 1,
+        "sighting_id": 1,
+    }
+    _sweep(client, openapi, known)
 
 
 def test_control_characters_in_query_answer_422_naming_the_parameter(
