@@ -1,6 +1,7 @@
-"""One check of every query parameter under /api/, before routing and so before any
-database call: a control character (Unicode category Cc: C0, DEL, C1) in a name or value,
-or a value longer than :data:`MAX_VALUE_CHARS`, answers 422 naming the parameter.
+"""One check of every query parameter of a read (GET, HEAD) under /api/, before routing
+and so before any database call: a control character (Unicode category Cc: C0, DEL, C1)
+in a name or value, or a value longer than :data:`MAX_VALUE_CHARS`, answers 422 naming
+the parameter.
 
 Why here and not per route: PostgreSQL refuses NUL in text (the driver raises, which
 answered 503 ``store_error``) while DuckDB accepts it, so the same request answered
@@ -24,6 +25,7 @@ from api.errors import error_body, error_item
 # value is refused here, before the route's model even sees it.
 MAX_VALUE_CHARS = 4096
 PREFIX = "/api/"
+_READS = frozenset({"GET", "HEAD"})
 
 
 def _control_character(text: str) -> str | None:
@@ -63,7 +65,13 @@ class QueryGuardMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         query = scope.get("query_string", b"") if scope["type"] == "http" else b""
-        if query and str(scope.get("path", "")).startswith(PREFIX):
+        # reads only: an upload's metadata (POST /api/v1/runs?notes=...) has its own,
+        # finer rules (ingest/metadata.py: tabs allowed in notes, each field named)
+        if (
+            query
+            and scope.get("method") in _READS
+            and str(scope.get("path", "")).startswith(PREFIX)
+        ):
             items = query_problems(query)
             if items:
                 await JSONResponse(error_body(*items), status_code=422)(scope, receive, send)
