@@ -35,6 +35,9 @@ from api.schemas.runs import Coverage, Health
 from db.store import Store
 from service.crossval_refresh import LedgerRefresher
 
+# the one JSON route whose body is a list of records rather than a form
+OUTCOMES_PATH = "/api/v1/crossval/outcomes"
+
 
 def create_api(
     store: Store,
@@ -131,7 +134,10 @@ def entry_limits(config: ApiConfig) -> EntryLimits:
     """The entry layer's limits from the API config."""
     return EntryLimits(
         api_body_bytes=config.max_upload_bytes,
+        json_body_bytes=config.max_json_body_bytes,
+        route_body_bytes={OUTCOMES_PATH: config.max_outcomes_body_bytes},
         page_body_bytes=config.max_page_body_bytes,
+        buffered_bytes=config.max_buffered_body_bytes,
         body_idle_s=config.body_idle_s,
         body_grace_s=config.body_grace_s,
         body_min_rate=config.body_min_rate,

@@ -10,7 +10,11 @@ class ApiConfig:
     """Limits and access rules of one API instance. Sizes in bytes, times in seconds.
 
     ``max_upload_bytes``: the largest accepted API request body (413 above);
+    ``max_json_body_bytes``: the largest body to any other API route (the planner's form);
+    ``max_outcomes_body_bytes``: the largest ``POST /api/v1/crossval/outcomes`` body;
     ``max_page_body_bytes``: the largest body to anything else (dashboard callbacks);
+    ``max_buffered_body_bytes``: bytes of non-upload bodies held in memory at once before
+    429 (``Retry-After``);
     ``body_idle_s`` / ``body_min_rate``: a body stalled that long, or slower than that
     many bytes/s after ``body_grace_s``, answers 408;
     ``max_concurrent_uploads``: uploads in flight before 429 (``Retry-After``);
@@ -23,7 +27,10 @@ class ApiConfig:
     """
 
     max_upload_bytes: int = 512 * 1024 * 1024
-    max_page_body_bytes: int = 8 * 1024 * 1024
+    max_json_body_bytes: int = 64 * 1024
+    max_outcomes_body_bytes: int = 1024 * 1024
+    max_page_body_bytes: int = 2 * 1024 * 1024
+    max_buffered_body_bytes: int = 64 * 1024 * 1024
     body_idle_s: float = 30.0
     body_grace_s: float = 10.0
     body_min_rate: float = 16 * 1024

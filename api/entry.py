@@ -2,16 +2,23 @@
 
 What it enforces, before any route (or a worker thread) sees the request:
 
-- a body size limit per path class: a declared ``Content-Length`` above it is refused at
-  once (413), a chunked body is counted as it arrives and cut off with 413;
+- a body size limit per route: uploads (``upload_paths``) up to ``api_body_bytes``, other
+  API routes ``json_body_bytes`` (kilobytes: the planner's form) or their own entry in
+  ``route_body_bytes``, everything else (Dash callbacks, static files)
+  ``page_body_bytes``. A declared ``Content-Length`` above it is refused at once (413), a
+  chunked body is counted as it arrives and cut off with 413;
+- one memory budget for bodies held in memory: every body but an upload's (uploads
+  stream to disk) is read here whole before its route runs, and the bytes of all such
+  bodies held at once stay within ``buffered_bytes``; one more answers 429 with
+  ``Retry-After``. So N hostile clients cost at most that budget, not N x the limit;
 - a read timeout: a body whose next chunk does not arrive within ``body_idle_s``, or that
   trickles in below ``body_min_rate`` bytes/s once ``body_grace_s`` have passed, answers
-  408 (slowloris bodies cost a coroutine, never a thread);
-- a cap on concurrent uploads (POST under ``upload_prefix``): one more answers 429 with
-  ``Retry-After``;
-- for everything that is not the API (the dashboard, run by a2wsgi in a small thread
-  pool), the whole body is read here first and replayed: a slow client holds no worker
-  thread, so pages keep answering while ten clients dribble their bodies.
+  408 (slowloris bodies cost a coroutine, never a thread). The pace clock runs only
+  while the server waits for the client's next bytes: time the route spends elsewhere
+  (a token check on a slow database) is never blamed on the client;
+- a cap on concurrent uploads: one more answers 429 with ``Retry-After``;
+- a body read whole here is replayed to the app: a slow client holds no worker thread,
+  so pages keep answering while ten clients dribble their bodies.
 
 Every refusal uses the API's error envelope. Limits come from :class:`EntryLimits`, built
 by the composition root from the settings.
@@ -22,8 +29,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -32,25 +39,50 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 class EntryLimits:
     """Limits of the entry layer. Sizes in bytes, times in seconds.
 
-    ``api_body_bytes``: largest body under ``/api/`` (uploads); ``page_body_bytes``: largest
-    body anywhere else (Dash callbacks are a few KiB); ``max_uploads``: concurrent uploads
-    before 429; ``retry_after_s``: the ``Retry-After`` sent with 429.
+    ``api_body_bytes``: largest upload body (POST to one of ``upload_paths``; streamed to
+    disk); ``json_body_bytes``: largest body to any other API route unless
+    ``route_body_bytes`` names the path; ``page_body_bytes``: largest body anywhere else
+    (Dash callbacks are a few KiB); ``buffered_bytes``: bytes of non-upload bodies held in
+    memory at once before 429; ``max_uploads``: concurrent uploads before 429;
+    ``retry_after_s``: the ``Retry-After`` sent with 429.
     """
 
     api_body_bytes: int = 512 * 1024 * 1024
-    page_body_bytes: int = 8 * 1024 * 1024
+    json_body_bytes: int = 64 * 1024
+    route_body_bytes: Mapping[str, int] = field(default_factory=dict)
+    page_body_bytes: int = 2 * 1024 * 1024
+    buffered_bytes: int = 64 * 1024 * 1024
     body_idle_s: float = 30.0
     body_grace_s: float = 10.0
     body_min_rate: float = 16 * 1024
     max_uploads: int = 32
     retry_after_s: int = 2
-    upload_prefix: str = "/api/v1/runs"
+    upload_paths: tuple[str, ...] = ("/api/v1/runs", "/api/v1/serving-configs")
+
+    def body_limit(self, method: str, path: str) -> tuple[int, str, bool]:
+        """(largest body, the setting that sets it, whether it is an upload) for a
+        request: uploads stream, everything else is read whole first."""
+        if method == "POST" and path.rstrip("/") in self.upload_paths:
+            return self.api_body_bytes, "MOEDASH_MAX_UPLOAD_BYTES", True
+        if path.startswith("/api/"):
+            if path in self.route_body_bytes:
+                return self.route_body_bytes[path], "MOEDASH_MAX_OUTCOMES_BODY_BYTES", False
+            return self.json_body_bytes, "MOEDASH_MAX_JSON_BODY_BYTES", False
+        return self.page_body_bytes, "MOEDASH_MAX_PAGE_BODY_BYTES", False
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, loc: list[str], msg: str, kind: str) -> None:
+    def __init__(
+        self, status: int, loc: list[str], msg: str, kind: str, retry_after: int | None = None
+    ) -> None:
         super().__init__(msg)
         self.status, self.loc, self.msg, self.kind = status, loc, msg, kind
+        self.retry_after = retry_after
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        if self.retry_after is None:
+            return []
+        return [(b"retry-after", str(self.retry_after).encode())]
 
 
 def refusal(status: int, loc: list[str], msg: str, kind: str) -> bytes:
@@ -79,73 +111,124 @@ class EntryMiddleware:
     def __init__(self, app: ASGIApp, limits: EntryLimits) -> None:
         self.app = app
         self.limits = limits
-        self.uploads = 0  # in flight; the event loop is single-threaded, so no lock
+        # the event loop is single-threaded, so these counters need no lock
+        self.uploads = 0  # in flight
+        self.buffered = 0  # bytes of bodies read whole and not yet answered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path: str = scope["path"]
-        api = path.startswith("/api/")
-        limit = self.limits.api_body_bytes if api else self.limits.page_body_bytes
+        limit, setting, is_upload = self.limits.body_limit(scope["method"], scope["path"])
         declared = _content_length(scope)
         if declared is not None and declared > limit:
-            await send_refusal(send, 413, _too_large(limit, api))
+            await send_refusal(send, 413, _too_large(limit, setting))
             return
-        is_upload = scope["method"] == "POST" and (
-            path == self.limits.upload_prefix or path.startswith(self.limits.upload_prefix + "/")
-        )
         if is_upload and self.uploads >= self.limits.max_uploads:
-            retry = str(self.limits.retry_after_s).encode()
-            body = refusal(
-                429,
-                [],
-                f"{self.uploads} uploads are in progress (limit "
-                f"{self.limits.max_uploads}, setting MOEDASH_MAX_CONCURRENT_UPLOADS); "
-                f"retry after {self.limits.retry_after_s} s",
+            exc = _busy(
+                f"{self.uploads} uploads are in progress (limit {self.limits.max_uploads}, "
+                f"setting MOEDASH_MAX_CONCURRENT_UPLOADS)",
                 "too_many_uploads",
+                self.limits.retry_after_s,
             )
-            await send_refusal(send, 429, body, [(b"retry-after", retry)])
+            await send_refusal(send, 429, _refusal_body(exc), exc.headers())
             return
         if is_upload:
             self.uploads += 1
-        try:
-            await self._serve(scope, receive, send, limit, api)
-        finally:
-            if is_upload:
+            try:
+                await self._serve_upload(scope, receive, send, limit, setting)
+            finally:
                 self.uploads -= 1
-
-    async def _serve(
-        self, scope: Scope, receive: Receive, send: Send, limit: int, api: bool
-    ) -> None:
-        state = {"started": False, "refused": False}
-
-        async def guarded_send(message: Message) -> None:
-            if state["refused"]:
-                return  # our refusal went out; whatever the app says after it is dropped
-            if message["type"] == "http.response.start":
-                state["started"] = True
-            await send(message)
-
-        async def refuse(exc: _Refused) -> None:
-            if not state["started"] and not state["refused"]:
-                state["refused"] = True
-                await send_refusal(
-                    send, exc.status, refusal(exc.status, exc.loc, exc.msg, exc.kind)
-                )
-
-        guarded = _GuardedReceive(receive, self.limits, limit, api, refuse)
-        if api:
-            # the route reads the body itself (an upload streams it to a file); a
-            # violation is answered at once and the app sees the client go away
-            await self.app(scope, guarded, guarded_send)
             return
+        held = _Held(self)
         try:
-            replay = await guarded.read_all()
+            await self._serve_buffered(scope, receive, send, limit, setting, held, declared)
+        finally:
+            held.release()
+
+    async def _serve_upload(
+        self, scope: Scope, receive: Receive, send: Send, limit: int, setting: str
+    ) -> None:
+        guarded_send, refuse = _refusing_sender(send)
+        guarded = _GuardedReceive(receive, self.limits, limit, setting, refuse)
+        # the route reads the body itself (streamed to a file); a violation is answered at
+        # once and the app sees the client go away
+        await self.app(scope, guarded, guarded_send)
+
+    async def _serve_buffered(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        limit: int,
+        setting: str,
+        held: _Held,
+        declared: int | None,
+    ) -> None:
+        guarded_send, refuse = _refusing_sender(send)
+        guarded = _GuardedReceive(receive, self.limits, limit, setting, refuse, held.take)
+        try:
+            if declared:
+                held.take(declared)  # refused before reading when it cannot fit
+            replay = await guarded.read_all(reserved=declared or 0)
         except _Refused as exc:
             await refuse(exc)
             return
         await self.app(scope, replay, guarded_send)
+
+
+class _Held:
+    """Bytes of one request's body counted against the middleware's buffer budget."""
+
+    def __init__(self, owner: EntryMiddleware) -> None:
+        self.owner = owner
+        self.bytes = 0
+
+    def take(self, size: int) -> None:
+        budget = self.owner.limits.buffered_bytes
+        if self.owner.buffered + size > budget:
+            raise _busy(
+                f"{self.owner.buffered} bytes of request bodies are held (limit {budget}, "
+                "setting MOEDASH_MAX_BUFFERED_BODY_BYTES)",
+                "too_many_bodies",
+                self.owner.limits.retry_after_s,
+            )
+        self.owner.buffered += size
+        self.bytes += size
+
+    def release(self) -> None:
+        self.owner.buffered -= self.bytes
+        self.bytes = 0
+
+
+def _busy(what: str, kind: str, retry_after: int) -> _Refused:
+    return _Refused(429, [], f"{what}; retry after {retry_after} s", kind, retry_after)
+
+
+def _refusal_body(exc: _Refused) -> bytes:
+    return refusal(exc.status, exc.loc, exc.msg, exc.kind)
+
+
+def _refusing_sender(
+    send: Send,
+) -> tuple[Callable[[Message], Awaitable[None]], Callable[[_Refused], Awaitable[None]]]:
+    """A ``send`` that drops what the app says after a refusal went out, and the
+    ``refuse`` that sends one (unless the app's answer already started)."""
+    state = {"started": False, "refused": False}
+
+    async def guarded_send(message: Message) -> None:
+        if state["refused"]:
+            return  # our refusal went out; whatever the app says after it is dropped
+        if message["type"] == "http.response.start":
+            state["started"] = True
+        await send(message)
+
+    async def refuse(exc: _Refused) -> None:
+        if not state["started"] and not state["refused"]:
+            state["refused"] = True
+            await send_refusal(send, exc.status, _refusal_body(exc), exc.headers())
+
+    return guarded_send, refuse
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -155,28 +238,30 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-def _too_large(limit: int, api: bool) -> bytes:
-    return refusal(413, ["body"], _too_large_msg(limit, api), "too_large")
+def _too_large(limit: int, setting: str) -> bytes:
+    return refusal(413, ["body"], _too_large_msg(limit, setting), "too_large")
 
 
 class _GuardedReceive:
-    """``receive`` with the size limit and the read timeouts applied."""
+    """``receive`` with the size limit, the buffer budget and the read timeouts applied."""
 
     def __init__(
         self,
         receive: Receive,
         limits: EntryLimits,
         limit: int,
-        api: bool,
+        setting: str,
         refuse: Callable[[_Refused], Awaitable[None]],
+        take: Callable[[int], None] | None = None,
     ) -> None:
         self.receive = receive
         self.refuse = refuse
         self.limits = limits
         self.limit = limit
-        self.api = api
+        self.setting = setting
+        self.take = take
         self.seen = 0
-        self.started = time.monotonic()
+        self.waited = 0.0  # seconds spent waiting for the client's bytes
         self.done = False
 
     async def __call__(self) -> Message:
@@ -192,39 +277,51 @@ class _GuardedReceive:
         """The next message, raising :class:`_Refused` on a violation."""
         if self.done:  # after the body only http.disconnect can come; no timeout on it
             return await self.receive()
+        began = time.monotonic()
         try:
             message = await asyncio.wait_for(self.receive(), self.limits.body_idle_s)
         except TimeoutError:
             raise _timeout(f"no body data for {self.limits.body_idle_s:g} s") from None
+        finally:
+            # only the time spent waiting on the client counts towards its pace: a route
+            # that reads later (after a token check on a slow database) finds the bytes
+            # already waiting in the socket, and is not the client's fault
+            self.waited += time.monotonic() - began
         if message["type"] != "http.request":
             return message
         self.seen += len(message.get("body", b""))
         if self.seen > self.limit:
-            raise _Refused(413, ["body"], _too_large_msg(self.limit, self.api), "too_large")
+            raise _Refused(413, ["body"], _too_large_msg(self.limit, self.setting), "too_large")
         self.done = not message.get("more_body", False)
-        elapsed = time.monotonic() - self.started
         if (
             not self.done
-            and elapsed > self.limits.body_grace_s
-            and self.seen / elapsed < self.limits.body_min_rate
+            and self.waited > self.limits.body_grace_s
+            and self.seen / self.waited < self.limits.body_min_rate
         ):
             raise _timeout(
-                f"body arrives at {self.seen / elapsed:.0f} B/s, below the minimum of "
+                f"body arrives at {self.seen / self.waited:.0f} B/s, below the minimum of "
                 f"{self.limits.body_min_rate:.0f} B/s"
             )
         return message
 
-    async def read_all(self) -> Receive:
-        """Read the whole body now; returns a ``receive`` that replays it."""
+    async def read_all(self, reserved: int = 0) -> Receive:
+        """Read the whole body now, counting its bytes beyond ``reserved`` (a declared
+        length already taken) against the buffer budget; returns a ``receive`` that
+        replays it."""
         chunks: list[bytes] = []
         while True:
             message = await self.next()
             if message["type"] != "http.request":
                 break
-            chunks.append(message.get("body", b""))
+            chunk = message.get("body", b"")
+            if self.take is not None and self.seen > reserved:
+                self.take(min(len(chunk), self.seen - reserved))
+                reserved = self.seen
+            chunks.append(chunk)
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        del chunks
         replayed = False
 
         async def replay() -> Message:
@@ -237,8 +334,7 @@ class _GuardedReceive:
         return replay
 
 
-def _too_large_msg(limit: int, api: bool) -> str:
-    setting = "MOEDASH_MAX_UPLOAD_BYTES" if api else "MOEDASH_MAX_PAGE_BODY_BYTES"
+def _too_large_msg(limit: int, setting: str) -> str:
     return f"request body exceeds the limit of {limit} bytes (setting {setting})"
 
 

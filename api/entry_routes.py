@@ -10,6 +10,8 @@ cdn.redoc.ly."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -134,3 +136,86 @@ class CacheHeaders:
             await send(message)
 
         await self.inner(scope, receive, with_cache_control)
+
+
+class JsonErrors:
+    """Wraps the dashboard: an error answer to a Dash request (``/_dash-…``: callbacks,
+    layout, dependencies) that is not JSON already (Flask's HTML 400 for a body it cannot
+    parse, its HTML 500 for a callback that raised) becomes the API's error envelope with
+    the same status. The HTML page itself is dropped unread: it can quote the request.
+
+    A callback request is checked first (``is_callback``: a JSON object naming a
+    registered output, with a list of inputs): anything else is the client's mistake and
+    answers 400 here instead of a 500 from inside Dash. The entry layer has read the body
+    already (api/entry.py), so reading it again here costs no wait."""
+
+    CALLBACK = "/_dash-update-component"
+
+    def __init__(self, inner: ASGIApp, is_callback: Callable[[object], bool]) -> None:
+        self.inner = inner
+        self.is_callback = is_callback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not path.startswith("/_dash-"):
+            await self.inner(scope, receive, send)
+            return
+        if path == self.CALLBACK and scope["method"] == "POST":
+            body = await _read_body(receive)
+            try:
+                ok = self.is_callback(json.loads(body))
+            except ValueError:  # not JSON / not UTF-8
+                ok = False
+            if not ok:
+                await error_response(400, *_dash_error(400))(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        replaced = False
+
+        async def enveloping_send(message: Message) -> None:
+            nonlocal replaced
+            if replaced:
+                return  # the original error body: dropped
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                headers = dict(message.get("headers", []))
+                if not headers.get(b"content-type", b"").startswith(b"application/json"):
+                    replaced = True
+                    status = int(message["status"])
+                    await error_response(status, *_dash_error(status))(scope, receive, send)
+                    return
+            await send(message)
+
+        await self.inner(scope, receive, enveloping_send)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _dash_error(status: int) -> tuple[list[str | int], str, str]:
+    if status >= 500:
+        return [], "dashboard callback failed; the server log has the details", "internal_error"
+    if status == 400:
+        return ["body"], "not a valid dashboard callback request", "bad_request"
+    return [], f"dashboard request refused (HTTP {status})", f"http_{status}"

@@ -6,9 +6,10 @@ empty when nothing the client sent is to blame), ``msg`` a sentence for a person
 ``type`` a stable machine word. :func:`install_error_handlers` makes every path answer
 so: store failures (503; a :class:`NotFound` / :class:`Conflict` that a route did not
 turn into its own answer: 404 / 409), ``HTTPException`` (its status, its detail wrapped
-when it is plain text), request validation (422, the offending input echoed back in a
-JSON-safe form) and anything unexpected (500, logged with its traceback here, never
-sent to the client).
+when it is plain text), request validation (422 naming the field and the problem; the
+offending value is never echoed back, so a hostile body costs no second copy and an
+error page reflects nothing the client sent) and anything unexpected (500, logged with
+its traceback here, never sent to the client).
 """
 
 from __future__ import annotations
@@ -91,16 +92,37 @@ def json_safe(value: Any, depth: int = 0) -> Any:
     return json_safe(str(value), depth)
 
 
+# A validation message longer than this is cut: ours name the rule, never the value,
+# but a library's message could quote what it was given.
+_MAX_MSG = 300
+# ``ctx`` keys that describe the rule (a bound, a pattern, the expected values); others
+# (``error``: the validator's exception, which may quote the input) are left out.
+_RULE_CTX = frozenset(
+    {"ge", "gt", "le", "lt", "min_length", "max_length", "pattern", "expected", "multiple_of"}
+)
+# Validation errors reported per request: a body of a million bad items gets the first
+# ones, not a million-line answer.
+_MAX_ERRORS = 20
+
+
 def _validation_items(exc: RequestValidationError) -> list[dict[str, Any]]:
     items = []
-    for err in exc.errors():
+    errs = exc.errors()
+    for err in errs[:_MAX_ERRORS]:
         extra: dict[str, Any] = {}
-        if "input" in err:
-            extra["input"] = json_safe(err["input"])
-        if err.get("ctx"):
-            extra["ctx"] = json_safe(err["ctx"])
-        loc = [x if isinstance(x, int) else str(x) for x in err.get("loc", ())]
-        items.append(error_item(loc, str(err.get("msg", "")), str(err.get("type", "")), **extra))
+        ctx = {k: v for k, v in (err.get("ctx") or {}).items() if k in _RULE_CTX}
+        if ctx:
+            extra["ctx"] = json_safe(ctx)
+        # a key of the client's own body can be part of loc: cut like any text
+        loc = [x if isinstance(x, int) else json_safe(str(x)) for x in err.get("loc", ())]
+        msg = str(err.get("msg", ""))
+        if len(msg) > _MAX_MSG:
+            msg = msg[:_MAX_MSG] + "…"
+        items.append(error_item(loc, msg, str(err.get("type", "")), **extra))
+    if len(errs) > _MAX_ERRORS:
+        items.append(
+            error_item([], f"{len(errs) - _MAX_ERRORS} more validation errors", "more_errors")
+        )
     return items
 
 

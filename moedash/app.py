@@ -43,7 +43,10 @@ def create_app(
         on_start.append(store.checkpoint_when_idle)
     config = ApiConfig(
         max_upload_bytes=settings.max_upload_bytes,
+        max_json_body_bytes=settings.max_json_body_bytes,
+        max_outcomes_body_bytes=settings.max_outcomes_body_bytes,
         max_page_body_bytes=settings.max_page_body_bytes,
+        max_buffered_body_bytes=settings.max_buffered_body_bytes,
         body_idle_s=settings.body_idle_s,
         body_grace_s=settings.body_grace_s,
         body_min_rate=settings.body_min_rate,
@@ -92,7 +95,7 @@ def _mount_dashboard(
 
     from api.auth import DashboardGate
     from api.compress import CachedGZipMiddleware
-    from api.entry_routes import ApiFallback
+    from api.entry_routes import ApiFallback, JsonErrors
     from dashboard.app import create_dash  # lazy: the API alone never loads Dash
     from service.frames import DashData
 
@@ -105,7 +108,19 @@ def _mount_dashboard(
     # a2wsgi runs the Flask/Dash callbacks in its own threads, so a slow callback never
     # stalls the event loop serving the API (measured in stack-notes). Responses are
     # gzipped, the JS bundles compressed once (api/compress.py).
-    ui: Any = CachedGZipMiddleware(WSGIMiddleware(dash_app.server))  # type: ignore[arg-type]
+    # Dash's own error pages (HTML) answer in the API's JSON envelope (api/entry_routes.py)
+    callbacks = dash_app.callback_map
+
+    def is_callback(body: object) -> bool:
+        return (
+            isinstance(body, dict)
+            and isinstance(body.get("output"), str)
+            and body["output"] in callbacks
+            and isinstance(body.get("inputs", []), list)
+        )
+
+    gzipped = CachedGZipMiddleware(WSGIMiddleware(dash_app.server))  # type: ignore[arg-type]
+    ui: Any = JsonErrors(gzipped, is_callback)
     if settings.read_requires_token:
         # closed reads close the dashboard too (HTTP Basic, password = API token)
         ui = DashboardGate(ui, store, app.state.auth_limiter)

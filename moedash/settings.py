@@ -21,17 +21,42 @@ class Settings(BaseSettings):
         "postgresql://user@host:5432/db (any number of app processes).",
     )
     host: str = Field("127.0.0.1", description="Address `moedash serve` listens on.")
+    forwarded_allow_ips: str = Field(
+        "127.0.0.1",
+        description="Comma-separated addresses (or *) of reverse proxies whose "
+        "X-Forwarded-For / X-Forwarded-Proto `moedash serve` trusts (uvicorn's "
+        "forwarded_allow_ips). Per-client limits (failed authentications) key on the "
+        "client address this yields: behind a proxy not listed here every client shares "
+        "the proxy's address. Never list addresses clients can connect from directly.",
+    )
     port: int = Field(8050, ge=1, le=65535, description="Port `moedash serve` listens on.")
     max_upload_bytes: int = Field(
         512 * 1024 * 1024,
         ge=1024,
         description="Largest accepted upload body, in bytes (413 above).",
     )
+    max_json_body_bytes: int = Field(
+        64 * 1024,
+        ge=1024,
+        description="Largest request body to an API route other than the uploads (the "
+        "planner's form), in bytes (413 above).",
+    )
+    max_outcomes_body_bytes: int = Field(
+        1024 * 1024,
+        ge=1024,
+        description="Largest POST /api/v1/crossval/outcomes body, in bytes (413 above).",
+    )
     max_page_body_bytes: int = Field(
-        8 * 1024 * 1024,
+        2 * 1024 * 1024,
         ge=1024,
         description="Largest request body to anything but the API (dashboard callbacks), "
         "in bytes (413 above).",
+    )
+    max_buffered_body_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=64 * 1024,
+        description="Bytes of request bodies (every body but an upload's, which streams to "
+        "disk) held in memory at once; one more answers 429 with Retry-After.",
     )
     body_idle_s: float = Field(
         30.0, gt=0, description="Seconds a request body may stall before 408."

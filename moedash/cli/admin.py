@@ -64,7 +64,14 @@ def serve(
         gc.collect()
         gc.freeze()
         try:
-            uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+            uvicorn.run(
+                app,
+                host=settings.host,
+                port=settings.port,
+                log_level="warning",
+                proxy_headers=True,
+                forwarded_allow_ips=settings.forwarded_allow_ips,
+            )
         finally:
             if pool is not None:
                 pool.close()

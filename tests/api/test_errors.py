@@ -98,7 +98,7 @@ def test_a_write_during_an_outage_answers_json_503(outage: Outage) -> None:
         store.close()
 
 
-def test_validation_echoes_nan_and_infinity_as_strict_json(
+def test_validation_names_nan_and_infinity_fields_in_strict_json(
     client: TestClient, upload_token: str
 ) -> None:
     resp = client.post(
@@ -109,11 +109,14 @@ def test_validation_echoes_nan_and_infinity_as_strict_json(
     )
     assert_envelope(resp, 422, "finite_number")
     items = {tuple(i["loc"]): i for i in strict_json(resp.text)["detail"]}
-    assert items[("body", 0, "tps_per_user_deployed")]["input"] == "NaN"
-    assert items[("body", 0, "tps_per_user_candidate")]["input"] == "-Infinity"
+    assert set(items) == {
+        ("body", 0, "tps_per_user_deployed"),
+        ("body", 0, "tps_per_user_candidate"),
+    }
+    assert all("input" not in item for item in items.values())  # the value is not echoed
 
 
-def test_validation_echoes_undecodable_bytes(client: TestClient, upload_token: str) -> None:
+def test_validation_does_not_echo_undecodable_bytes(client: TestClient, upload_token: str) -> None:
     resp = client.post(
         "/api/v1/crossval/outcomes",
         content=b"\xff\xfe\x00 not json " + b"x" * 5000,
@@ -124,13 +127,14 @@ def test_validation_echoes_undecodable_bytes(client: TestClient, upload_token: s
     )
     item = assert_envelope(resp, 422, "list_type")
     assert item["loc"] == ["body"]
-    assert item["input"].startswith("\ufffd\ufffd\x00 not json")
-    assert len(item["input"]) < 300  # a long body is not echoed whole
+    assert "input" not in item and "not json" not in resp.text  # nothing sent comes back
+    assert len(resp.content) < 500
 
 
 def test_query_validation_keeps_the_field_path(client: TestClient) -> None:
     item = assert_envelope(client.get("/api/v1/runs?limit=0"), 422, "greater_than_equal")
-    assert item["loc"] == ["query", "limit"] and item["input"] == "0"
+    assert item["loc"] == ["query", "limit"] and item["ctx"] == {"ge": 1}
+    assert "input" not in item
 
 
 def test_http_errors_use_the_envelope(client: TestClient, store: Store) -> None:
