@@ -128,6 +128,21 @@ measurements = sa.Table(
     sa.Index("measurements_cell", C.MODEL, C.HARDWARE, C.QUANT, C.RUN_ID, C.CANDIDATE_INDEX),
 )
 
+# Answers computed once per cell version and shared by every replica (revision 0008;
+# see db.answers): one row per kind x parameters, replaced when the cells change.
+answers = sa.Table(
+    "answers",
+    metadata,
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("params", sa.Text, nullable=False),
+    sa.Column("version", sa.Text, nullable=False),
+    sa.Column("cells", sa.Text, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("payload", sa.LargeBinary, nullable=False),
+    sa.PrimaryKeyConstraint("kind", "params", name="answers_pk"),
+)
+
 api_tokens = sa.Table(
     "api_tokens",
     metadata,

@@ -36,6 +36,7 @@ import sqlalchemy as sa
 
 from analysis import columns as C
 from db import migrations
+from db.answers import AnswerRepository
 from db.candidates import CandidateReader
 from db.cells import CellReader
 from db.checkpoint import IdleCheckpointer
@@ -46,6 +47,7 @@ from db.runs import Page, RawUpload, RunRepository, VersionSlice
 from db.session import Database, make_engine
 from db.stats import StatsRepository
 from db.sweep_identity import sweep_fingerprint
+from db.timeouts import DbTimeouts
 from db.tokens import TokenRepository
 from db.uploads import IngestResult, RunRef
 from ingest.records import Sweep, UploadMeta
@@ -63,10 +65,11 @@ __all__ = [
 ]
 
 
-def open_store(url: str, *, upgrade: bool = True) -> Store:
-    """Open (and by default create/upgrade to the newest schema) the store at ``url``.
-    A bad URL or an unreachable database raises :class:`StoreError`."""
-    store = Store(make_engine(url))
+def open_store(url: str, *, upgrade: bool = True, timeouts: DbTimeouts | None = None) -> Store:
+    """Open (and by default create/upgrade to the newest schema) the store at ``url``,
+    every database wait bounded by ``timeouts`` (:class:`db.timeouts.DbTimeouts`; its
+    defaults when None). A bad URL or an unreachable database raises :class:`StoreError`."""
+    store = Store(make_engine(url, timeouts))
     if upgrade:
         try:
             store.upgrade()
@@ -85,6 +88,7 @@ class Store:
         self.candidates = CandidateReader(self._db)
         self.cells = CellReader(self._db)
         self.stats = StatsRepository(self._db)
+        self.answers = AnswerRepository(self._db)
         self.tokens = TokenRepository(self._db)
         self.crossval = CrossvalRepository(self._db)
         self._checkpointer: IdleCheckpointer | None = None

@@ -23,6 +23,7 @@ from analysis.identity import REPEATS, Repeats
 from analysis.noise import estimate_noise
 from service.frames import Cell, DashData
 from service.scope import Routing, Scope, provenance, routed_frame
+from service.shared_answers import shareable
 
 Grouping = Literal["bench_moe", "dashboard"]
 # winner columns the API attaches per grouping (its response shape)
@@ -87,6 +88,7 @@ def with_winner_columns(
     return out
 
 
+@shareable
 @dataclass(frozen=True)
 class BestTable:
     """One row per workload (``items``), its grouping, where the rows came from, the
@@ -119,10 +121,14 @@ def best_table(
         return BestTable(items, grouping, provenance(df), routing, repeats)
 
     return data.cached(
-        ("best-scope", scope.key(), grouping, repeats), compute, where=scope.filters()
+        ("best-scope", scope.key(), grouping, repeats),
+        compute,
+        where=scope.filters(),
+        share=True,
     )
 
 
+@shareable
 @dataclass(frozen=True)
 class CellBest:
     """The Best page's answer: the table and the routing pattern it covers."""
@@ -159,7 +165,8 @@ def cell_best(
         table = best_by_workload(frame, grouping, repeats=repeats, noise=estimate_noise(frame))
         return CellBest(with_winner_columns(table, frame, PAGE_WINNER_COLUMNS), routing)
 
-    return data.cached(("best", cell, grouping, ws, dispatch, repeats), compute, where=cell)
+    key = ("best", cell, grouping, ws, dispatch, repeats)
+    return data.cached(key, compute, where=cell, share=True)
 
 
 def cell_best_table(

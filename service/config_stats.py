@@ -18,4 +18,4 @@ def cell_config_stats(data: DashData, cell: Cell) -> pd.DataFrame:
         data.store.stats.ensure_cell(cell.model, cell.hardware, cell.quant)
         return data.store.stats.config_stats(cell.model, cell.hardware, cell.quant)
 
-    return data.cached(("config-stats", cell), load, where=cell)
+    return data.cached(("config-stats", cell), load, where=cell, share=True)

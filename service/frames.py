@@ -29,6 +29,7 @@ staleness and the cost of asking.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -41,12 +42,15 @@ import pandas as pd
 from analysis import columns as C
 from analysis.derived import add_derived, rankable_mask
 from analysis.frontier import RANKABLE
+from db.errors import StoreError
 from db.store import Store
+from service import shared_answers as shared
 from service.cell_frames import append_rows, appendable
 from service.errors import InvalidQuery
 from service.lru import LRU, rows_held
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 Version = tuple[int, int]
 
 # Candidate columns the dashboard's cell frames need (no JSON blobs, no long texts).
@@ -403,12 +407,63 @@ class DashData:
         key: Hashable,
         compute: Callable[[], T],
         where: Cell | Mapping[str, Any] | None = None,
+        *,
+        share: bool = False,
     ) -> T:
         """A derived result cached under ``key`` for the current version of what it was
         computed from (:meth:`scope_version` of ``where``: one cell, the cells a filter
-        mapping selects, or by default the whole store)."""
+        mapping selects, or by default the whole store). ``share``: the result is also
+        read from (and, inside :func:`service.shared_answers.writing`, written to) the
+        database's shared answers for that version, so one replica computes it once per
+        cell version for all (``where`` must name cells: never a whole-store answer)."""
         held: Callable[[T], int] = rows_held
-        return self._results.get((key, self.scope_version(where)), compute, held)
+        version = self.scope_version(where)
+        if share and where is not None:
+            compute = self._shared(key, version, where, compute)
+        return self._results.get((key, version), compute, held)
+
+    def _shared(
+        self,
+        key: Hashable,
+        version: Hashable,
+        where: Cell | Mapping[str, Any],
+        compute: Callable[[], T],
+    ) -> Callable[[], T]:
+        """``compute`` behind the shared answers of :mod:`db.answers` (see
+        :meth:`cached`). A failure to read or write them is logged and the answer
+        computed here: sharing saves work, it never fails a request."""
+        kind = str(key[0]) if isinstance(key, tuple) and key else type(key).__name__
+        params, ver = shared.digest(key), repr(version)
+
+        def load() -> T:
+            try:
+                payload = self.store.answers.get(kind, params, ver)
+                if payload is not None:
+                    found: T = shared.decode(payload)
+                    return found
+            except (StoreError, ValueError, KeyError, TypeError):
+                _log.warning("shared answer %s unreadable; computing it", kind, exc_info=True)
+            value = compute()
+
+            def put(payload: bytes) -> None:
+                if not shared.may_write():
+                    return
+                self.invalidate()  # store it only if no upload changed its cells meanwhile
+                if self.scope_version(where) != version:
+                    return
+                cells = (
+                    [where.key]
+                    if isinstance(where, Cell)
+                    else [c.key for c in self.cells_matching(where)]
+                )
+                try:
+                    self.store.answers.put(kind, params, ver, cells, payload)
+                except StoreError:
+                    _log.warning("shared answer %s not stored", kind, exc_info=True)
+
+            return shared.round_trip(value, put)
+
+        return load
 
     def frame_cached(self, key: Hashable, frame: pd.DataFrame, compute: Callable[[], T]) -> T:
         """A structure built from one cell frame (that may keep the frame alive, e.g. the

@@ -53,6 +53,7 @@ from analysis.pareto import FRONTIER_GROUP_COLS, pareto_frontier
 from service.best import row_positions
 from service.frames import Cell, DashData
 from service.scope import Routing, Scope, provenance, resolve_dispatch, routed_frame
+from service.shared_answers import shareable
 
 CLOUD_MAX_POINTS = 20_000  # keeps the figure payload under ~500 KB (see bench/dashboard.py)
 PARETO_X = (C.SCORE_MS, C.ACTIVATED_TOKENS_PER_RANK)  # x axes of the API's frontier
@@ -78,6 +79,7 @@ _TABLE_TAIL = (
 GROUP_COLS: tuple[str, ...] = (*FRONTIER_GROUP_COLS, C.DISPATCH)  # one frontier each
 
 
+@shareable
 @dataclass(frozen=True)
 class ParetoTable:
     """Frontier rows of a scope (``items``), the axes, where the rows came from, the
@@ -116,7 +118,8 @@ def pareto_table(
         return ParetoTable(out, x, C.TOKENS_PER_S_PER_GPU, provenance(df), routing, repeats)
 
     # cached per scope and the versions of its cells (the page's view is cached too)
-    return data.cached(("pareto-table", scope.key(), x, repeats), compute, where=scope.filters())
+    key = ("pareto-table", scope.key(), x, repeats)
+    return data.cached(key, compute, where=scope.filters(), share=True)
 
 
 @dataclass(frozen=True)

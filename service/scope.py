@@ -32,6 +32,7 @@ from analysis import columns as C
 from analysis.identity import default_dispatch, known_dispatch
 from service.errors import InvalidQuery
 from service.frames import CELL_COLUMNS, Cell, DashData
+from service.shared_answers import shareable
 
 ALL_DISPATCH = "all"
 DEFAULT_DISPATCH_RULE = (
@@ -98,6 +99,7 @@ class Scope(BaseModel):
         return (*sorted(self.filters().items()), ("run_id", runs), ("dispatch", self.dispatch))
 
 
+@shareable
 @dataclass(frozen=True)
 class Routing:
     """Which routing pattern(s) an answer covers. ``requested``: what was asked (None =

@@ -15,6 +15,7 @@ from api.config import ApiConfig
 from api.jsonio import FastJSONResponse, frame_records
 from api.limits import ParseBudget
 from api.parse_task import input_error
+from api.routes.analysis import get_data
 from api.schemas.common import merged
 from api.schemas.errors import errors, run_errors
 from api.schemas.runs import RAW_SIGHTING, RAW_UPLOAD, CandidatePage, Run, RunPage, UploadResult
@@ -28,6 +29,7 @@ from ingest.metadata import MetadataError, UploadMetadata, validate_metadata
 from ingest.parse_pool import ParsePool, PoolUnavailable
 from ingest.records import UploadMeta
 from service.crossval_refresh import LedgerRefresher
+from service.precompute import precompute_runs
 from service.raw_download import run_raw_download
 from service.regressions import RegressionThresholds, regressions_for_runs
 
@@ -215,6 +217,10 @@ async def _ingest(
         refresher: LedgerRefresher | None = getattr(request.app.state, "ledger_refresher", None)
         if refresher is not None:
             refresher.request()
+        # the changed cells' first answers, computed once for every replica, off-request
+        created = [r.run_id for r in result.runs if r.created]
+        if created:
+            precompute_runs(get_data(request, store), created)
     regressions, errors = await run_in_threadpool(_regressions, store, result, thresholds)
     conclusive = [r for r in regressions if r["verdict"] == "regression"]
     body_out = _result_body(result, request, conclusive, errors)

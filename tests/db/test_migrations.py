@@ -152,7 +152,7 @@ def test_oldest_revision_upgrades_to_the_fresh_head_schema(db_url: str, head_url
         assert migrations.upgrade(db, "0001") == 1
         with db.write("seed") as conn:
             _insert_old_rows(conn)
-        assert migrations.upgrade(db) == migrations.head_revision() == 7
+        assert migrations.upgrade(db) == migrations.head_revision() == 8
     finally:
         db.close()
     open_store(head_url).close()

@@ -127,7 +127,7 @@ def test_revision_0007_backfills_a_duckdb_file(tmp_path: Path) -> None:
         old.close()
     store = open_store(url)
     try:
-        assert store.schema_version() == 7
+        assert store.schema_version() == 8
         assert store.stats.missing_runs(*CELL) == []
         pd.testing.assert_frame_equal(
             store.stats.cell_frame(*CELL),
