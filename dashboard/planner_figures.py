@@ -247,6 +247,11 @@ def fit_rows(fits: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
                     if f.get("fitted_be_min") is not None
                     else ""
                 ),
+                "plans may use": (
+                    f"{f['plan_be_min']:.1f}–{f['plan_be_max']:.0f}"
+                    if f.get("plan_be_max") is not None
+                    else "any"
+                ),
                 "k3 (ms/token)": slope,
                 "k4 (ms)": f.get("intercept_ms"),
                 "k3 / roofline": ratio,
@@ -254,6 +259,17 @@ def fit_rows(fits: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
                 "note": f.get("note", ""),
             }
         )
+    return out
+
+
+def fit_rule_lines(fits: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """The data rule of each stored-sweep fit in words (``fit_rule.FitRule.describe``),
+    one line per GPU, with where the request departs from it."""
+    out = []
+    for f in fits or ():
+        if f.get("rule_text"):
+            off = "; ".join(f.get("rule_deviations") or [])
+            out.append(f"{f.get('gpu')}: {f['rule_text']}" + (f" (departs: {off})" if off else ""))
     return out
 
 

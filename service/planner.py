@@ -40,6 +40,7 @@ from analysis.planner import (
     timeline,
     user_fit,
 )
+from analysis.planner.fit_rule import EXTRAPOLATION_FACTOR, be_limits, deviations, implausible
 from analysis.planner.perf_model import expert_time_roofline
 from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
 from analysis.tables import to_json_records
@@ -53,6 +54,7 @@ from service.planner_request import (
     MAX_EVALUATIONS,
     MAX_GPUS,
     WALL_BUDGET_S,
+    PlanInputError,
     PlanRequest,
     Resolved,
     resolve,
@@ -106,6 +108,10 @@ def fit_record(
     backend), whether it is used, the warning, the refused candidate's R² and the points
     (be, t_ms, predicted_ms, residual_ms) for the points-vs-fit chart."""
     cand = te.candidate if te is not None else None
+    rule = te.rule if te is not None else None
+    lo, hi = be_limits(
+        fit.x_min, fit.x_max, rule.extrapolation_factor if rule else EXTRAPOLATION_FACTOR
+    )
     return {
         "gpu": gpu.name,
         "hardware_label": label,
@@ -126,6 +132,11 @@ def fit_record(
         "candidate_slope_ms": cand.slope_ms if cand else None,
         "candidate_intercept_ms": cand.intercept_ms if cand else None,
         "group": te.group if te is not None else {},
+        "rule": rule.as_dict() if rule is not None else None,
+        "rule_text": rule.describe() if rule is not None else "",
+        "rule_deviations": deviations(rule) if rule is not None else [],
+        "plan_be_min": lo if fit.source == "fit" else None,
+        "plan_be_max": hi if fit.source == "fit" else None,
         "used": te.used if te is not None else fit.source != "roofline",
         "warning": te.warning if te is not None else "",
         "points": to_json_records(te.points) if te is not None else [],
@@ -150,6 +161,9 @@ def expert_fits(
         own = req.expert_fits.get(gpu.name)
         te = None
         if own is not None:
+            why = implausible(own.slope_ms, own.intercept_ms, res.model, gpu)
+            if why:
+                raise PlanInputError(["expert_fits", gpu.name], "; ".join(why))
             fit = user_fit(own.slope_ms, own.intercept_ms, note="given in the request")
         elif frame is not None:
             te = fit_te(
@@ -356,6 +370,11 @@ def _warnings(result: PlanResult, fit_records: Sequence[Mapping[str, Any]]) -> l
     search, a best plan that breaks a pipeline constraint, a best plan outside the batch
     range its Te was fitted on."""
     out = [f"Te on {r['gpu']}: {r['warning']}" for r in fit_records if r.get("warning")]
+    out += [
+        f"Te on {r['gpu']}: the fit departs from the rule: {d}"
+        for r in fit_records
+        for d in r.get("rule_deviations") or []
+    ]
     if result.truncated:
         out.append("the search hit its work budget: the plan is the best found so far")
     best = result.best
@@ -364,12 +383,11 @@ def _warnings(result: PlanResult, fit_records: Sequence[Mapping[str, Any]]) -> l
     if best is None:
         return out
     for r in fit_records:
-        lo, hi = r.get("fitted_be_min"), r.get("fitted_be_max")
-        mine = r["gpu"] == best.expert_gpu and r.get("source") == "fit"
-        if mine and lo is not None and hi is not None and not lo <= best.be <= hi:
+        if r["gpu"] == best.expert_gpu and best.extrapolated:
             out.append(
                 f"Te on {r['gpu']} is extrapolated: the plan's {best.be:.0f} tokens per "
-                f"expert lie outside the fitted {lo:.0f}-{hi:.0f}"
+                f"expert lie outside the fitted {best.te_be_min:.0f}-{best.te_be_max:.0f} "
+                f"(plans are limited to {r['plan_be_min']:.1f}-{r['plan_be_max']:.0f})"
             )
     return out
 

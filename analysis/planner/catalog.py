@@ -77,6 +77,7 @@ class ModelSpec:
     activation_bytes: float = 2.0  # bytes per activation element sent M2N / N2M
     attention_weight_bytes_per_param: float = 2.0  # turns Pa into a parameter count
     source: str = ""
+    expert_quant: str = "BF16"  # format Pe assumes; the stored sweeps' quant the Te fit reads
 
     @property
     def kv_bytes_per_token_layer(self) -> float:
@@ -157,6 +158,7 @@ def _bench_models() -> dict[str, ModelSpec]:
         expert_bytes: float,
         source: str,
     ) -> ModelSpec:
+        quant = "NVFP4" if expert_bytes == NVFP4_BYTES else "FP8" if expert_bytes == 1.0 else "BF16"
         return ModelSpec(
             name,
             e,
@@ -170,6 +172,7 @@ def _bench_models() -> dict[str, ModelSpec]:
             dense_layers=dense,
             attention_weight_bytes_per_param=1.0,
             source=source,
+            expert_quant=quant,
         )
 
     # fmt: off

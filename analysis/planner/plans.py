@@ -49,6 +49,7 @@ class SearchOptions:
     na_multiples: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
     max_na: int = 512
     max_gpus: int | None = None  # cap on attention + expert GPUs of one instance
+    extrapolation_factor: float = 2.0  # be may go this factor beyond a Te fit's range
     colocated_gpus: int | None = None  # co-located baseline size; None = paper's (whole nodes)
     efficiency: Efficiency = DEFAULT_EFFICIENCY
     util: UtilCurve = DEFAULT_UTIL
@@ -145,6 +146,9 @@ class Plan:
     attention_fit: str
     expert_fit: str
     constraints: tuple[ConstraintCheck, ...] = field(default=())
+    te_be_min: float = math.nan  # tokens-per-expert range the Te fit saw (NaN: not a fit)
+    te_be_max: float = math.nan
+    extrapolated: bool = False  # be outside that range (but within the allowed factor)
 
     @property
     def constraints_met(self) -> bool:
@@ -196,6 +200,7 @@ ALTERNATIVE_COLUMNS: tuple[str, ...] = (
     "tput_per_gpu",
     "tput_per_cost",
     "tput_per_watt",
+    "extrapolated",
     "balance_met",
     "comm_hidden_met",
     "depth_met",

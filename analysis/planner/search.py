@@ -12,180 +12,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import pandas as pd
 
 from analysis.planner.catalog import GPUSpec, ModelSpec
 from analysis.planner.colocated import best_colocated, fallback_colocated, paper_colocated
+from analysis.planner.evaluate import Setup, evaluate_plan
 from analysis.planner.perf_model import (
     Fit,
-    attention_memory_bytes,
     attention_time_roofline,
     balance_na,
-    comm_time_ms,
     expert_memory_bytes,
-    expert_node_time_ms,
     expert_time_roofline,
-    iteration_bounds_ms,
-    largest_feasible,
-    max_attention_batch,
-    time_between_tokens_ms,
-    total_latency_ms,
 )
 from analysis.planner.plans import (
     ALTERNATIVE_COLUMNS,
     NA_SWEEP_COLUMNS,
     Budget,
-    ConstraintCheck,
     Plan,
     PlanResult,
     SearchOptions,
     Workload,
 )
-
-# --- one plan ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Setup:
-    model: ModelSpec
-    workload: Workload
-    agpu: GPUSpec
-    egpu: GPUSpec
-    tpa: int
-    tpe: int
-    x: int
-    afit: Fit
-    efit: Fit
-    options: SearchOptions
-
-
-def _times(s: _Setup, na: int, m: int, ba: int) -> tuple[float, float, float, float]:
-    model = s.model
-    be = ba * na * model.top_k / model.num_experts
-    ta = s.afit.predict(ba)
-    te = expert_node_time_ms(
-        s.efit, be, s.x, s.tpe, model=model, gpu=s.egpu, tp_cost=s.options.tp_cost
-    )
-    tc = comm_time_ms(
-        model,
-        s.agpu,
-        s.egpu,
-        ba=ba,
-        be=be,
-        tpa=s.tpa,
-        tpe=s.tpe,
-        na=na,
-        experts_per_node=s.x,
-        curve=s.options.util,
-    )
-    return be, ta, te, tc
-
-
-def _constraints(
-    ta: float, te: float, tc: float, m: int, tol: float
-) -> tuple[ConstraintCheck, ...]:
-    tf = max(ta, te)
-    need = 2.0 * (1.0 + tc / tf)
-    return (
-        ConstraintCheck(
-            "balance",
-            abs(ta - te) <= tol * tf,
-            ta,
-            te,
-            f"Ta={ta:.3f} ms vs Te={te:.3f} ms (Ta/Te={ta / te:.2f}, tolerance {tol:.0%})",
-        ),
-        ConstraintCheck(
-            "comm_hidden",
-            tc < tf,
-            tc,
-            tf,
-            f"Tc={tc:.3f} ms < Tf={tf:.3f} ms",
-        ),
-        ConstraintCheck(
-            "pipeline_depth",
-            m >= need - 1e-9,
-            float(m),
-            need,
-            f"m={m} >= 2*(1+Tc/Tf)={need:.2f}",
-        ),
-    )
-
-
-def evaluate_plan(s: _Setup, na: int, m: int) -> Plan | None:
-    """Largest-batch plan for fixed (GPUs, tpa, tpe, x, na, m); None if infeasible.
-
-    Over ``options.max_gpus`` (attention + expert GPUs) is infeasible, checked first.
-    """
-    model, wl, opt = s.model, s.workload, s.options
-    if opt.max_gpus is not None and s.tpa * na + s.tpe * (model.num_experts // s.x) > (
-        opt.max_gpus
-    ):
-        return None
-    ba_cap = max_attention_batch(model, s.agpu, s.tpa, m, wl.seq_len, opt.usable_memory)
-
-    def meets_slo(ba: int) -> bool:
-        _, ta, te, tc = _times(s, na, m, ba)
-        return time_between_tokens_ms(ta, te, tc, m, model.num_layers) <= wl.slo_tbt_ms
-
-    ba = largest_feasible(meets_slo, ba_cap)
-    if ba == 0:
-        return None
-    be, ta, te, tc = _times(s, na, m, ba)
-    layers = model.num_layers
-    batch = ba * m * na
-    t_total = total_latency_ms(ta, te, tc, m, layers)
-    lower, upper = iteration_bounds_ms(ta, te, tc, m, layers)
-    expert_nodes = model.num_experts // s.x
-    a_gpus, e_gpus = s.tpa * na, s.tpe * expert_nodes
-    cost = a_gpus * s.agpu.price + e_gpus * s.egpu.price
-    power = a_gpus * s.agpu.power_w + e_gpus * s.egpu.power_w
-    tput = batch / (t_total / 1e3)
-    tf = max(ta, te)
-    k3_node = s.efit.slope_ms / s.tpe
-    return Plan(
-        s.agpu.name,
-        s.egpu.name,
-        s.tpa,
-        s.tpe,
-        na,
-        m,
-        s.x,
-        expert_nodes,
-        batch,
-        ba,
-        be,
-        ta,
-        te,
-        tc,
-        tf,
-        time_between_tokens_ms(ta, te, tc, m, layers),
-        t_total,
-        lower,
-        upper,
-        tput,
-        a_gpus + e_gpus,
-        a_gpus,
-        e_gpus,
-        cost,
-        power,
-        tput / (a_gpus + e_gpus),
-        tput / cost,
-        tput / power,
-        attention_memory_bytes(model, m, ba, wl.seq_len) / 1e9,
-        s.tpa * s.agpu.memory_gb * opt.usable_memory,
-        expert_memory_bytes(model, s.x) / 1e9,
-        s.tpe * s.egpu.memory_gb * opt.usable_memory,
-        balance_na(s.afit.slope_ms, k3_node, model.num_experts, model.top_k, s.x)
-        if k3_node > 0
-        else math.inf,
-        2.0 * (1.0 + tc / tf),
-        s.afit.source,
-        s.efit.source,
-        _constraints(ta, te, tc, m, opt.balance_tolerance),
-    )
-
 
 # --- enumeration ---------------------------------------------------------------------------
 
@@ -215,7 +63,7 @@ def _setups(
     options: SearchOptions,
     expert_fits: Mapping[str, Fit],
     attention_fits: Mapping[tuple[str, int], Fit],
-) -> list[_Setup]:
+) -> list[Setup]:
     efit = expert_fits.get(egpu.name) or expert_time_roofline(model, egpu, options.efficiency)
     out = []
     for tpe in (t for t in options.tp_choices if t <= egpu.gpus_per_node):
@@ -228,13 +76,11 @@ def _setups(
             for x in _experts_per_node_choices(model, options):
                 cap = options.usable_memory * tpe * egpu.memory_bytes
                 if expert_memory_bytes(model, x) < cap:
-                    out.append(
-                        _Setup(model, workload, agpu, egpu, tpa, tpe, x, afit, efit, options)
-                    )
+                    out.append(Setup(model, workload, agpu, egpu, tpa, tpe, x, afit, efit, options))
     return out
 
 
-def _climb_na(s: _Setup, m: int, start: Sequence[int], max_na: int, budget: Budget) -> list[Plan]:
+def _climb_na(s: Setup, m: int, start: Sequence[int], max_na: int, budget: Budget) -> list[Plan]:
     """Evaluate the balance-derived na values, then step na by 1 while tput/cost improves.
 
     The balance formula ignores k2 and k4, which dominate in decode, so the best integer na
@@ -295,7 +141,7 @@ def _rank_key(p: Plan) -> tuple[float, ...]:
     )
 
 
-def na_sweep(best: Plan, setup: _Setup, na_max: int) -> pd.DataFrame:
+def na_sweep(best: Plan, setup: Setup, na_max: int) -> pd.DataFrame:
     """Throughput per GPU against na = 1..na_max for the best plan's other choices."""
     rows: list[dict[str, object]] = []
     for na in range(1, na_max + 1):
@@ -333,7 +179,7 @@ def _search_pairs(
     efits = dict(expert_fits or {})
     afits = dict(attention_fits or {})
     spent = budget or Budget()
-    plans: list[tuple[Plan, _Setup]] = []
+    plans: list[tuple[Plan, Setup]] = []
     ms = range(options.min_micro_batches, options.max_micro_batches + 1)
     for agpu, egpu in pairs:
         for s in _setups(model, workload, agpu, egpu, options, efits, afits):

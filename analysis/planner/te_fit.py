@@ -4,27 +4,31 @@ The paper's Te is the expert GEMM time of one micro-batch on one expert node, wi
 the M2N/N2M transfer (that is Tc). bench_moe's score_ms is the whole MoE module of the
 slowest rank, dispatch and combine included, for one backend/comm/parallel layout. So:
 
-1. **Rows**: status success, the model's E/K/h/h' on the hardware label, decode (CUDA
-   graph), balanced routing, a TensorRT-LLM MoE backend (:data:`TRTLLM_BACKENDS`; the
-   reference/unknown backends such as VANILLA are not what TensorRT-LLM would run).
-2. **One cell** = (quant, attention mode, moe_ep_size, moe_tp_size, num_tokens). The fit
+Which rows feed it is one stated rule (:mod:`analysis.planner.fit_rule`): decode (CUDA
+graph), balanced routing, attention DP, MoE TP 1, the model's expert quant, tokens per
+expert >= 4, a TensorRT-LLM MoE backend (:data:`TRTLLM_BACKENDS`; reference/unknown
+backends such as VANILLA are not what TensorRT-LLM would run). Then:
+
+1. **One cell** = (quant, attention mode, moe_ep_size, moe_tp_size, num_tokens). The fit
    uses one (quant, attention mode, EP size) **group**: the one asked for, else the group
    with the most cells (ties: the faster median time). Within it, one backend: the one
    asked for, else the **measured best backend family** (fastest in the most cells; ties
    to the name). Per cell the fastest row (comm method, combine precision) is kept.
-3. **score_ms -> Te**: under attention DP with EP > 1 a rank dispatches its
+2. **score_ms -> Te**: under attention DP with EP > 1 a rank dispatches its
    ``num_tokens/ep * K`` token copies and combines them back, ``(ep-1)/ep`` of them off
    the GPU. :func:`dispatch_combine_ms` estimates that over the GPU's intra-node link at
    80 % of its datasheet bandwidth (dispatch at the quant's activation bytes, combine at
    BF16) and it is subtracted, floored at half of score_ms (a row whose estimate exceeds
    that is counted in ``comm_capped``). Attention-TP rows have no dispatch.
-4. **Per expert-equivalent**: a rank holds ``E/ep`` experts each sliced ``1/tp``, so one
+3. **Per expert-equivalent**: a rank holds ``E/ep`` experts each sliced ``1/tp``, so one
    GPU's time for one whole expert is ``Te_rank * ep * tp / E`` at ``be = num_tokens*K/E``.
-5. **Range**: only points with ``be`` inside ``[be_min, be_max]`` (the batch range the
-   plan uses) are fitted; the fit records the range it saw.
-6. Ordinary least squares ``t = k3*be + k4``; R², residual spread. A fit with R² below
-   :data:`MIN_R2` (0.8), a non-positive slope or intercept, or fewer than ``min_points``
-   points is **not used** unless ``force``: the roofline is returned with the reason.
+4. **Range**: only points with ``be`` inside the rule's ``[be_min, be_max]``; the fit
+   records the range it saw (plans may go 2x beyond it, no further).
+5. Ordinary least squares ``t = k3*be + k4``; R², residual spread. A fit with R² below
+   :data:`MIN_R2` (0.8) or fewer than ``min_points`` points is **not used** unless
+   ``force``; a physically impossible one (non-positive, faster than the GPU's peak
+   FLOPs or bandwidth: :func:`~analysis.planner.fit_rule.implausible`) never is. The
+   roofline is then returned with the reason.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis.planner.catalog import GPUSpec, ModelSpec
+from analysis.planner.fit_rule import FitRule, implausible, rule_for
 from analysis.planner.perf_model import DEFAULT_EFFICIENCY, Efficiency, Fit, expert_time_roofline
 
 # MoeBackendType of TensorRT-LLM (bench_moe_schema.md) plus the guide's CUTEDSL_FC12.
@@ -85,6 +90,7 @@ class TeFit:
     used: bool = False
     warning: str = ""
     comm_capped: int = 0
+    rule: FitRule | None = None
 
 
 def dispatch_combine_ms(
@@ -130,8 +136,14 @@ def _base_rows(candidates: pd.DataFrame, model: ModelSpec, hardware: str) -> pd.
 
 
 def _pick_group(
-    sub: pd.DataFrame, quant: str | None, attention_dp: bool | None, ep_size: int | None
+    sub: pd.DataFrame,
+    quant: str | None,
+    attention_dp: bool | None,
+    ep_size: int | None,
+    tp_size: int | None = None,
 ) -> pd.DataFrame:
+    if tp_size is not None:
+        sub = sub.loc[sub["_tp"] == tp_size]
     if quant is not None:
         sub = sub.loc[sub["_quant"] == quant]
     if attention_dp is not None:
@@ -170,11 +182,13 @@ def expert_points_for_fit(
     backend: str | None = None,
     be_min: float | None = None,
     be_max: float | None = None,
+    tp_size: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, object], int]:
-    """The (be, t) points of steps 1-5 of the module docstring, the group they come from,
-    and how many rows had their dispatch/combine estimate capped."""
+    """The (be, t) points of steps 1-4 of the module docstring, the group they come from,
+    and how many rows had their dispatch/combine estimate capped. ``None`` filters
+    nothing (this is the raw selector; :func:`fit_te` applies the rule's defaults)."""
     sub = _base_rows(candidates, model, hardware or gpu.name)
-    sub = _pick_group(sub, quant, attention_dp, ep_size)
+    sub = _pick_group(sub, quant, attention_dp, ep_size, tp_size)
     group: dict[str, object] = {}
     if sub.empty:
         return pd.DataFrame(columns=list(POINT_COLUMNS)), group, 0
@@ -185,7 +199,13 @@ def expert_points_for_fit(
     sub = sub.loc[sub.groupby(["_n", "_tp"])["_score"].idxmin()]
     q = str(sub["_quant"].iloc[0])
     adp = bool(sub["_adp"].iloc[0])
-    group = {"quant": q, "attention_dp": adp, "ep_size": int(sub["_ep"].iloc[0]), "backend": chosen}
+    group = {
+        "quant": q,
+        "attention_dp": adp,
+        "ep_size": int(sub["_ep"].iloc[0]),
+        "moe_tp_size": tp_size,
+        "backend": chosen,
+    }
     d_bytes = C.BYTES_PER_ELEM.get(q, 2.0)
     comm = [
         dispatch_combine_ms(n, int(ep), model, gpu.intra_node_gb_s, d_bytes) if adp else 0.0
@@ -223,6 +243,7 @@ def fit_te(
     backend: str | None = None,
     be_min: float | None = None,
     be_max: float | None = None,
+    moe_tp_size: int | None = 1,
     min_points: int = 3,
     min_r2: float = MIN_R2,
     force: bool = False,
@@ -230,17 +251,16 @@ def fit_te(
 ) -> TeFit:
     """Te per expert-equivalent from stored sweeps, with provenance (module docstring).
 
-    Refused (roofline used, ``used`` False, ``warning`` says why) when fewer than
-    ``min_points`` points or < 2 distinct be; unless ``force``, also when R² < ``min_r2``
-    or the slope or intercept is not positive (Te must grow with tokens and cost
-    something at zero tokens).
+    The rows follow :func:`~analysis.planner.fit_rule.rule_for` (``None`` arguments take
+    the rule's defaults: attention DP, the model's expert quant, be >= 4; ``moe_tp_size``
+    1). Refused (roofline used, ``used`` False, ``warning`` says why) when fewer than
+    ``min_points`` points or < 2 distinct be, or when the fit is physically impossible
+    (non-positive, above the GPU's peak FLOPs or bandwidth); unless ``force``, also when
+    R² < ``min_r2``.
     """
     label = hardware or gpu.name
-    pts, group, capped = expert_points_for_fit(
-        candidates,
+    rule = rule_for(
         model,
-        gpu,
-        hardware=label,
         quant=quant,
         attention_dp=attention_dp,
         ep_size=ep_size,
@@ -248,13 +268,27 @@ def fit_te(
         be_min=be_min,
         be_max=be_max,
     )
+    rule = dataclasses.replace(rule, moe_tp_size=moe_tp_size)
+    pts, group, capped = expert_points_for_fit(
+        candidates,
+        model,
+        gpu,
+        hardware=label,
+        quant=rule.quant,
+        attention_dp=rule.attention_dp,
+        ep_size=rule.ep_size,
+        backend=rule.backend,
+        be_min=rule.be_min,
+        be_max=rule.be_max,
+        tp_size=rule.moe_tp_size,
+    )
     roof = expert_time_roofline(model, gpu, efficiency)
     n = len(pts)
     if n < min_points or pts["be"].nunique() < 2:
         why = f"{n} usable sweep point(s) for {model.name} on {label} (< {min_points})"
         fit = Fit(roof.slope_ms, roof.intercept_ms, "roofline", n_points=n, note=why + "; roofline",
                   overhead_ms=roof.overhead_ms)  # fmt: skip
-        return TeFit(fit, None, pts, group, False, why + "; roofline used", capped)
+        return TeFit(fit, None, pts, group, False, why + "; roofline used", capped, rule)
     x = pts["be"].to_numpy(dtype=float)
     y = pts["t_ms"].to_numpy(dtype=float)
     (k3, k4), *_ = np.linalg.lstsq(np.column_stack([x, np.ones_like(x)]), y, rcond=None)
@@ -276,20 +310,15 @@ def fit_te(
         x_max=float(x.max()),
     )
     pts = pts.assign(predicted_ms=k3 * x + k4, residual_ms=resid)
-    problems = []
-    if r2 < min_r2:
-        problems.append(f"R² = {r2:.3f} < {min_r2:g}")
-    if k3 <= 0:
-        problems.append(f"slope k3 = {k3:.3g} ms/token is not positive")
-    if k4 <= 0:
-        problems.append(f"intercept k4 = {k4:.3g} ms is not positive")
+    physics = implausible(float(k3), float(k4), model, gpu)
+    problems = ([f"R² = {r2:.3f} < {min_r2:g}"] if r2 < min_r2 else []) + physics
     if not problems:
-        return TeFit(candidate, candidate, pts, group, True, "", capped)
+        return TeFit(candidate, candidate, pts, group, True, "", capped, rule)
     why = "; ".join(problems)
-    if force and k3 > 0 and k4 > 0:
-        return TeFit(candidate, candidate, pts, group, True, f"forced despite {why}", capped)
+    if force and not physics:
+        return TeFit(candidate, candidate, pts, group, True, f"forced despite {why}", capped, rule)
     fit = dataclasses.replace(roof, note=f"fit refused ({why}); roofline used", n_points=n)
-    return TeFit(fit, candidate, pts, group, False, f"fit not used: {why}", capped)
+    return TeFit(fit, candidate, pts, group, False, f"fit not used: {why}", capped, rule)
 
 
 def fit_expert_time(

@@ -124,7 +124,11 @@ class Plan(Open):
     gpus: list[dict[str, Any]]
     workload: dict[str, Any] = Field(description="seq_len (tokens), slo_tbt_ms (ms)")
     mode: str
-    expert_fits: list[dict[str, Any]] = Field(description="Te fit per expert GPU (ms)")
+    expert_fits: list[dict[str, Any]] = Field(
+        description="Te fit per expert GPU (ms): coefficients, the data rule that chose the "
+        "sweep rows (rule, rule_text), the fitted tokens-per-expert range and the range "
+        "plans may use (plan_be_min/max, 2x beyond), points, and why a fit was refused"
+    )
     best: dict[str, Any] | None = Field(description="The best plan (null: none feasible)")
     colocated: dict[str, Any] | None = Field(description="The co-located baseline")
     disaggregation_gain: float | None = Field(

@@ -27,7 +27,8 @@ ALT_HEADERS = {
     "ta_ms": "Ta (ms)", "te_ms": "Te (ms)", "tc_ms": "Tc (ms)", "tbt_ms": "TBT (ms)",
     "t_total_ms": "T total (ms)", "throughput": "tokens/s", "gpus": "GPUs",
     "cost": "cost", "tput_per_gpu": "tokens/s/GPU", "tput_per_cost": "tokens/s/cost",
-    "tput_per_watt": "tokens/s/W", "balance_met": "Ta≈Te", "comm_hidden_met": "Tc<Tf",
+    "tput_per_watt": "tokens/s/W", "extrapolated": "Te extrapolated", "balance_met": "Ta≈Te",
+    "comm_hidden_met": "Tc<Tf",
     "depth_met": "m deep enough",
 }  # fmt: skip
 
@@ -162,6 +163,14 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
     fits = html.Div(
         [
             html.H2("Expert time Te (per expert, one GPU)"),
+            html.Div(
+                [html.Strong("Which measurements feed the fit: ")]
+                + [html.P(line) for line in PF.fit_rule_lines(payload["expert_fits"])],
+                className="status",
+                **ui.attrs(data_testid="planner-fit-rule"),
+            )
+            if PF.fit_rule_lines(payload["expert_fits"])
+            else None,
             _table(PF.fit_rows(payload["expert_fits"]), "planner-fits", _fit_class),
             *[
                 named_graph(

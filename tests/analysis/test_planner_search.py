@@ -11,6 +11,7 @@ import pytest
 from analysis.planner import (
     GPUS,
     MODELS,
+    Fit,
     SearchOptions,
     Workload,
     search_heterogeneous,
@@ -209,3 +210,29 @@ def test_pipeline_is_full_when_constraints_hold_and_has_bubbles_when_depth_fails
     assert _attention_idle(slow, 3) > 0.5 * plan.ta_ms
     deep = dataclasses.replace(plan, m=4, tc_ms=plan.ta_ms * 0.75)
     assert _attention_idle(deep, 3) == pytest.approx(0.0, abs=1e-9)
+
+
+def _fitted(x_min: float, x_max: float) -> object:
+    """The toy with its Te "fitted on stored sweeps" over be in [x_min, x_max]."""
+    return search_plans(
+        TOY,
+        Workload(seq_len=1, slo_tbt_ms=6.25),
+        BIG,
+        options=TOY_OPTIONS,
+        expert_fits={"big": Fit(K, 0.0, "fit", n_points=5, r2=1.0, x_min=x_min, x_max=x_max)},
+        attention_fits={("big", 1): user_fit(K, 0.0)},
+    )
+
+
+def test_a_fitted_te_is_not_extrapolated_more_than_twice_its_range() -> None:
+    """Issue 27: the hand-checked plan needs be = 25 tokens per expert. Fitted over
+    4..100 it is inside the range; fitted over 2..10 the batch is capped at 2 x 10 = 20
+    and the plan says it is extrapolated; no plan anywhere goes past 20."""
+    inside = _fitted(4, 100)
+    assert inside.best.be == 25 and not inside.best.extrapolated
+    capped = _fitted(2, 10)
+    assert capped.best is not None and capped.best.be <= 20 and capped.best.extrapolated
+    assert (capped.best.te_be_min, capped.best.te_be_max) == (2, 10)
+    assert capped.alternatives["be"].max() <= 20
+    assert capped.alternatives["extrapolated"].any()
+    assert capped.best.tput_per_cost < inside.best.tput_per_cost

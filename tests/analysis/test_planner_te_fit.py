@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 
 from analysis import columns as C
 from analysis.planner.catalog import GPUS, MODELS
+from analysis.planner.fit_rule import implausible
 from analysis.planner.perf_model import expert_time_roofline
 from analysis.planner.te_fit import MIN_R2, dispatch_combine_ms, fit_te
 
 SHAPE = MODELS["deepseek_v4_pro"]  # E=384, K=6, h=7168, h'=3072
 GPU = GPUS["GB300"]
 K3, K4 = 0.0015, 0.02  # ms per token per expert-equivalent, ms
-TOKENS = (128, 512, 2048, 8192, 16384)
+TOKENS = (256, 512, 2048, 8192, 16384)  # be 4 .. 256
 
 
 def sweep_frame(
@@ -76,7 +77,7 @@ def test_fit_recovers_the_gemm_time_without_dispatch_and_combine() -> None:
     assert te.fit.n_points == 5 and te.group["ep_size"] in (8, 16)
     assert te.group == {**te.group, "quant": "NVFP4", "attention_dp": True, "backend": "TRTLLM"}
     assert (te.points["comm_ms"] > 0).all()
-    assert te.fit.x_min == pytest.approx(128 * 6 / 384) and te.fit.x_max == pytest.approx(256)
+    assert te.fit.x_min == pytest.approx(256 * 6 / 384) and te.fit.x_max == pytest.approx(256)
 
 
 def test_fit_keeps_tensorrt_llm_backends_and_the_measured_best_family() -> None:
@@ -174,3 +175,61 @@ def test_fit_does_not_depend_on_row_order_or_mutate_input(seed: int) -> None:
     assert a.slope_ms == pytest.approx(b.slope_ms, rel=1e-9)
     assert a.intercept_ms == pytest.approx(b.intercept_ms, rel=1e-9, abs=1e-12)
     pd.testing.assert_frame_equal(df, before)
+
+
+# ------------------------------------------------------------------ the data rule (issue 27)
+def test_rule_reads_attention_dp_moe_tp_1_and_busy_experts_only() -> None:
+    """Attention-TP rows (more token counts, 3x slower), MoE-TP-2 rows and points below
+    4 tokens per expert are left out by default, however many there are."""
+    dp = sweep_frame()
+    tp_mode = sweep_frame(adp=False, slower=3.0, layouts=((8, 1), (16, 1), (32, 1)))
+    sharded = sweep_frame(layouts=((8, 2),), slower=5.0)
+    tiny = sweep_frame(layouts=((8, 1),)).assign(**{C.NUM_TOKENS: 64})  # be = 1
+    tiny[C.SCORE_MS] = 1e-6
+    te = fit_te(pd.concat([tp_mode, sharded, tiny, dp], ignore_index=True), SHAPE, GPU)
+    assert te.used and te.fit.slope_ms == pytest.approx(K3, rel=1e-9)
+    assert te.group["attention_dp"] is True and te.group["moe_tp_size"] == 1
+    assert te.fit.x_min >= 4
+    assert te.rule is not None and te.rule.attention_dp is True and te.rule.quant == "NVFP4"
+    text = te.rule.describe()
+    for part in ("decode", "attention DP", "MoE TP 1", "NVFP4", ">= 4", "2x beyond"):
+        assert part in text
+
+
+def test_rule_quant_defaults_to_the_models_expert_format() -> None:
+    other = sweep_frame().assign(**{C.QUANT: "FP8"})
+    te = fit_te(other, SHAPE, GPU)  # deepseek_v4_pro's experts are NVFP4 in the catalogue
+    assert not te.used and "0 usable" in te.warning
+    assert fit_te(other, SHAPE, GPU, quant="FP8").used
+
+
+@pytest.mark.parametrize(
+    ("k3", "k4", "why"),
+    [
+        (2e-6, K4, "TFLOPS per GPU"),  # 66 PFLOPS > 8 x 2.5 PFLOPS
+        (K3, 1e-4, "GB/s"),  # one expert's 37 MB in 0.1 µs
+    ],
+)
+def test_physically_impossible_fit_is_refused_even_when_forced(
+    k3: float, k4: float, why: str
+) -> None:
+    df = sweep_frame()
+    be = df[C.NUM_TOKENS].astype(float) * 6 / 384
+    ep = df[C.MOE_EP_SIZE].astype(float)
+    comm = [
+        dispatch_combine_ms(n, int(e), SHAPE, GPU.intra_node_gb_s, 0.5)
+        for n, e in zip(df[C.NUM_TOKENS], df[C.MOE_EP_SIZE], strict=True)
+    ]
+    df[C.SCORE_MS] = 384 / ep * (k3 * be + k4) + comm
+    te = fit_te(df, SHAPE, GPU, force=True)
+    assert te.candidate is not None and te.candidate.r2 == pytest.approx(1.0)
+    assert not te.used and te.fit.source == "roofline" and why in te.warning
+
+
+def test_implausible_names_the_bound() -> None:
+    assert implausible(K3, K4, SHAPE, GPU) == []
+    (flops,) = implausible(1e-300, K4, SHAPE, GPU)  # issue 27: Te ≈ 0 was accepted
+    assert "20,000" in flops and "GB300 dense BF16" in flops
+    (bw,) = implausible(K3, 1e-4, SHAPE, GPU)
+    assert "8,000 GB/s" in bw
+    assert len(implausible(0.0, -1.0, SHAPE, GPU)) == 2

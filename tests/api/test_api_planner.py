@@ -240,7 +240,7 @@ def test_fit_respects_hardware_label_quant_and_opt_out(client: TestClient, store
     off = client.post(f"{URL}/plan", json={"fit": {"use_stored": False}}).json()
     assert off["expert_fits"][0]["source"] == "roofline"
     own = client.post(
-        f"{URL}/plan", json={"expert_fits": {"h20": {"slope_ms": 0.01, "intercept_ms": 0.1}}}
+        f"{URL}/plan", json={"expert_fits": {"h20": {"slope_ms": 0.01, "intercept_ms": 0.2}}}
     ).json()
     assert own["expert_fits"][0]["source"] == "user"
     assert own["best"]["expert_fit"] == "user"

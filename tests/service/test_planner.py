@@ -141,7 +141,7 @@ def test_fit_from_the_store_recovers_the_law(store: Store) -> None:
     assert body["best"]["expert_fit"] == "fit"
     # the request's own coefficients win over the store
     own = S.run_plan(
-        req(expert_fits={"H20": {"slope_ms": 0.01, "intercept_ms": 0.1}}), S.store_loader(store)
+        req(expert_fits={"H20": {"slope_ms": 0.01, "intercept_ms": 0.2}}), S.store_loader(store)
     )
     assert own["expert_fits"][0]["source"] == "user"
     # use_stored false never asks the store

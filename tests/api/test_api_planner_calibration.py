@@ -1,0 +1,65 @@
+"""Issue 27 through the real app: the Te fit's data rule is in the answer, a plan stays
+within twice the fitted range, and a physically impossible fit of the caller's own is
+refused with the reason (422 naming the GPU)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from db.store import Store
+from moedash.app import create_app
+from moedash.settings import Settings
+from tests.api.test_api_planner import K3, K4, URL, ingest_linear
+
+
+@pytest.fixture
+def client(db_url: str, store: Store) -> Iterator[TestClient]:
+    app = create_app(Settings(database_url=db_url, enable_dashboard=False), store=store)
+    with TestClient(app) as c:
+        yield c
+
+
+def test_fit_states_its_rule_and_the_range_plans_may_use(client: TestClient, store: Store) -> None:
+    ingest_linear(store)  # Mixtral on H20: EP 8 / TP 1 and EP 4 / TP 2, be 16..1024
+    body = client.post(f"{URL}/plan", json={"gpus": ["H20"]}).json()
+    fit = body["expert_fits"][0]
+    assert fit["source"] == "fit" and fit["slope_ms"] == pytest.approx(K3)
+    assert fit["intercept_ms"] == pytest.approx(K4)
+    # the rule drops the MoE-TP-2 layout: the planner charges tpe > 1 itself
+    assert fit["group"]["moe_tp_size"] == 1 and fit["group"]["ep_size"] == 8
+    rule = fit["rule"]
+    assert rule["phase"] == "decode" and rule["attention_dp"] is True
+    assert rule["moe_tp_size"] == 1 and rule["quant"] == "BF16" and rule["be_min"] == 4
+    assert "attention DP" in fit["rule_text"] and fit["rule_deviations"] == []
+    assert (fit["fitted_be_min"], fit["fitted_be_max"]) == (16, 1024)
+    assert (fit["plan_be_min"], fit["plan_be_max"]) == (8, 2048)
+    assert all(a["be"] <= 2048 for a in body["alternatives"])
+    assert body["best"]["extrapolated"] == (body["best"]["be"] > 1024)
+
+
+def test_leaving_the_rule_is_said(client: TestClient, store: Store) -> None:
+    ingest_linear(store)
+    body = client.post(f"{URL}/plan", json={"fit": {"be_min": 0}}).json()
+    fit = body["expert_fits"][0]
+    assert fit["rule"]["be_min"] == 0 and "not every expert busy" in fit["rule_deviations"][0]
+    assert any("departs from the rule" in w for w in body["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("slope", "intercept", "words"),
+    [(1e-300, 0.2, "TFLOPS per GPU"), (0.01, 1e-6, "GB/s")],
+)
+def test_own_impossible_te_is_refused_with_the_reason(
+    client: TestClient, slope: float, intercept: float, words: str
+) -> None:
+    """Issue 27: a Te slope of 1e-300 used to plan 4,266 tokens/s/GPU with Te ≈ 0."""
+    resp = client.post(
+        f"{URL}/plan",
+        json={"expert_fits": {"H20": {"slope_ms": slope, "intercept_ms": intercept}}},
+    )
+    assert resp.status_code == 422
+    detail = resp.json()["detail"][0]
+    assert detail["loc"] == ["body", "expert_fits", "H20"] and words in detail["msg"]
