@@ -14,7 +14,7 @@ COV_FLOOR ?= 91
 COV     := $(foreach p,$(SRC),--cov=$(p)) --cov-report=term:skip-covered --cov-report=xml \
            --cov-fail-under=$(COV_FLOOR)
 
-.PHONY: install assets browser-deps serve test test-unit test-pg test-realdata test-browser fuzz lint bench ci snapshot openapi
+.PHONY: install assets browser-deps serve test test-unit test-pg test-faults test-realdata test-browser fuzz lint bench ci snapshot openapi
 
 $(STAMP): pyproject.toml
 	@echo "== installing moedash and its dependencies into $(VENV) (first time: a few minutes; later: only when pyproject.toml changes)"
@@ -51,13 +51,19 @@ serve: install assets
 TEST_WORKERS ?= auto
 XDIST   := -n $(TEST_WORKERS) --dist loadscope
 test: install assets browser-deps
-	$(PYTEST) $(XDIST) -m "not postgres and not realdata" -q --durations=25 $(COV)
+	$(PYTEST) $(XDIST) -m "not postgres and not realdata and not faults" -q --durations=25 $(COV)
 
 test-unit: install
-	$(PYTEST) -m "not postgres and not realdata and not browser" -q
+	$(PYTEST) -m "not postgres and not realdata and not browser and not faults" -q
 
 test-pg: install
 	$(PYTEST) $(XDIST) -m postgres -q --durations=25
+
+# Database faults (tests/faults/): a private PostgreSQL cluster (initdb/pg_ctl from
+# MOEDASH_PG_BIN, as the postgres user under root) frozen with SIGSTOP, stopped, locked;
+# bounded: every wait in it is seconds, and `timeout` ends a hang.
+test-faults: install
+	timeout 600 $(PYTEST) -m faults -q --durations=10 tests/faults
 
 test-realdata: install
 	$(PYTEST) $(XDIST) -m realdata -q --durations=25
@@ -102,4 +108,4 @@ bench: install assets
 	# the cross-validation page on the real data (needs ../shared/data or $$MOEDASH_SHARED_DATA)
 	if [ -d "$${MOEDASH_SHARED_DATA:-../shared/data}" ]; then $(BIN)/python bench/crossval.py; fi
 
-ci: test test-pg test-realdata
+ci: test test-pg test-faults test-realdata

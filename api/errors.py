@@ -29,6 +29,9 @@ from db.errors import Conflict, NotFound, StoreError
 
 log = logging.getLogger("moedash.api")
 
+# Retry-After of a 503 answered for a database failure, in seconds
+STORE_RETRY_AFTER_S = 5
+
 Loc = Sequence[str | int]
 
 # Echoed input is cut to this many characters / items: an invalid 2 MB body must not
@@ -159,9 +162,13 @@ async def store_error(request: Request, exc: Exception) -> JSONResponse:
         return error_response(404, [], str(exc), "not_found")
     if isinstance(exc, Conflict):
         return error_response(409, [exc.field], str(exc), "conflict")
-    # the driver's own text (and the SQL) stays in the log, on __cause__
+    # the driver's own text (and the SQL) stays in the log, on __cause__; the message
+    # names no host or port (db.session scrubs it). Retry-After: an outage or a busy
+    # database is worth retrying (the upload CLI retries every 5xx)
     log.warning("store error on %s %s: %s", request.method, request.url.path, exc, exc_info=exc)
-    return error_response(503, [], str(exc), "store_error")
+    return error_response(
+        503, [], str(exc), "store_error", headers={"Retry-After": str(STORE_RETRY_AFTER_S)}
+    )
 
 
 class UnexpectedErrorMiddleware:

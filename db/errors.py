@@ -56,3 +56,8 @@ class DatabaseLocked(StoreError):
         self.path = path
         self.program = program
         self.pid = pid
+
+
+class DatabaseBusy(StoreError):
+    """A wait for the database ran out (a pooled connection, the DuckDB write lock, a
+    statement or lock timeout): the request may succeed when retried a little later."""

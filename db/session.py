@@ -11,8 +11,10 @@ breaks the database under every public method to prove none does).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -21,8 +23,9 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from db import dialects
-from db.errors import DatabaseLocked, StoreError, UniqueViolation
+from db.errors import DatabaseBusy, DatabaseLocked, StoreError, UniqueViolation
 from db.group_commit import GroupCommit
+from db.timeouts import DbTimeouts, Watchdog
 
 T = TypeVar("T")
 
@@ -34,18 +37,27 @@ def normalise_url(url: str) -> str:
     return url
 
 
+# The timeouts each engine was made with (make_engine), for the Database over it
+_TIMEOUTS: weakref.WeakKeyDictionary[sa.Engine, DbTimeouts] = weakref.WeakKeyDictionary()
+
 # DuckDB checkpoints its write-ahead log inside the commit that makes it pass this size
 # (DuckDB's default: 16 MB); a server checkpoints earlier, when writes pause
 # (db.checkpoint), so that no upload waits for one
 INLINE_CHECKPOINT = "128MB"
 
 
-def make_engine(url: str) -> sa.Engine:
+def make_engine(url: str, timeouts: DbTimeouts | None = None) -> sa.Engine:
     """Engine for a database URL. DuckDB files get their parent directory created.
 
-    Raises :class:`StoreError` for an in-memory DuckDB URL (each pooled connection would
-    see its own empty database) and for a scheme other than duckdb/postgresql.
+    ``timeouts`` (:class:`~db.timeouts.DbTimeouts`; the defaults when None) bound every
+    wait: the pool wait on both databases; on PostgreSQL also connecting, each statement
+    and each lock wait, plus the watchdog for a server that stops answering
+    (:func:`_bound_postgres`). Raises :class:`StoreError` for an in-memory DuckDB URL (each
+    pooled connection would see its own empty database) and for a scheme other than
+    duckdb/postgresql.
     """
+    timeouts = timeouts or DbTimeouts()
+    pool_timeout = timeouts.pool_s if timeouts.pool_s > 0 else None
     url = normalise_url(url)
     try:
         if url.startswith("duckdb:"):
@@ -57,16 +69,84 @@ def make_engine(url: str) -> sa.Engine:
                 )
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
             config = {"checkpoint_threshold": INLINE_CHECKPOINT}
-            return sa.create_engine(
-                url, pool_size=8, max_overflow=8, connect_args={"config": config}
+            engine = sa.create_engine(
+                url,
+                pool_size=8,
+                max_overflow=8,
+                pool_timeout=pool_timeout,
+                connect_args={"config": config},
             )
+            _TIMEOUTS[engine] = timeouts  # the write lock's wait (Database)
+            return engine
         if url.startswith("postgresql"):
-            return sa.create_engine(url, pool_size=5, max_overflow=10, pool_pre_ping=True)
+            connect_args = {"connect_timeout": max(2, round(timeouts.connect_s))}
+            engine = sa.create_engine(
+                url,
+                pool_size=5,
+                max_overflow=10,
+                pool_timeout=pool_timeout,
+                connect_args=connect_args if timeouts.connect_s > 0 else {},
+            )
+            _bound_postgres(engine, timeouts)
+            return engine
     except sa.exc.SQLAlchemyError as exc:
         raise StoreError(f"database_url: {exc}") from exc
     raise StoreError(
         f"database_url: unsupported scheme in {url!r} (use duckdb:/// or postgresql://)"
     )
+
+
+def _bound_postgres(engine: sa.Engine, timeouts: DbTimeouts) -> None:
+    """Server-side timeouts on every new connection, a ping under the watchdog when a
+    pooled connection is handed out (SQLAlchemy's own pre-ping would wait forever on a
+    frozen server), and the watchdog around every statement."""
+    _TIMEOUTS[engine] = timeouts
+    limit = timeouts.watchdog_s
+    watchdog = Watchdog(limit) if limit is not None else None
+
+    def guarded(dbapi_conn: Any, statements: list[str]) -> None:
+        ticket = watchdog.arm(dbapi_conn) if watchdog else None
+        try:
+            with dbapi_conn.cursor() as cur:
+                for statement in statements:
+                    cur.execute(statement)
+        finally:
+            if watchdog and ticket is not None:
+                watchdog.disarm(ticket)
+
+    @sa.event.listens_for(engine, "connect")
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        guarded(dbapi_conn, timeouts.session_settings())
+        dbapi_conn.commit()  # SET inside psycopg's implicit transaction: keep it
+
+    @sa.event.listens_for(engine, "checkout")
+    def on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+        try:
+            guarded(dbapi_conn, ["SELECT 1"])
+            dbapi_conn.rollback()
+        except Exception as exc:  # the pool discards it and connects afresh (3 tries)
+            raise sa.exc.DisconnectionError(str(exc).splitlines()[0] if str(exc) else "") from exc
+
+    if watchdog is None:
+        return
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def arm(conn: sa.Connection, *_: Any) -> None:
+        dbapi_conn = conn.connection.dbapi_connection
+        conn.info.setdefault("watchdog", []).append(watchdog.arm(dbapi_conn))
+
+    def disarm(conn: sa.Connection | None) -> None:
+        tickets = conn.info.get("watchdog") if conn is not None else None
+        while tickets:
+            watchdog.disarm(tickets.pop())
+
+    @sa.event.listens_for(engine, "after_cursor_execute")
+    def after(conn: sa.Connection, *_: Any) -> None:
+        disarm(conn)
+
+    @sa.event.listens_for(engine, "handle_error")
+    def failed(ctx: sa.engine.ExceptionContext) -> None:
+        disarm(ctx.connection)
 
 
 class Database:
@@ -80,6 +160,9 @@ class Database:
         # DuckDB is one process by design; concurrent writers inside it conflict on the
         # same keys instead of waiting, so writes are serialised here.
         self._write_lock = threading.Lock() if dialects.is_duckdb(engine) else None
+        timeouts = _TIMEOUTS.get(engine) or DbTimeouts()
+        # how long a DuckDB write waits for the one before it (-1: for ever)
+        self._lock_wait = timeouts.lock_s if timeouts.lock_s > 0 else -1.0
         self.last_write = 0.0  # time.monotonic() when the last write transaction ended
         self._groups: dict[str, GroupCommit] = {}
 
@@ -104,12 +187,26 @@ class Database:
     def write(self, op: str) -> Iterator[sa.Connection]:
         """One write transaction: commit on success, roll back on any error (ours or the
         database's). A unique/primary-key collision raises :class:`UniqueViolation`."""
-        lock = self._write_lock if self._write_lock is not None else nullcontext()
+        lock = self._bounded_lock(op) if self._write_lock is not None else nullcontext()
         try:
             with self.translating(op, writing=True), lock, self.engine.begin() as conn:
                 yield conn
         finally:
             self.last_write = time.monotonic()
+
+    @contextmanager
+    def _bounded_lock(self, op: str) -> Iterator[None]:
+        """The DuckDB write lock, waited for at most the lock timeout."""
+        assert self._write_lock is not None
+        if not self._write_lock.acquire(timeout=self._lock_wait):
+            raise DatabaseBusy(
+                f"{op} failed: the database is busy with other writes (waited "
+                f"{self._lock_wait:g} s, setting MOEDASH_DB_LOCK_TIMEOUT_S)"
+            )
+        try:
+            yield
+        finally:
+            self._write_lock.release()
 
     @property
     def write_lock(self) -> threading.Lock | None:
@@ -160,15 +257,44 @@ class Database:
             self.engine.dispose()
 
 
+# Where the database is (host, address, port, socket path) is the operator's business,
+# not every client's: an error text names the server only as "the database server".
+_WHERE = [
+    re.compile(r'(?:connection to )?server at "[^"]*"(?: \([^)]*\))?,? port \d+'),
+    re.compile(r'(?:connection to )?server on socket "[^"]*"'),
+    re.compile(r'\b(?:host|hostaddr|port)\s*=\s*"?[^\s",]+"?'),
+    re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"),
+    re.compile(r"\[[0-9a-fA-F:]+\](?::\d+)?"),
+]
+
+
+# PostgreSQL's codes for a statement cancelled by statement_timeout (57014) and a lock
+# not granted within lock_timeout (55P03)
+_TIMED_OUT = frozenset({"57014", "55P03"})
+
+
+def scrub(text: str) -> str:
+    """``text`` without the database's host, address, port or socket path."""
+    for pattern in _WHERE:
+        text = pattern.sub("the database server", text)
+    return text
+
+
 def _translate(op: str, exc: Exception, *, writing: bool) -> StoreError:
     orig: Any = getattr(exc, "orig", None) or exc
     holder = dialects.lock_holder(orig)
     if holder is not None:
         return DatabaseLocked(*holder)
+    if isinstance(exc, sa.exc.TimeoutError):  # the pool had no connection free in time
+        return DatabaseBusy(
+            f"{op} failed: no database connection free in time (setting MOEDASH_DB_POOL_TIMEOUT_S)"
+        )
     # First line only: DuckDB appends the offending SQL, PostgreSQL its DETAIL/HINT
     # lines; the full text stays on ``__cause__`` for the server log.
     lines = str(orig).strip().splitlines()
-    text = f"{op} failed: {lines[0] if lines else type(orig).__name__}"
+    text = scrub(f"{op} failed: {lines[0] if lines else type(orig).__name__}")
+    if getattr(orig, "sqlstate", None) in _TIMED_OUT:
+        return DatabaseBusy(text)
     driver_level = isinstance(exc, sa.exc.DBAPIError) or not isinstance(exc, sa.exc.SQLAlchemyError)
     if writing and driver_level and dialects.is_unique_violation(exc):
         return UniqueViolation(text)

@@ -36,7 +36,9 @@ def create_app(
     by the caller; without it uploads parse in the server process."""
     settings = settings or Settings()
     owned = store is None
-    store = store or open_store(settings.database_url, upgrade=settings.migrate_on_start)
+    store = store or open_store(
+        settings.database_url, upgrade=settings.migrate_on_start, timeouts=settings.db_timeouts()
+    )
     on_start: list[Callable[[], object]] = []
     on_stop: list[Callable[[], object]] = [store.close] if owned else []
     if owned:  # DuckDB: checkpoint when uploads pause, not inside one (db.checkpoint)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from db.timeouts import DbTimeouts
 from service.regressions import RegressionThresholds
 
 DEFAULT_DB = "duckdb:///var/moedash.duckdb"
@@ -19,6 +20,24 @@ class Settings(BaseSettings):
         DEFAULT_DB,
         description="duckdb:///path/file.duckdb (embedded, one process) or "
         "postgresql://user@host:5432/db (any number of app processes).",
+    )
+    db_connect_timeout_s: float = Field(
+        5.0, ge=0, description="Seconds to open a PostgreSQL connection (0: no limit)."
+    )
+    db_statement_timeout_s: float = Field(
+        60.0,
+        ge=0,
+        description="Seconds one PostgreSQL statement may run (statement_timeout); a server "
+        "that does not answer at all is dropped 5 s later (0: no limit).",
+    )
+    db_lock_timeout_s: float = Field(
+        10.0,
+        ge=0,
+        description="Seconds to wait for a lock: PostgreSQL lock_timeout, DuckDB's write "
+        "lock (0: no limit).",
+    )
+    db_pool_timeout_s: float = Field(
+        10.0, ge=0, description="Seconds to wait for a free pooled connection (0: no limit)."
     )
     host: str = Field("127.0.0.1", description="Address `moedash serve` listens on.")
     forwarded_allow_ips: str = Field(
@@ -125,3 +144,12 @@ class Settings(BaseSettings):
         '{"default_pct": 5, "overrides": {"<model>": 4, "<model>/<hardware>": 3, '
         '"*/<hardware>": 8}} (most specific wins).',
     )
+
+    def db_timeouts(self) -> DbTimeouts:
+        """The database waits these settings allow (db.timeouts)."""
+        return DbTimeouts(
+            connect_s=self.db_connect_timeout_s,
+            statement_s=self.db_statement_timeout_s,
+            lock_s=self.db_lock_timeout_s,
+            pool_s=self.db_pool_timeout_s,
+        )

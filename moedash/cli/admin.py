@@ -43,7 +43,7 @@ def serve(
         settings.host = host
     if port:
         settings.port = port
-    store = open_store(settings.database_url)
+    store = open_store(settings.database_url, timeouts=settings.db_timeouts())
     try:
         if settings.demo_on_empty and not no_demo and store.table_counts()["runs"] == 0:
             ui.line("empty database: loading the published snapshot (NVIDIA) …")
