@@ -4,7 +4,8 @@ Writes need a token carrying the right scope (``upload`` or ``admin``; admin imp
 every scope). Reads are open unless ``ApiConfig.read_requires_token``. A token is taken
 as ``Authorization: Bearer <token>`` or as the password of HTTP Basic (what a browser
 holds for the closed dashboard). Failed authentications are rate-limited per client
-address (429 with ``Retry-After``); a used token gets ``last_used_at`` (throttled).
+address and credential prefix (429 with ``Retry-After``; a valid token is never held up
+by others' failures); a used token gets ``last_used_at`` (throttled).
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def _too_many(retry_after: int) -> HTTPException:
         detail=[
             {
                 "loc": ["header", "Authorization"],
-                "msg": f"too many failed authentications from this address; retry after "
+                "msg": f"too many failed authentications with this token from this address; "
+                f"retry after "
                 f"{retry_after} s",
                 "type": "too_many_failures",
             }
@@ -100,14 +102,17 @@ def authenticate(
 ) -> TokenInfo:
     """The active token presented in ``authorization`` (Bearer, or Basic password).
 
-    A client over its failure limit gets 429 (``Retry-After``) before its credential is
-    even looked at; a missing (or undecodable) credential gets 401; an unknown or revoked
-    token gets 401 and counts as a failure. A valid token has its
-    ``last_used_at`` recorded (at most once a minute)."""
-    retry = limiter.retry_after(client)
-    if retry is not None:
-        raise _too_many(retry)
+    A missing (or undecodable) credential gets 401; an unknown or revoked token gets 401
+    and counts as a failure of (client address, credential prefix). Over that key's
+    limit a credential gets 429 (``Retry-After``) before it is looked up, unless this
+    process verified it recently: others' failures never lock a valid token out. A
+    valid token has its ``last_used_at`` recorded (at most once a minute)."""
     secret = presented_secret(authorization)
+    if secret is not None:
+        key = limiter.key(client, secret)
+        retry = limiter.retry_after(key)
+        if retry is not None and not limiter.known_valid(secret):
+            raise _too_many(retry)
     if secret is None:
         # no credential is not a guess (a browser's first request before it asks): not
         # counted, so opening the closed dashboard never locks anyone out
@@ -117,8 +122,9 @@ def authenticate(
         )
     info = store.tokens.verify_token(secret)
     if info is None:
-        limiter.record_failure(client)
+        limiter.record_failure(key)
         raise _unauthorized("the token is unknown or revoked")
+    limiter.remember_valid(secret)
     store.tokens.record_use(info.token_id)
     return info
 

@@ -18,6 +18,7 @@ class ApiConfig:
     ``body_idle_s`` / ``body_min_rate``: a body stalled that long, or slower than that
     many bytes/s after ``body_grace_s``, answers 408;
     ``max_concurrent_uploads``: uploads in flight before 429 (``Retry-After``);
+    ``max_uploads_per_token``: uploads in flight with one credential before 429;
     ``parse_budget_bytes``: upload bytes parsed at once (more wait their turn; one
     upload larger than the budget is parsed alone);
     ``read_requires_token``: reads (GET, /docs, the OpenAPI schema) need a valid token
@@ -35,6 +36,7 @@ class ApiConfig:
     body_grace_s: float = 10.0
     body_min_rate: float = 16 * 1024
     max_concurrent_uploads: int = 32
+    max_uploads_per_token: int = 8
     parse_budget_bytes: int = 256 * 1024 * 1024
     read_requires_token: bool = False
     auth_failures_per_minute: int = 30

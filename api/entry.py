@@ -27,6 +27,7 @@ by the composition root from the settings.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -44,6 +45,9 @@ class EntryLimits:
     ``route_body_bytes`` names the path; ``page_body_bytes``: largest body anywhere else
     (Dash callbacks are a few KiB); ``buffered_bytes``: bytes of non-upload bodies held in
     memory at once before 429; ``max_uploads``: concurrent uploads before 429;
+    ``max_uploads_per_token``: concurrent uploads with one credential (the
+    ``Authorization`` header as sent; before it is checked) before 429, so one token holder
+    trickling bodies cannot take every upload slot;
     ``retry_after_s``: the ``Retry-After`` sent with 429.
     """
 
@@ -56,6 +60,7 @@ class EntryLimits:
     body_grace_s: float = 10.0
     body_min_rate: float = 16 * 1024
     max_uploads: int = 32
+    max_uploads_per_token: int = 8
     retry_after_s: int = 2
     upload_paths: tuple[str, ...] = ("/api/v1/runs", "/api/v1/serving-configs")
 
@@ -113,6 +118,7 @@ class EntryMiddleware:
         self.limits = limits
         # the event loop is single-threaded, so these counters need no lock
         self.uploads = 0  # in flight
+        self.per_credential: dict[bytes, int] = {}  # in flight per Authorization digest
         self.buffered = 0  # bytes of bodies read whole and not yet answered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -134,11 +140,27 @@ class EntryMiddleware:
             await send_refusal(send, 429, _refusal_body(exc), exc.headers())
             return
         if is_upload:
+            credential = _credential(scope)
+            mine = self.per_credential.get(credential, 0)
+            if mine >= self.limits.max_uploads_per_token:
+                exc = _busy(
+                    f"{mine} uploads with this token are in progress (limit "
+                    f"{self.limits.max_uploads_per_token}, setting "
+                    "MOEDASH_MAX_UPLOADS_PER_TOKEN)",
+                    "too_many_uploads",
+                    self.limits.retry_after_s,
+                )
+                await send_refusal(send, 429, _refusal_body(exc), exc.headers())
+                return
             self.uploads += 1
+            self.per_credential[credential] = mine + 1
             try:
                 await self._serve_upload(scope, receive, send, limit, setting)
             finally:
                 self.uploads -= 1
+                left = self.per_credential.pop(credential, 1) - 1
+                if left:
+                    self.per_credential[credential] = left
             return
         held = _Held(self)
         try:
@@ -229,6 +251,16 @@ def _refusing_sender(
             await send_refusal(send, exc.status, _refusal_body(exc), exc.headers())
 
     return guarded_send, refuse
+
+
+def _credential(scope: Scope) -> bytes:
+    """A digest of the request's ``Authorization`` header (the bytes sent, not yet
+    checked; no header: the client address), so per-token counts hold no secret."""
+    value = next((v for k, v in scope.get("headers") or () if k == b"authorization"), None)
+    if value is None:
+        client = scope.get("client")
+        value = f"addr:{client[0] if client else ''}".encode()
+    return hashlib.sha256(value).digest()
 
 
 def _content_length(scope: Scope) -> int | None:

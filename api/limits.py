@@ -5,6 +5,7 @@ at once. (Body size, read timeouts and the upload cap live in the entry layer,
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import threading
 import time
@@ -14,24 +15,52 @@ from contextlib import asynccontextmanager
 
 
 class AuthFailureLimiter:
-    """At most ``per_minute`` failed authentications per client address in any sliding
-    60 s window. Thread-safe (token checks run in the threadpool and in the event loop).
+    """At most ``per_minute`` failed authentications per key in any sliding 60 s window.
+    Thread-safe (token checks run in the threadpool and in the event loop).
 
-    Only failures are counted: a client with a valid token is never slowed down. The
-    table of addresses is bounded (``max_clients``; the oldest entry goes first), so a
-    flood of spoofed addresses cannot grow it without end.
+    The key (:meth:`key`) is the client address *and* the first characters of the
+    credential presented, so one client's guesses never lock out another credential
+    sent from the same address (every client behind one proxy or NAT shares it): a
+    valid token has its own prefix, and a valid token this process has seen recently
+    (:meth:`known_valid`) passes even when someone hammered its prefix. Only failures
+    are counted. The table of keys is bounded (``max_clients``; the oldest entry goes
+    first), so a flood of spoofed addresses or prefixes cannot grow it without end.
     """
 
     WINDOW_S = 60.0
+    PREFIX = 12  # "mdt_" + 8: the display prefix `moedash token list` shows
+    VALID_TTL_S = 3600.0
 
     def __init__(self, per_minute: int, max_clients: int = 10_000) -> None:
         self.per_minute = per_minute
         self.max_clients = max_clients
         self._failures: dict[str, deque[float]] = {}
+        self._valid: dict[str, float] = {}  # digest of a verified secret -> expiry
         self._lock = threading.Lock()
 
+    @classmethod
+    def key(cls, client: str, secret: str) -> str:
+        """The limiter key of ``secret`` presented from ``client``."""
+        return f"{client}|{secret[: cls.PREFIX]}"
+
+    def remember_valid(self, secret: str, now: float | None = None) -> None:
+        """``secret`` was just verified: it passes a lockout of its key for a while."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            self._valid.pop(_digest(secret), None)
+            self._valid[_digest(secret)] = now + self.VALID_TTL_S
+            while len(self._valid) > self.max_clients:
+                self._valid.pop(next(iter(self._valid)))
+
+    def known_valid(self, secret: str, now: float | None = None) -> bool:
+        """True when ``secret`` was verified by this process within the last hour."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            expiry = self._valid.get(_digest(secret))
+            return expiry is not None and expiry > now
+
     def retry_after(self, client: str, now: float | None = None) -> int | None:
-        """Seconds until ``client`` may try again (rounded up, at least 1), or None when
+        """Seconds until key ``client`` may try again (rounded up, at least 1), or None when
         it is under the limit."""
         now = time.monotonic() if now is None else now
         with self._lock:
@@ -45,7 +74,7 @@ class AuthFailureLimiter:
             return max(1, math.ceil(times[0] + self.WINDOW_S - now))
 
     def record_failure(self, client: str, now: float | None = None) -> None:
-        """Count one failed authentication of ``client``."""
+        """Count one failed authentication of key ``client``."""
         now = time.monotonic() if now is None else now
         with self._lock:
             times = self._failures.pop(client, None) or deque()
@@ -55,6 +84,10 @@ class AuthFailureLimiter:
             self._failures[client] = times  # re-inserted: dict order is recency
             while len(self._failures) > self.max_clients:
                 self._failures.pop(next(iter(self._failures)))
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ParseBudget:

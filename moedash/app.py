@@ -53,6 +53,7 @@ def create_app(
         body_grace_s=settings.body_grace_s,
         body_min_rate=settings.body_min_rate,
         max_concurrent_uploads=settings.max_concurrent_uploads,
+        max_uploads_per_token=settings.max_uploads_per_token,
         parse_budget_bytes=settings.parse_budget_bytes,
         read_requires_token=settings.read_requires_token,
         auth_failures_per_minute=settings.auth_failures_per_minute,

@@ -91,6 +91,13 @@ class Settings(BaseSettings):
     max_concurrent_uploads: int = Field(
         32, ge=1, description="Uploads in progress at once before 429 with Retry-After."
     )
+    max_uploads_per_token: int = Field(
+        8,
+        ge=1,
+        description="Uploads in progress at once with one token (before it is checked: the "
+        "Authorization header as sent) before 429, so one token holder cannot take every "
+        "upload slot; each body must also keep body_min_rate.",
+    )
     parse_budget_bytes: int = Field(
         256 * 1024 * 1024,
         ge=1024,

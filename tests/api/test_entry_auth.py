@@ -105,10 +105,22 @@ def test_failed_authentication_is_rate_limited_per_client(
     assert resp.status_code == 429
     assert 1 <= int(resp.headers["retry-after"]) <= 60
     assert resp.json()["detail"][0]["type"] == "too_many_failures"
-    # also the right token waits: the limit is per client address, checked first
-    assert closed.get("/api/v1/runs", headers=bearer(upload_token)).status_code == 429
-    # uploads (write auth) share the limit
-    assert closed.post("/api/v1/runs", content=b"{}").status_code == 429
+    # uploads (write auth) share the limit of that credential
+    resp = closed.post("/api/v1/runs", content=b"{}", headers=bearer("mdt_guess"))
+    assert resp.status_code == 429
+    # the right token from the same address is never held up by those failures
+    assert closed.get("/api/v1/runs", headers=bearer(upload_token)).status_code == 200
+
+
+def test_failures_with_a_valid_tokens_prefix_do_not_lock_it_out(
+    closed: TestClient, upload_token: str
+) -> None:
+    assert closed.get("/api/v1/runs", headers=bearer(upload_token)).status_code == 200
+    forged = upload_token[:12] + "x" * (len(upload_token) - 12)  # someone knows the prefix
+    for _ in range(6):
+        closed.get("/api/v1/runs", headers=bearer(forged))
+    assert closed.get("/api/v1/runs", headers=bearer(forged)).status_code == 429
+    assert closed.get("/api/v1/runs", headers=bearer(upload_token)).status_code == 200
 
 
 def test_limiter_window_slides_and_forgets_old_failures() -> None:
@@ -141,5 +153,7 @@ def test_closed_dashboard_takes_basic_and_limits_failures(
         assert client.get("/api/v1/nope", headers=basic(upload_token)).status_code == 404
         for _ in range(3):
             client.get("/", headers=basic("mdt_bad"))
-        resp = client.get("/", headers=basic(upload_token))
+        resp = client.get("/", headers=basic("mdt_bad"))
         assert resp.status_code == 429 and "retry-after" in resp.headers
+        # the valid token from the same address still opens the dashboard
+        assert client.get("/", headers=basic(upload_token)).status_code == 200

@@ -21,6 +21,7 @@ ENV = {
     "MOEDASH_MAX_PAGE_BODY_BYTES": str(64 * 1024),
     "MOEDASH_MAX_UPLOAD_BYTES": str(256 * 1024),
     "MOEDASH_MAX_CONCURRENT_UPLOADS": "2",
+    "MOEDASH_MAX_UPLOADS_PER_TOKEN": "1",
     "MOEDASH_BODY_IDLE_S": "2",
     "MOEDASH_BODY_GRACE_S": "1",
     "MOEDASH_WARM_CACHE": "false",
@@ -36,6 +37,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"duckdb:///{tmp_path_factory.mktemp('entry') / 'entry.duckdb'}"
     store = open_store(url)
     TOKEN["upload"] = store.tokens.create_token("ci", ["upload"])[1]
+    TOKEN["other"] = store.tokens.create_token("ci-2", ["upload"])[1]
     store.close()
     with running_server(url, env=ENV) as base:
         yield base
@@ -160,8 +162,9 @@ def test_trickling_body_below_the_minimum_pace_is_cut(server: str) -> None:
 def test_upload_cap_answers_429_with_retry_after(server: str) -> None:
     holders = [_connect(server) for _ in range(2)]
     try:
-        for sock in holders:  # two uploads in flight, their bodies still arriving
-            auth = f"Authorization: Bearer {TOKEN['upload']}\r\n"
+        for sock, name in zip(holders, ("upload", "other"), strict=True):
+            # two uploads in flight (one per token), their bodies still arriving
+            auth = f"Authorization: Bearer {TOKEN[name]}\r\n"
             sock.sendall(_head("POST", "/api/v1/runs", 1000, auth) + b"{")
         time.sleep(0.3)
         resp = httpx.post(f"{server}/api/v1/runs", content=b"{}", timeout=5)
@@ -198,3 +201,26 @@ def test_repository_static_files_pass_the_entry(server: str) -> None:
     rel = files[0].relative_to(static).as_posix()
     resp = httpx.get(f"{server}/static/{rel}", timeout=5)
     assert resp.status_code == 200 and resp.content == files[0].read_bytes()
+
+
+def test_one_token_cannot_take_every_upload_slot(server: str) -> None:
+    with _connect(server) as holder:  # one upload with this token, its body arriving
+        auth = f"Authorization: Bearer {TOKEN['upload']}\r\n"
+        holder.sendall(_head("POST", "/api/v1/runs", 1000, auth) + b"{")
+        time.sleep(0.3)
+        resp = httpx.post(
+            f"{server}/api/v1/runs",
+            content=b"{}",
+            headers={"Authorization": f"Bearer {TOKEN['upload']}"},
+            timeout=5,
+        )
+        assert resp.status_code == 429, resp.text
+        assert "MOEDASH_MAX_UPLOADS_PER_TOKEN" in resp.json()["detail"][0]["msg"]
+        # another token still gets a slot (400: an empty report, past the cap and auth)
+        resp = httpx.post(
+            f"{server}/api/v1/runs",
+            content=b" ",
+            headers={"Authorization": f"Bearer {TOKEN['other']}"},
+            timeout=5,
+        )
+        assert resp.status_code == 400, resp.text
