@@ -107,9 +107,33 @@ DEEPEPLOWLATENCY_MAX_TOP_K = 16
 BF16_ACTIVATION_QUANTS = frozenset({"BF16", "FP16", "W4A16_NVFP4", "W4A16_MXFP4", "W8A16"})
 
 
+# GPUs in one node (one host / one compute tray): GB200/GB300 NVL72 trays hold 4,
+# HGX boards 8. A launcher needs it: ranks per node and how many hosts a job spans.
+GPUS_PER_NODE: dict[str, int] = {
+    "GB200": 4,
+    "GB300": 4,
+    "B200": 8,
+    "B300": 8,
+    "H100": 8,
+    "H200": 8,
+    "GH200": 1,
+    "RTX_PRO_6000": 8,
+    "DGX_SPARK": 1,
+}
+
+
+def _key(hardware: str) -> str:
+    return hardware.upper().replace(" ", "_").replace("-", "_")
+
+
+def gpus_per_node(hardware: str) -> int | None:
+    """GPUs per node of a hardware label (case-insensitive), None when unknown."""
+    return GPUS_PER_NODE.get(_key(hardware))
+
+
 def hardware_info(hardware: str) -> HardwareInfo | None:
     """Table entry for a hardware label (case-insensitive), None when unknown."""
-    return HARDWARE.get(hardware.upper().replace(" ", "_").replace("-", "_"))
+    return HARDWARE.get(_key(hardware))
 
 
 def backend_supports(backend: str, sm: int, quant: str) -> bool:

@@ -22,6 +22,15 @@ import pandas as pd
 import yaml
 
 from analysis import capabilities as cap
+from analysis.export_launch import (
+    WorkerShape,
+    decode_shape,
+    graph_sizes_note,
+    options,
+    prefill_shape,
+    requests_per_rank,
+)
+from analysis.export_options import DEFAULT_RELEASE, validate_options
 from analysis.tree import Recommendation
 
 
@@ -52,38 +61,68 @@ def present_text(value: object) -> str | None:
     return None if text.lower() in ("", "nan", "none", "<na>", "nat") else text
 
 
-def cuda_graph_max_batch_size(rec: Recommendation) -> int:
-    """Per-rank tokens per decode step: ceil(num_tokens / world_size) under attention DP,
-    num_tokens under attention TP (every rank holds all tokens); at least 1."""
-    dep = rec.deployment
-    n = math.ceil(dep.num_tokens / dep.world_size) if dep.attention_dp else dep.num_tokens
-    return max(int(n), 1)
+@dataclass(frozen=True)
+class ServingInputs:
+    """What the serving engineer typed beside the deployment: MTP draft tokens,
+    ``requests_per_rank`` (decode: the CUDA-graph padded requests per attention rank the
+    concurrency converts to; None = derived from num_tokens), ``max_batch_size``
+    (requests per rank) and ``max_num_tokens`` (tokens per forward per rank) when given,
+    ISL / OSL, and the TensorRT-LLM release whose option rules the YAML is checked
+    against."""
+
+    mtp: int = 0
+    requests_per_rank: int | None = None
+    max_batch_size: int | None = None
+    max_num_tokens: int | None = None
+    isl: int | None = None
+    osl: int | None = None
+    release: str = DEFAULT_RELEASE
 
 
-def config_dict(rec: Recommendation) -> dict[str, object]:
-    """The YAML body as a dict. ``cuda_graph_config`` is None (YAML null) for prefill /
-    CUDA graph off, else {enable_padding: true, max_batch_size}. ``moe_config`` carries
-    ``use_low_precision_moe_combine: true`` when the recommendation sets it (a measured
-    candidate that ran with it) and the backend is not a fused MEGAMOE one."""
+def worker_shape(rec: Recommendation, serving: ServingInputs | None = None) -> WorkerShape:
+    """The trtllm-serve worker behind a recommendation. Decode: ``max_batch_size`` in
+    requests (given, else the padded requests per rank, else ceil(num_tokens / dp /
+    (1 + mtp))) -- never num_tokens / world_size, which counts MTP tokens as requests;
+    prefill: ``max_num_tokens`` given, else bench_moe's num_tokens per rank."""
+    s = serving or ServingInputs()
     dep = rec.deployment
-    graph = (
-        {"enable_padding": True, "max_batch_size": cuda_graph_max_batch_size(rec)}
-        if dep.cuda_graph
-        else None
+    comm = rec.comm if rec.force_comm else None
+    common: dict[str, object] = dict(
+        world_size=dep.world_size,
+        attention_dp=dep.attention_dp,
+        moe_ep_size=rec.moe_ep_size,
+        backend=rec.backend,
+        mtp=s.mtp,
+        isl=s.isl,
+        osl=s.osl,
+        max_batch_size=s.max_batch_size,
+        low_precision_combine=rec.low_precision_combine,
+        comm=comm,
     )
-    moe: dict[str, object] = {"backend": rec.backend}
-    # the flag changes the combine of the comm paths only; the fused MEGAMOE path
-    # ignores it (the guide), so it is written where it matters
-    if rec.low_precision_combine and rec.backend not in cap.FUSED_COMM_BACKENDS:
-        moe["use_low_precision_moe_combine"] = True
-    return {
-        "tensor_parallel_size": dep.world_size,
-        "moe_expert_parallel_size": rec.moe_ep_size,
-        "moe_tensor_parallel_size": rec.moe_tp_size,
-        "enable_attention_dp": dep.attention_dp,
-        "moe_config": moe,
-        "cuda_graph_config": graph,
-    }
+    if dep.cuda_graph:
+        requests = s.requests_per_rank or requests_per_rank(
+            dep.num_tokens, dep.world_size, dep.attention_dp, s.mtp
+        )
+        return decode_shape(
+            requests_per_rank=requests,
+            max_num_tokens=s.max_num_tokens,
+            **common,  # type: ignore[arg-type]
+        )
+    per_rank = math.ceil(dep.num_tokens / dep.world_size) if dep.attention_dp else dep.num_tokens
+    return prefill_shape(
+        max_num_tokens=s.max_num_tokens or max(int(per_rank), 1),
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def config_dict(rec: Recommendation, serving: ServingInputs | None = None) -> dict[str, object]:
+    """The whole ``extra_llm_api_options`` document of the recommendation's worker
+    (``analysis.export_launch.options``): parallel sizes, attention DP, max_batch_size
+    (requests), max_num_tokens, CUDA graphs (decode: padded, up to max_batch_size
+    requests; prefill: null), moe_config (backend; ``use_low_precision_moe_combine``
+    when a measured candidate ran with it, not for the fused MEGAMOE backends) and the
+    MTP ``speculative_config``."""
+    return options(worker_shape(rec, serving))
 
 
 def env_line(rec: Recommendation) -> str | None:
@@ -127,11 +166,19 @@ def export_check(rec: Recommendation) -> cap.ExportCheck:
 
 
 def recommended_config_yaml(
-    rec: Recommendation, provenance: Provenance, check: cap.ExportCheck | None = None
+    rec: Recommendation,
+    provenance: Provenance,
+    check: cap.ExportCheck | None = None,
+    serving: ServingInputs | None = None,
 ) -> str:
-    """YAML text (parses with yaml.safe_load to ``config_dict(rec)``) headed by ``#``
-    comments: producer, run ids, TRT-LLM version, date, deployment, phase, comm advice,
-    notes, then ``check``'s errors and warnings (default: :func:`export_check`)."""
+    """YAML text (parses with yaml.safe_load to ``config_dict(rec, serving)``) headed by
+    ``#`` comments: producer, run ids, TRT-LLM version, date, deployment, phase, comm
+    advice, the CUDA-graph batch sizes, notes, then ``check``'s errors and warnings
+    (default: :func:`export_check`) and any field the typed options model of the
+    release refuses (``error:``)."""
+    s = serving or ServingInputs()
+    shape = worker_shape(rec, s)
+    doc = options(shape)
     dep = rec.deployment
     check = export_check(rec) if check is None else check
     version = present_text(provenance.trtllm_version)
@@ -145,12 +192,17 @@ def recommended_config_yaml(
         f"deployment: {present_text(dep.model) or 'model'} {dep.quant} on {dep.hardware}, "
         f"world_size {dep.world_size}, attention {'DP' if dep.attention_dp else 'TP'}, "
         f"num_tokens {dep.num_tokens}",
-        f"phase: {rec.phase} ({rec.parallel_mode})",
+        f"phase: {rec.phase} ({rec.parallel_mode})"
+        + (f", MTP {s.mtp} draft tokens per request" if s.mtp else ""),
         comm_advice(rec),
+        f"options checked against TensorRT-LLM {s.release}",
     ]
+    note = graph_sizes_note(shape, s.release)
+    header += [note] if note else []
     header += [f"note: {n}" for n in rec.notes]
     header += [f"error: {e}" for e in check.errors]
+    header += [f"error: {e}" for e in validate_options(doc, s.release)]
     header += [f"warning: {w}" for w in check.warnings]
     text = "".join(f"# {_one_line(h)}\n" for h in header)
-    body = str(yaml.safe_dump(config_dict(rec), sort_keys=False, default_flow_style=False))
+    body = str(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
     return text + body

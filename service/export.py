@@ -27,11 +27,16 @@ from analysis import columns as C
 from analysis.capabilities import ExportCheck
 from analysis.export import (
     Provenance,
+    ServingInputs,
+    config_dict,
     env_line,
     export_check,
     present_text,
     recommended_config_yaml,
+    worker_shape,
 )
+from analysis.export_launch import serve_command
+from analysis.export_options import DEFAULT_RELEASE, RELEASES
 from analysis.measured import candidate_recommendation
 from analysis.tree import Recommendation
 from service.errors import InvalidQuery, NoData
@@ -52,10 +57,39 @@ class ExportAnswer:
     provenance: Provenance
     check: ExportCheck = ExportCheck()
     answer: RecommendationAnswer | None = None
+    serving: ServingInputs = ServingInputs()
+    model_name: str | None = None
 
     @property
     def yaml(self) -> str:
-        return recommended_config_yaml(self.recommendation, self.provenance, self.check)
+        return recommended_config_yaml(
+            self.recommendation, self.provenance, self.check, self.serving
+        )
+
+    @property
+    def options(self) -> dict[str, object]:
+        """The ``extra_llm_api_options`` document as a dict (what :attr:`yaml` holds)."""
+        return config_dict(self.recommendation, self.serving)
+
+    @property
+    def role(self) -> str:
+        return self.recommendation.phase
+
+    @property
+    def config_path(self) -> str:
+        return f"{self.role}.yaml"
+
+    @property
+    def command(self) -> str:
+        """The trtllm-serve command line of this worker, environment included (a worker
+        larger than one node starts under srun with trtllm-llmapi-launch)."""
+        dep = self.recommendation.deployment
+        return serve_command(
+            worker_shape(self.recommendation, self.serving),
+            self.model_name or dep.model or "<model>",
+            self.config_path,
+            dep.hardware,
+        )
 
     @property
     def env(self) -> str | None:
@@ -81,18 +115,50 @@ class ExportAnswer:
         return self
 
 
+def serving_inputs(
+    req: DeploymentRequest, answer: RecommendationAnswer, release: str = DEFAULT_RELEASE
+) -> ServingInputs:
+    """What the request says about the worker beyond the tree's input: MTP, the padded
+    requests per rank its concurrency converts to (decode), the max_batch_size /
+    max_num_tokens typed, ISL / OSL. Raises :class:`InvalidQuery` (``release``) for a
+    TensorRT-LLM release we hold no option rules for."""
+    if release not in RELEASES:
+        raise InvalidQuery(
+            "release",
+            f"unknown TensorRT-LLM release {release!r}; known: {', '.join(RELEASES)}",
+            "unknown",
+        )
+    count = answer.tokens
+    decode = req.phase == "decode"
+    return ServingInputs(
+        mtp=req.mtp,
+        requests_per_rank=count.batch_per_rank_padded if decode and count is not None else None,
+        max_batch_size=req.max_batch_size,
+        max_num_tokens=req.max_num_tokens,
+        isl=req.isl,
+        osl=req.osl,
+        release=release,
+    )
+
+
 def export_config(
-    data: DashData, req: DeploymentRequest, source: ExportSource = "tree", strict: bool = True
+    data: DashData,
+    req: DeploymentRequest,
+    source: ExportSource = "tree",
+    strict: bool = True,
+    release: str = DEFAULT_RELEASE,
 ) -> ExportAnswer:
-    """The config for ``req`` from the tree or from the measured best. Raises
+    """The config for ``req`` from the tree or from the measured best, as the whole
+    ``extra_llm_api_options`` document of its worker (:func:`serving_inputs`). Raises
     :class:`NoData` (field ``source``) when ``source="measured"`` and nothing
     comparable is stored, :class:`~service.errors.InvalidQuery` for an unknown model and
     -- unless ``strict`` is False -- for a config TensorRT-LLM cannot run (field
     ``source``, type ``not_deployable``, the reasons in the message)."""
     answer = recommendation(data, req, with_measured=source == "measured")
+    serving = serving_inputs(req, answer, release)
     if source == "tree":
         prov = Provenance(produced_by=f"moedash decision tree ({req.thresholds} thresholds)")
-        out = ExportAnswer(answer.tree, prov, export_check(answer.tree), answer)
+        out = ExportAnswer(answer.tree, prov, export_check(answer.tree), answer, serving, req.model)
         return out.raise_if_invalid() if strict else out
     pick = answer.measured
     if pick is None:
@@ -114,7 +180,9 @@ def export_config(
         date=present_text(pick.candidate.get(C.RUN_DATE)),
         produced_by=(f"moedash measured best (nearest stored workload; routing {routing}; {runs})"),
     )
-    out = ExportAnswer(pick.recommendation, prov, export_check(pick.recommendation), answer)
+    out = ExportAnswer(
+        pick.recommendation, prov, export_check(pick.recommendation), answer, serving, req.model
+    )
     return out.raise_if_invalid() if strict else out
 
 
@@ -131,3 +199,83 @@ def candidate_export(row: Mapping[str, object]) -> ExportAnswer:
     )
     rec = candidate_recommendation(row)
     return ExportAnswer(rec, prov, export_check(rec))
+
+
+@dataclass(frozen=True)
+class LaunchAnswer:
+    """Everything a deployment launches: one worker (aggregated) or a prefill and a
+    decode worker (disaggregated), each with its YAML document, command line and
+    environment, and the shell text that writes the documents and starts the workers."""
+
+    workers: tuple[ExportAnswer, ...]
+
+    @property
+    def disaggregated(self) -> bool:
+        return len(self.workers) > 1
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        return tuple(f"{w.role}: {e}" for w in self.workers for e in w.errors)
+
+    @property
+    def text(self) -> str:
+        """A POSIX shell script: each document written with a here-document, then each
+        worker started in the background (run it inside the job allocation)."""
+        dep = self.workers[0].recommendation.deployment
+        lines = [
+            "#!/bin/sh",
+            f"# moedash launch: {dep.model or 'model'} {dep.quant} on {dep.hardware}"
+            + (" (disaggregated: prefill and decode workers)" if self.disaggregated else ""),
+            "set -eu",
+        ]
+        for w in self.workers:
+            lines += ["", f"cat > {w.config_path} <<'YAML'", w.yaml.rstrip("\n"), "YAML"]
+        for w in self.workers:
+            lines += ["", f"# {w.role} worker", w.command + " &"]
+        if self.disaggregated:
+            lines += [
+                "",
+                "# route requests: trtllm-serve disaggregated -c disagg.yaml "
+                "(context_servers: the prefill workers' URLs, generation_servers: the "
+                "decode workers')",
+            ]
+        lines += ["wait"]
+        return "\n".join(lines) + "\n"
+
+
+def launch_export(
+    data: DashData,
+    req: DeploymentRequest,
+    source: ExportSource = "tree",
+    release: str = DEFAULT_RELEASE,
+    prefill_max_num_tokens: int | None = None,
+    prefill_world_size: int | None = None,
+    prefill_attention: str | None = None,
+) -> LaunchAnswer:
+    """The launch of ``req``'s worker; with ``prefill_max_num_tokens`` on a decode
+    request, a disaggregated deployment: the decode worker of ``req`` and a prefill
+    worker (same hardware, quant and model; its own world size and attention when
+    given) taking that many tokens per forward per rank, each with its own
+    recommendation. Raises as :func:`export_config` (strict), and
+    :class:`InvalidQuery` on ``prefill_max_num_tokens`` for a prefill request."""
+    decode = export_config(data, req, source, True, release)
+    if prefill_max_num_tokens is None:
+        return LaunchAnswer((decode,))
+    if req.phase != "decode":
+        raise InvalidQuery(
+            "prefill_max_num_tokens",
+            "a disaggregated launch starts from the decode request (phase=decode)",
+            "conflicting",
+        )
+    pre_req = req.model_copy(
+        update={
+            "phase": "prefill",
+            "num_tokens": None,
+            "concurrency": None,
+            "max_batch_size": None,
+            "max_num_tokens": prefill_max_num_tokens,
+            "world_size": prefill_world_size or req.world_size,
+            "attention": prefill_attention or req.attention,
+        }
+    )
+    return LaunchAnswer((export_config(data, pre_req, source, True, release), decode))

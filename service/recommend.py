@@ -73,7 +73,13 @@ class DeploymentRequest(BaseModel):
     concurrency: int | None = Field(
         None, ge=1, le=10_000_000, description="decode: requests in flight on the instance"
     )
-    mtp: int = Field(0, ge=0, le=64, description="decode: MTP draft tokens per request")
+    mtp: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="MTP draft tokens per request (decode load; both workers' "
+        "speculative_config in the export)",
+    )
     max_batch_size: int | None = Field(
         None,
         ge=1,
@@ -82,9 +88,16 @@ class DeploymentRequest(BaseModel):
         "max_batch_size, default 128)",
     )
     max_num_tokens: int | None = Field(
-        None, ge=1, le=10_000_000, description="prefill: tokens per forward per rank"
+        None,
+        ge=1,
+        le=10_000_000,
+        description="prefill: tokens per forward per rank (the load); decode: the worker's "
+        "max_num_tokens in the export (default max_batch_size x (1 + mtp))",
     )
-    isl: int | None = Field(None, ge=1, le=10_000_000, description="prefill: input length")
+    isl: int | None = Field(None, ge=1, le=10_000_000, description="input length (tokens)")
+    osl: int | None = Field(
+        None, ge=1, le=10_000_000, description="output length (tokens; the export's max_seq_len)"
+    )
     model: str | None = Field(None, max_length=100)
     num_experts: int | None = Field(None, ge=1, le=100000)
     top_k: int | None = Field(None, ge=1, le=1024)

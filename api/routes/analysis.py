@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from analysis import columns as C
 from analysis.concurrency import TokenCount
 from analysis.export import env_line
+from analysis.export_options import DEFAULT_RELEASE
 from analysis.identity import Repeats
 from analysis.tables import plain_value
 from analysis.tree import Recommendation
@@ -36,7 +37,7 @@ from db.store import Store
 from service.agreement import agreement_table
 from service.best import best_table
 from service.errors import NoData, ServiceError
-from service.export import export_config
+from service.export import ExportAnswer, LaunchAnswer, export_config, launch_export
 from service.frames import DashData
 from service.pareto import pareto_table
 from service.recommend import DeploymentRequest
@@ -245,24 +246,42 @@ def export(
     q: DeploymentQ,
     data: Data,
     source: Literal["tree", "measured"] = "tree",
-    format: Literal["yaml", "env", "json"] = "yaml",
+    format: Literal["yaml", "env", "json", "launch"] = "yaml",
+    release: Annotated[
+        str, Query(max_length=32, description="TensorRT-LLM release the options are checked for")
+    ] = DEFAULT_RELEASE,
+    prefill_max_num_tokens: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=10_000_000,
+            description="disaggregated launch (format=launch|json, phase=decode): the "
+            "prefill worker's max_num_tokens",
+        ),
+    ] = None,
+    prefill_world_size: Annotated[int | None, Query(ge=1, le=100000)] = None,
+    prefill_attention: Literal["dp", "tp"] | None = None,
 ) -> Response:
-    ans = _answer(lambda: export_config(data, q, source))
-    if format == "json":
-        rec = ans.recommendation
-        body = {
-            **_rec_json(rec),
-            "warnings": list(ans.warnings),
-            "num_tokens": rec.deployment.num_tokens,
-            "num_tokens_from": _tokens_json(ans.answer.tokens if ans.answer else None),
-            "dispatch": _routing(ans.answer.routing if ans.answer else None),
-            "provenance": {
-                "run_ids": list(ans.provenance.run_ids),
-                "trtllm_version": ans.provenance.trtllm_version,
-                "produced_by": ans.provenance.produced_by,
-            },
-        }
-        return FastJSONResponse(body)
+    if format in ("launch", "json"):
+        launch = _answer(
+            lambda: launch_export(
+                data,
+                q,
+                source,
+                release,
+                prefill_max_num_tokens,
+                prefill_world_size,
+                prefill_attention,
+            )
+        )
+        if format == "launch":
+            return Response(
+                launch.text,
+                media_type="text/x-shellscript",
+                headers={"Content-Disposition": 'attachment; filename="launch.sh"'},
+            )
+        return FastJSONResponse(_export_json(launch.workers[-1], launch))
+    ans = _answer(lambda: export_config(data, q, source, True, release))
     if format == "env":
         return Response((ans.env or "") + "\n", media_type="text/plain")
     return Response(
@@ -270,6 +289,35 @@ def export(
         media_type="application/yaml",
         headers={"Content-Disposition": 'attachment; filename="moe_config.yaml"'},
     )
+
+
+def _worker_json(w: ExportAnswer) -> dict[str, Any]:
+    return {
+        "role": w.role,
+        "options": w.options,
+        "yaml": w.yaml,
+        "command": w.command,
+        "environment": {"TRTLLM_FORCE_COMM_METHOD": w.recommendation.comm} if w.env else {},
+        "warnings": list(w.warnings),
+    }
+
+
+def _export_json(ans: ExportAnswer, launch: LaunchAnswer) -> dict[str, Any]:
+    rec = ans.recommendation
+    return {
+        **_rec_json(rec),
+        "warnings": list(ans.warnings),
+        "num_tokens": rec.deployment.num_tokens,
+        "num_tokens_from": _tokens_json(ans.answer.tokens if ans.answer else None),
+        "dispatch": _routing(ans.answer.routing if ans.answer else None),
+        "provenance": {
+            "run_ids": list(ans.provenance.run_ids),
+            "trtllm_version": ans.provenance.trtllm_version,
+            "produced_by": ans.provenance.produced_by,
+        },
+        "release": ans.serving.release,
+        "workers": [_worker_json(w) for w in launch.workers],
+    }
 
 
 @router.get(

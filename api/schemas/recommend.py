@@ -129,6 +129,18 @@ class ExportProvenance(Open):
     produced_by: str
 
 
+class LaunchWorker(Open):
+    """One trtllm-serve worker of the launch: its ``extra_llm_api_options`` document (as
+    a dict and as the YAML text), command line and environment."""
+
+    role: str = Field(description="prefill | decode")
+    options: dict[str, Any] = Field(description="extra_llm_api_options document")
+    yaml: str
+    command: str = Field(description="trtllm-serve command line, environment included")
+    environment: dict[str, str]
+    warnings: list[str]
+
+
 class Export(Pick):
     """The recommended configuration (``format=json``)."""
 
@@ -144,10 +156,16 @@ class Export(Pick):
                 "trtllm_version": None,
                 "produced_by": "moedash decision tree (published thresholds)",
             },
+            "release": "1.3.0rc26",
+            "workers": [],
         }
     )
 
     warnings: list[str] = Field(description="Capability warnings of this TensorRT-LLM")
+    release: str = Field(description="TensorRT-LLM release the options were checked for")
+    workers: list[LaunchWorker] = Field(
+        description="the workers to launch: one, or prefill then decode (disaggregated)"
+    )
     num_tokens: int
     num_tokens_from: TokenCount | None = Field(description=_TOKENS)
     dispatch: Dispatch | None

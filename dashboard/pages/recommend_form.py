@@ -135,10 +135,17 @@ def load_values(form: Form) -> dict[str, Any]:
     """The form's workload as ``DeploymentRequest`` fields: num_tokens, or the serving
     load of its phase."""
     if form.size != "load":
-        return {"num_tokens": form.tokens}
+        # MTP still shapes the exported worker (requests per rank, speculative_config)
+        return {"num_tokens": form.tokens, "mtp": form.mtp}
     if form.phase == "decode":
         return {"concurrency": form.conc, "mtp": form.mtp, "max_batch_size": form.mbs}
-    return {"max_num_tokens": form.mnt, "isl": form.isl, "max_batch_size": form.mbs}
+    # MTP also shapes a prefill worker's document (its speculative_config)
+    return {
+        "max_num_tokens": form.mnt,
+        "isl": form.isl,
+        "max_batch_size": form.mbs,
+        "mtp": form.mtp,
+    }
 
 
 def _number(cid: str, value: int | None, minimum: int = 1) -> dcc.Input:

@@ -249,6 +249,13 @@ def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> 
                 tabIndex="0",
                 **ui.attrs(aria_label=f"environment line of {title}"),
             ),
+            html.Pre(
+                export.command,
+                className="code",
+                id=f"{prefix}-command",
+                tabIndex="0",
+                **ui.attrs(aria_label=f"trtllm-serve command line of {title}"),
+            ),
             html.Div(
                 [
                     ui.download_button(f"{prefix}-yaml-btn", "Download YAML"),

@@ -7,7 +7,13 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis.export import Provenance, config_dict, env_line, recommended_config_yaml
+from analysis.export import (
+    Provenance,
+    ServingInputs,
+    config_dict,
+    env_line,
+    recommended_config_yaml,
+)
 from analysis.tables import to_csv_text, to_json_records, to_json_text
 from analysis.tree import Deployment, recommend
 
@@ -36,13 +42,17 @@ def test_yaml_round_trips_with_header() -> None:
     rec = recommend(dep())
     text = recommended_config_yaml(rec, PROV)
     parsed = yaml.safe_load(text)
+    # 250 tokens over 16 attention-DP ranks: 16 requests per rank (no MTP)
     assert parsed == {
         "tensor_parallel_size": 16,
+        "pipeline_parallel_size": 1,
         "moe_expert_parallel_size": 16,
         "moe_tensor_parallel_size": 1,
         "enable_attention_dp": True,
-        "moe_config": {"backend": "CUTEDSL"},
+        "max_batch_size": 16,
+        "max_num_tokens": 16,
         "cuda_graph_config": {"enable_padding": True, "max_batch_size": 16},
+        "moe_config": {"backend": "CUTEDSL"},
     }
     header = [ln for ln in text.splitlines() if ln.startswith("#")]
     assert any("run ids: 3, 7" in h for h in header)
@@ -63,6 +73,36 @@ def test_attention_tp_batch_is_per_rank_tokens() -> None:
     rec = recommend(dep(hardware="GB300", world_size=8, attention_dp=False, num_tokens=32))
     assert config_dict(rec)["cuda_graph_config"] == {"enable_padding": True, "max_batch_size": 32}
     assert config_dict(rec)["enable_attention_dp"] is False
+
+
+def test_mtp_graph_batch_counts_requests_not_tokens() -> None:
+    # the case: 64 requests per rank with MTP 3 are 256 MoE tokens per rank
+    # (num_tokens 2048 over 8 DP ranks); CUDA graphs and max_batch_size count the 64
+    rec = recommend(dep(hardware="GB300", world_size=8, num_tokens=2048))
+    cfg = config_dict(rec, ServingInputs(mtp=3))
+    assert cfg["cuda_graph_config"] == {"enable_padding": True, "max_batch_size": 64}
+    assert (cfg["max_batch_size"], cfg["max_num_tokens"]) == (64, 256)
+    assert cfg["speculative_config"] == {"decoding_type": "MTP", "num_nextn_predict_layers": 3}
+    text = recommended_config_yaml(rec, PROV, serving=ServingInputs(mtp=3, isl=8192, osl=1024))
+    assert yaml.safe_load(text)["max_seq_len"] == 9216
+    assert "# error:" not in text and "capture batches of 1, 2, 4, 8" in text
+
+
+def test_given_batch_and_token_caps_win_over_the_load() -> None:
+    rec = recommend(dep(hardware="GB300", world_size=8, num_tokens=64))
+    cfg = config_dict(rec, ServingInputs(mtp=3, max_batch_size=32, max_num_tokens=160))
+    assert (cfg["max_batch_size"], cfg["max_num_tokens"]) == (32, 160)
+    assert cfg["cuda_graph_config"]["max_batch_size"] == 32  # type: ignore[index]
+
+
+def test_prefill_document_takes_the_typed_tokens_and_whole_prompts() -> None:
+    rec = recommend(dep(hardware="GB300", world_size=8, cuda_graph=False, num_tokens=65536))
+    cfg = config_dict(rec, ServingInputs(mtp=1, max_num_tokens=16640, isl=8192))
+    assert (cfg["max_batch_size"], cfg["max_num_tokens"]) == (2, 16640)
+    assert cfg["cuda_graph_config"] is None and cfg["disable_overlap_scheduler"] is True
+    assert cfg["speculative_config"] == {"decoding_type": "MTP", "num_nextn_predict_layers": 1}
+    # without max_num_tokens: bench_moe's global 65536 over 8 DP ranks
+    assert config_dict(rec)["max_num_tokens"] == 8192
 
 
 def test_header_cannot_break_yaml() -> None:

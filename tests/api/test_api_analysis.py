@@ -114,6 +114,30 @@ def test_export_yaml_env_and_measured(client: TestClient) -> None:
     assert none.status_code in (404, 422)
 
 
+def test_export_launch_and_json_workers(client: TestClient) -> None:
+    params = {
+        "hardware": "GB300",
+        "quant": "NVFP4",
+        "world_size": 8,
+        "phase": "decode",
+        "concurrency": 512,
+        "mtp": 3,
+        "model": "deepseek_v4_pro",
+        "prefill_max_num_tokens": 8192,
+    }
+    body = client.get("/api/v1/export", params={**params, "format": "json"}).json()
+    assert [w["role"] for w in body["workers"]] == ["prefill", "decode"]
+    dec = body["workers"][1]
+    assert dec["options"]["cuda_graph_config"]["max_batch_size"] == 64
+    assert dec["options"]["max_num_tokens"] == 256 and body["release"] == "1.3.0rc26"
+    assert yaml.safe_load(dec["yaml"]) == dec["options"]
+    script = client.get("/api/v1/export", params={**params, "format": "launch"})
+    assert script.status_code == 200 and script.text.startswith("#!/bin/sh")
+    assert dec["command"] in script.text
+    bad = client.get("/api/v1/export", params={**params, "release": "0.1"})
+    assert bad.status_code == 422 and "release" in bad.text
+
+
 def test_thresholds_and_agreement(client: TestClient) -> None:
     table = client.get("/api/v1/thresholds").json()["items"]
     assert len(table) == 5 and {"published", "derived", "verdict"} <= set(table[0])

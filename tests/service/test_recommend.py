@@ -12,7 +12,7 @@ from analysis.tree import Thresholds
 from db.store import Store
 from ingest.records import UploadMeta
 from service.errors import InvalidQuery, NoData
-from service.export import candidate_export, export_config
+from service.export import candidate_export, export_config, launch_export
 from service.frames import DashData
 from service.recommend import (
     BUILTIN_SHAPES,
@@ -131,3 +131,40 @@ def test_thresholds_are_derived_once_per_store_version(data: DashData) -> None:
     assert tree_thresholds(data, "published") == Thresholds()
     data.store.ingest([sweeps.make_sweep(6, seed=4)], b"more", UploadMeta(hardware="GB300"))
     assert guide_check(data) is not first  # an upload re-derives
+
+
+def test_export_writes_the_serving_engineers_worker(data: DashData) -> None:
+    # the case: decode at 64 requests per rank with MTP 3 on 8 DP ranks
+    ans = export_config(data, _req(num_tokens=None, concurrency=512, mtp=3, isl=8192, osl=1024))
+    doc = yaml.safe_load(ans.yaml)
+    assert doc["cuda_graph_config"] == {"enable_padding": True, "max_batch_size": 64}
+    assert (doc["max_batch_size"], doc["max_num_tokens"], doc["max_seq_len"]) == (64, 256, 9216)
+    assert doc["speculative_config"] == {"decoding_type": "MTP", "num_nextn_predict_layers": 3}
+    assert doc == ans.options
+    # 8 GPUs on 4-GPU GB300 trays: two hosts under srun
+    assert "srun --mpi=pmix -N 2 --ntasks 8 --ntasks-per-node 4 trtllm-llmapi-launch" in ans.command
+    assert "--tp_size 8 --ep_size 8 --max_batch_size 64 --max_num_tokens 256" in ans.command
+    with pytest.raises(InvalidQuery) as err:
+        export_config(data, _req(), release="0.9")
+    assert err.value.field == "release"
+
+
+def test_disaggregated_launch_has_a_prefill_and_a_decode_document(data: DashData) -> None:
+    req = _req(num_tokens=None, concurrency=512, mtp=3, isl=8192, osl=1024)
+    launch = launch_export(data, req, prefill_max_num_tokens=16640, prefill_attention="tp")
+    pre, dec = launch.workers
+    assert (pre.role, dec.role) == ("prefill", "decode") and launch.disaggregated
+    p = yaml.safe_load(pre.yaml)
+    assert (p["max_batch_size"], p["max_num_tokens"], p["cuda_graph_config"]) == (2, 16640, None)
+    assert (
+        p["enable_attention_dp"] is False
+        and p["speculative_config"]["num_nextn_predict_layers"] == 3
+    )
+    text = launch.text
+    assert "cat > prefill.yaml <<'YAML'" in text and "cat > decode.yaml <<'YAML'" in text
+    assert text.count("trtllm-serve ") >= 2 and "trtllm-serve disaggregated" in text
+    (alone,) = launch_export(data, req).workers
+    assert alone.yaml == export_config(data, req).yaml == dec.yaml
+    with pytest.raises(InvalidQuery) as err:
+        launch_export(data, _req(phase="prefill", num_tokens=8192), prefill_max_num_tokens=8192)
+    assert err.value.field == "prefill_max_num_tokens"
