@@ -84,7 +84,23 @@ class PlanInputError(ValueError):
 
 
 # ------------------------------------------------------------------ request models
-class ModelOverrides(BaseModel):
+# Below this magnitude a non-zero number is refused: subnormal values (1e-320) pass a
+# "> 0" bound but overflow once divided by (500 instead of 422).
+TINY = 1e-9
+
+
+class _Bounded(BaseModel):
+    """Every number of the request is either 0 or at least :data:`TINY` in magnitude."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _not_tiny(cls, value: object) -> object:
+        if isinstance(value, float) and value != 0 and abs(value) < TINY:
+            raise ValueError(f"must be 0 or at least {TINY:g} in magnitude")
+        return value
+
+
+class ModelOverrides(_Bounded):
     """Fields of :class:`analysis.planner.ModelSpec` to change (bytes are bytes)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -102,7 +118,7 @@ class ModelOverrides(BaseModel):
     attention_weight_bytes_per_param: float | None = Field(None, gt=0, le=8)
 
 
-class GPUOverrides(BaseModel):
+class GPUOverrides(_Bounded):
     """Fields of :class:`analysis.planner.GPUSpec` to change (price in L20 = 1 units)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -117,7 +133,7 @@ class GPUOverrides(BaseModel):
     gpus_per_node: int | None = Field(None, ge=1, le=72)
 
 
-class WorkloadIn(BaseModel):
+class WorkloadIn(_Bounded):
     """The serving workload: average KV length (tokens) and the TBT SLO (ms). Defaults
     are the paper's: s ≈ 650 (median input 571 + half the median output 159), 150 ms."""
 
@@ -129,7 +145,7 @@ class WorkloadIn(BaseModel):
     )
 
 
-class OptionsIn(BaseModel):
+class OptionsIn(_Bounded):
     """Search knobs (a subset of :class:`analysis.planner.SearchOptions`); defaults are
     the paper's (m in 3..4, TP in 1, 2, 4, 8, the co-located baseline on whole nodes)."""
 
@@ -155,7 +171,7 @@ class OptionsIn(BaseModel):
     max_na: int = Field(512, ge=1, le=4096)
 
 
-class FitIn(BaseModel):
+class FitIn(_Bounded):
     """How Te is fitted from stored bench_moe sweeps (analysis.planner.te_fit): decode,
     balanced routing, TensorRT-LLM backends, one (quant, attention mode, EP size) group
     and one backend (null = the most-covered group and the measured best backend)."""
@@ -177,7 +193,7 @@ class FitIn(BaseModel):
     )
 
 
-class LinearIn(BaseModel):
+class LinearIn(_Bounded):
     """Your own linear time law: ``slope_ms * tokens + intercept_ms``."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -193,7 +209,7 @@ class AttentionFitIn(LinearIn):
     tpa: int = Field(ge=1, le=72)
 
 
-class PlanRequest(BaseModel):
+class PlanRequest(_Bounded):
     """What the planner takes (``POST /planner/plan``, the /planner page). Every field
     has a default; GPU names are upper-cased and must be distinct."""
 
