@@ -16,6 +16,8 @@ serialised DuckDB writes) shared by one repository per concept:
 - ``store.stats`` (:class:`db.stats.StatsRepository`): measurements keyed by cell and
   the per-configuration statistics aggregated from them,
 - ``store.tokens`` (:class:`db.tokens.TokenRepository`): API tokens,
+- ``store.capabilities`` (:class:`db.capabilities.CapabilityReader`): what ran
+  (status success) per hardware x world size x quant x backend x comm,
 - ``store.crossval`` (:class:`db.crossval.CrossvalRepository`): serving imports,
   workloads, end-to-end outcomes.
 
@@ -38,6 +40,7 @@ from analysis import columns as C
 from db import migrations
 from db.answers import AnswerRepository
 from db.candidates import CandidateReader
+from db.capabilities import CapabilityReader
 from db.cells import CellReader
 from db.checkpoint import IdleCheckpointer
 from db.crossval import CrossvalRepository
@@ -91,6 +94,7 @@ class Store:
         self.answers = AnswerRepository(self._db)
         self.tokens = TokenRepository(self._db)
         self.crossval = CrossvalRepository(self._db)
+        self.capabilities = CapabilityReader(self._db)
         self._checkpointer: IdleCheckpointer | None = None
 
     @property
