@@ -40,6 +40,7 @@ from analysis.planner import (
     timeline,
     user_fit,
 )
+from analysis.planner.colocated import SHARED_COSTS
 from analysis.planner.fit_rule import EXTRAPOLATION_FACTOR, be_limits, deviations, implausible
 from analysis.planner.perf_model import expert_time_roofline
 from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
@@ -321,6 +322,7 @@ def run_plan(
         "expert_fits": fit_records,
         "best": best_body,
         "colocated": dataclasses.asdict(result.colocated) if result.colocated else None,
+        "colocated_costs": list(SHARED_COSTS),
         "disaggregation_gain": result.disaggregation_gain,
         "verdict": verdict(result),
         "n_alternatives": len(alts),

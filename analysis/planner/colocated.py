@@ -1,7 +1,10 @@
 """The co-located alternative: the same GPUs serving attention and experts together.
 
 It is the baseline the paper compares against (vLLM / TensorRT-LLM with attention and
-experts on every GPU), so a user sees when disaggregation does not pay.
+experts on every GPU), so a user sees when disaggregation does not pay. It pays the same
+modelled costs as the disaggregated plan (:data:`SHARED_COSTS`): the comparison isolates
+what disaggregation changes (separate pools, ping-pong, M2N over the NIC) and nothing
+else.
 """
 
 from __future__ import annotations
@@ -10,13 +13,28 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
 from analysis.planner.catalog import GPUSpec, ModelSpec
+from analysis.planner.fit_rule import be_limits
 from analysis.planner.perf_model import (
     Fit,
     attention_time_roofline,
+    expert_node_time_ms,
     expert_time_roofline,
     largest_feasible,
 )
 from analysis.planner.plans import ColocatedPlan, Plan, SearchOptions, Workload
+
+# What the co-located baseline and the disaggregated plan both pay (the page states it).
+SHARED_COSTS: tuple[str, ...] = (
+    "the same Ta law (KV read, attention GEMMs, TP all-reduce and narrow-shard slowdown, "
+    "launch overhead per layer)",
+    "the same Te law per expert (stored-sweep fit or roofline, launch overhead per layer); "
+    "an expert split over several GPUs (more GPUs than experts) pays the TP all-reduce and "
+    "shard slowdown an expert node pays",
+    "the same Te fit range: tokens per expert at most 2x beyond what the fit saw",
+    "dispatch and combine at the same link-utilisation curve (NVLink inside a node, the "
+    "NIC beyond it), where the plan pays M2N/N2M over the NIC",
+    "the same memory rule (90 % of capacity for weights and KV) and the same TBT SLO",
+)
 
 
 def colocated_plan(
@@ -32,10 +50,13 @@ def colocated_plan(
     """Best co-located deployment on ``n_gpus`` GPUs of one type, or None if none fits.
 
     Every GPU holds 1/tpa of an attention replica (n_gpus/tpa replicas, attention DP) and
-    E/n_gpus experts (expert parallelism). No ping-pong: per layer a GPU runs attention,
-    dispatch, experts and combine back to back, so ``TBT = L*(Ta + Te + 2*Tc)`` and
-    throughput is ``B/TBT``. Dispatch/combine goes over NVLink (intra_node_gb_s) inside a
-    node and the NIC beyond it. The best tpa by throughput wins.
+    E/n_gpus experts (expert parallelism; with more GPUs than experts each expert is split
+    over n_gpus/E GPUs and pays the TP cost an expert node pays). No ping-pong: per layer
+    a GPU runs attention, dispatch, experts and combine back to back, so
+    ``TBT = L*(Ta + Te + 2*Tc)`` and throughput is ``B/TBT``. Dispatch/combine goes over
+    NVLink (intra_node_gb_s) inside a node and the NIC beyond it. A Te fitted on stored
+    sweeps limits the tokens per expert as it limits the plan (``fit_rule.be_limits``).
+    The best tpa by throughput wins.
     """
     opt = options or SearchOptions()
     efit = expert_fit or expert_time_roofline(model, gpu, opt.efficiency)
@@ -43,6 +64,8 @@ def colocated_plan(
     best: ColocatedPlan | None = None
     act = model.activation_bytes * model.hidden_size
     experts_per_gpu = model.num_experts / n_gpus
+    fitted = efit.source == "fit"
+    be_lo, be_hi = be_limits(efit.x_min, efit.x_max, opt.extrapolation_factor)
     for tpa in (t for t in opt.tp_choices if t <= gpu.gpus_per_node and n_gpus % t == 0):
         replicas = n_gpus // tpa
         afit = afits.get((gpu.name, tpa)) or attention_time_roofline(
@@ -60,7 +83,7 @@ def colocated_plan(
         ) -> tuple[float, float, float]:
             be = b * replicas * model.top_k / model.num_experts
             ta = afit.predict(b)
-            te = experts_per_gpu * efit.predict(be) + efit.overhead_ms
+            te = _expert_time(efit, be, experts_per_gpu, model, gpu, opt)
             sent = b * model.top_k * act / tpa * (n_gpus - 1) / n_gpus
             intra_share = min(1.0, gpu.gpus_per_node / n_gpus)
             util = opt.util.util(sent / max(1, n_gpus - 1))
@@ -68,12 +91,19 @@ def colocated_plan(
             t_inter = sent * (1 - intra_share) / (gpu.nic_bytes_s * util)
             return ta, te, 1e3 * max(t_intra, t_inter)
 
-        def ok(b: int, times: Callable[[int], tuple[float, float, float]] = times) -> bool:
+        def ok(
+            b: int,
+            times: Callable[[int], tuple[float, float, float]] = times,
+            replicas: int = replicas,
+        ) -> bool:
+            if fitted and b * replicas * model.top_k / model.num_experts > be_hi:
+                return False
             ta, te, tc = times(b)
             return model.num_layers * (ta + te + 2 * tc) <= workload.slo_tbt_ms
 
         b = largest_feasible(ok, cap)
-        if b == 0:
+        be = b * replicas * model.top_k / model.num_experts
+        if b == 0 or (fitted and be < be_lo):
             continue
         ta, te, tc = times(b)
         tbt = model.num_layers * (ta + te + 2 * tc)
@@ -95,10 +125,23 @@ def colocated_plan(
             tput / (n_gpus * gpu.power_w),
             (fixed + b * per_seq) / 1e9,
             gpu.memory_gb * opt.usable_memory,
+            be=be,
+            extrapolated=fitted and not efit.x_min <= be <= efit.x_max,
         )
         if best is None or plan.throughput > best.throughput:
             best = plan
     return best
+
+
+def _expert_time(
+    efit: Fit, be: float, experts_per_gpu: float, model: ModelSpec, gpu: GPUSpec, opt: SearchOptions
+) -> float:
+    """Te of one GPU holding ``experts_per_gpu`` experts; below one expert per GPU the
+    expert is split over ``1/experts_per_gpu`` GPUs like an expert node of that TP."""
+    if experts_per_gpu >= 1:
+        return experts_per_gpu * efit.predict(be) + efit.overhead_ms
+    split = round(1 / experts_per_gpu)
+    return expert_node_time_ms(efit, be, 1, split, model=model, gpu=gpu, tp_cost=opt.tp_cost)
 
 
 def best_colocated(

@@ -175,6 +175,8 @@ class ColocatedPlan:
     tput_per_watt: float
     memory_gb: float
     capacity_gb: float
+    be: float = math.nan  # tokens per expert per step
+    extrapolated: bool = False  # be outside the Te fit's range (within the allowed factor)
 
 
 ALTERNATIVE_COLUMNS: tuple[str, ...] = (

@@ -130,7 +130,14 @@ class Plan(Open):
         "plans may use (plan_be_min/max, 2x beyond), points, and why a fit was refused"
     )
     best: dict[str, Any] | None = Field(description="The best plan (null: none feasible)")
-    colocated: dict[str, Any] | None = Field(description="The co-located baseline")
+    colocated: dict[str, Any] | None = Field(
+        description="The co-located baseline (be: tokens per expert; extrapolated: outside "
+        "the Te fit's range)"
+    )
+    colocated_costs: list[str] = Field(
+        default_factory=list,
+        description="The modelled costs the co-located baseline pays like the plan does",
+    )
     disaggregation_gain: float | None = Field(
         description="Throughput per cost of the best plan / the co-located one"
     )

@@ -197,11 +197,20 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
             html.P(
                 f"co-located: {colo['replicas']} attention replica(s) of TP "
                 f"{colo['tp_attention']} on {colo['gpus']} {colo['gpu']}, every GPU holding "
-                "experts; no ping-pong, TBT = L·(Ta + Te + 2Tc)",
+                f"experts ({fmt(colo.get('be'))} tokens per expert"
+                f"{', Te extrapolated' if colo.get('extrapolated') else ''}); no ping-pong, "
+                "TBT = L·(Ta + Te + 2Tc)",
                 className="status",
             )
             if colo
             else None,
+            html.Details(
+                [
+                    html.Summary("A fair baseline: both sides pay the same modelled costs"),
+                    html.Ul([html.Li(c) for c in payload.get("colocated_costs") or []]),
+                ],
+                **ui.attrs(data_testid="planner-colocated-costs"),
+            ),
         ]
     )
     if best is None:

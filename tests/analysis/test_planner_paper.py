@@ -1,8 +1,11 @@
 """The MegaScale-Infer paper's own results, recomputed by the planner (paper preset).
 
 Preset: s = 650 (median input 571 + half the median output 159), TBT SLO 150 ms, m in
-3..4, the co-located baseline on the fewest whole 8-GPU nodes, catalogue prices (L20 = 1)
-and roofline Ta/Te with the TP cost model. Numbers are the paper's (seed
+3..4, the co-located baseline on the fewest whole 8-GPU nodes paying the same modelled
+costs as the plan (issue 27: ``colocated.SHARED_COSTS``), catalogue prices (L20 = 1)
+and roofline Ta/Te with the TP cost model. Each figure's qualitative result is pinned:
+who wins, where the peak lies (within a stated band). Which hold and why one does not:
+docs/planner.md, "Paper vs planner". Numbers are the paper's (seed
 003_98839054d58de874: Figures 9, 14, 15, Table 3); tolerances are stated per test and in
 docs/planner.md ("Paper vs planner"), with the known differences tested as such so the
 docs table cannot drift from the code.
@@ -106,12 +109,13 @@ def _dbrx_sweep() -> pd.DataFrame:
 
 def test_dbrx_throughput_per_gpu_peaks_inside_and_falls_on_both_sides() -> None:
     """Figure 15 (DBRX, m = 3, DP 1..16): per-GPU throughput rises with DP, peaks, then
-    falls. Paper peak DP = 8; ours is within ±6 of it (13 for the A800 best plan's
-    tpa = 1, tpe = 2). DP = 4 gives about half the peak (paper ~50 %; ours 0.3-0.7)."""
+    falls. Paper peak DP = 8; the stated band is 8 ± 6 (ours: 13 for the A800 best plan's
+    tpa = 1, tpe = 2, and the fall after it is weak, 3 % by DP 16). DP = 4 gives about
+    half the peak (paper ~50 %; ours 0.3-0.7)."""
     tpg = _dbrx_sweep()["tput_per_gpu"].astype(float)
     peak = int(tpg.idxmax())
     assert 1 < peak < 16
-    assert abs(peak - PAPER_DBRX_PEAK_DP) <= 6
+    assert PAPER_DBRX_PEAK_DP - 6 <= peak <= PAPER_DBRX_PEAK_DP + 6
     assert tpg[1] < 0.5 * tpg[peak] and tpg[16] < tpg[peak]
     assert 0.3 < tpg[4] / tpg[peak] < 0.7
     rising = tpg.loc[:peak].diff().dropna()
@@ -119,19 +123,21 @@ def test_dbrx_throughput_per_gpu_peaks_inside_and_falls_on_both_sides() -> None:
 
 
 def test_disaggregation_beats_colocated_per_gpu_for_scaled_moe_on_ampere() -> None:
-    """Figure 8a on 80 GB Ampere (A800 in our catalogue): reproduced for Scaled-MoE,
-    whose co-located baseline needs two nodes."""
+    """Figure 8a on 80 GB Ampere (A800 in our catalogue), against the fair baseline:
+    disaggregation wins for Scaled-MoE, whose co-located baseline needs two nodes (its
+    all-to-all crosses the NIC), by less than the paper's 1.90x."""
     r = search_plans(MODELS["scaled_moe"], PRESET, GPUS["A800"])
     assert r.best is not None and r.colocated is not None
     assert r.colocated.gpus == 16
-    assert r.best.tput_per_gpu > r.colocated.tput_per_gpu
+    assert 1.0 < r.best.tput_per_gpu / r.colocated.tput_per_gpu < 1.9
 
 
 @pytest.mark.parametrize("model", ["mixtral_8x22b", "dbrx"])
 def test_known_difference_colocated_wins_per_gpu_for_one_node_models(model: str) -> None:
-    """Documented difference: for Mixtral and DBRX on one 8 x A800 node our ideal
-    co-located roofline (already compute-bound at ~440-590 tokens per expert) beats the
-    disaggregated plan per GPU by < 25 %; the paper measured 1.28x the other way."""
+    """Documented difference (Fig. 8a does not hold for one-node models): with both sides
+    paying the same modelled costs, one 8 x A800 node (experts already compute-bound at
+    ~440-590 tokens each) beats the disaggregated plan per GPU by < 25 %; the paper
+    measured 1.28x the other way against a TensorRT-LLM ~17 % below this model."""
     r = search_plans(MODELS[model], PRESET, GPUS["A800"])
     assert r.best is not None and r.colocated is not None and r.colocated.gpus == 8
     assert 0.75 < r.best.tput_per_gpu / r.colocated.tput_per_gpu < 1.0
