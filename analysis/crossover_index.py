@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
+from analysis import noise as N
 from analysis.derived import as_float, group_codes
 from analysis.identity import N_REPEATS, SCORE_SPREAD, SPREAD_SOURCE
 
@@ -71,6 +72,10 @@ class ConfigIndex:
     source: np.ndarray
     source_codes: np.ndarray
     source_names: np.ndarray
+    # the noise model's run-to-run spread (log units, NaN where it has no evidence or
+    # prior) and its source ("repeats", "history", "prior" ...; None where NaN)
+    run_spread: np.ndarray | None = None
+    run_source: np.ndarray | None = None
     _options: dict[tuple[str, ...], OptionCodes] = field(default_factory=dict, repr=False)
     _axes: dict[str, AxisCodes] = field(default_factory=dict, repr=False)
 
@@ -118,10 +123,14 @@ def _option_codes(configs: pd.DataFrame, cols: tuple[str, ...]) -> OptionCodes:
     return OptionCodes(ids, np.asarray(labels, dtype=object), rank.astype(np.int64))
 
 
-def build_index(configs: pd.DataFrame, series_cols: Sequence[str]) -> ConfigIndex:
+def build_index(
+    configs: pd.DataFrame, series_cols: Sequence[str], noise: N.NoiseModel | None = None
+) -> ConfigIndex:
     """Encode a configuration frame (``series_cols`` absent from it are skipped).
     Missing score_spread / n_repeats / spread_source columns read as unknown / 1 /
-    "unknown"."""
+    "unknown". ``noise``: the noise model of the runs behind ``configs``
+    (``analysis.noise.estimate_noise``): each configuration's modelled run-to-run
+    spread, used for the switches' bands where both sides have one."""
     scols = tuple(c for c in series_cols if c in configs)
     n = len(configs)
     sid = group_codes(configs[list(scols)], list(scols)) if n else np.zeros(0, np.int64)
@@ -137,6 +146,14 @@ def build_index(configs: pd.DataFrame, series_cols: Sequence[str]) -> ConfigInde
         else np.full(n, "unknown", dtype=object)
     )
     codes, names = pd.factorize(pd.Series(source, dtype=object), sort=True)
+    run_spread, run_source = None, None
+    if noise is not None and n:
+        found = N.noise_for(noise, configs)
+        modelled = (found[N.SOURCE] != N.WITHIN).to_numpy() & np.isfinite(as_float(found[N.SPREAD]))
+        run_spread = np.where(modelled, as_float(found[N.SPREAD]), np.nan)
+        run_source = np.where(
+            modelled, found[N.SOURCE].to_numpy(object), np.array(None, dtype=object)
+        )
     return ConfigIndex(
         configs=configs,
         series_cols=scols,
@@ -148,6 +165,8 @@ def build_index(configs: pd.DataFrame, series_cols: Sequence[str]) -> ConfigInde
         source=source,
         source_codes=np.asarray(codes, dtype=np.int64),
         source_names=np.asarray(names, dtype=object),
+        run_spread=run_spread,
+        run_source=run_source,
     )
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis import noise as N
+
 ROBUST, TIE, NOT_COMPARED = "robust", "tie within noise", "not compared"
 VERDICTS: tuple[str, ...] = (ROBUST, TIE, NOT_COMPARED)
 RUN_TO_RUN, ITERATION, DEFAULT_SOURCE = "run_to_run", "iteration_spread", "default"
@@ -88,6 +90,22 @@ def _band(s1: np.ndarray, s2: np.ndarray, default: float) -> np.ndarray:
     return np.where(known, 100.0 * np.hypot(s1, s2), default)
 
 
+def _pick(values: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``values`` at ``pos`` (None where pos < 0)."""
+    if len(values) == 0:
+        return np.full(len(pos), None, dtype=object)
+    out: np.ndarray = np.where(pos >= 0, values[np.maximum(pos, 0)], np.array(None, dtype=object))
+    return out
+
+
+def _model_source(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The noise model's source of a pair: the one both share, else both joined."""
+    a, b = a.astype(str), b.astype(str)
+    lo, hi = np.where(a <= b, a, b), np.where(a <= b, b, a)
+    out: np.ndarray = np.where(lo == hi, lo, np.char.add(np.char.add(lo, "+"), hi))
+    return out.astype(object)
+
+
 def _source(src: np.ndarray, positions: Sequence[np.ndarray]) -> np.ndarray:
     """Where the bands come from, as ``analysis.best`` says it: "run_to_run",
     "iteration_spread" or both joined ("run_to_run+iteration_spread") over the
@@ -125,10 +143,14 @@ def switches_table(
     s_label: np.ndarray,
     scols: Sequence[str],
     default_noise_pct: float,
+    modelled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """One row per switch: the series columns (``s_frame`` row = series id), then
     :data:`SWITCH_COLUMNS`. ``score`` (ms), ``spread`` (fraction) and ``source`` are the
-    answer's point arrays that the pairs' positions index. Margins and bands in %."""
+    answer's point arrays that the pairs' positions index. Margins and bands in %.
+    ``modelled``: per point the noise model's run spread (log units, NaN: none), runs
+    and source; a pair with both spreads gets :func:`analysis.noise.pair_band` of one
+    re-run per side (the band a repeat run could open)."""
     if len(pairs.series) == 0:
         return empty_switches(scols)
     positions = (pairs.before_lo, pairs.after_lo, pairs.before_hi, pairs.after_hi)
@@ -142,6 +164,23 @@ def switches_table(
     band_hi = _band(
         _take(spread, pairs.before_hi), _take(spread, pairs.after_hi), default_noise_pct
     )
+    noise_source = _source(source, positions)
+    if modelled is not None:
+        m_spread, m_runs, m_source = modelled
+        sides = ((pairs.before_lo, pairs.after_lo), (pairs.before_hi, pairs.after_hi))
+        bands = [band_lo, band_hi]
+        model_src = np.full(len(pairs.series), None, dtype=object)
+        for i, (a, b) in enumerate(sides):
+            # one re-run of each side: a switch is robust when a repeat run would not
+            # flip it, whatever number of runs its medians pooled
+            one = np.ones(len(a))
+            pb = N.pair_band(_take(m_spread, a), one, _take(m_spread, b), one)
+            ok = np.isfinite(pb)
+            bands[i] = np.where(ok, pb, bands[i])
+            joined = _model_source(_pick(m_source, a), _pick(m_source, b))
+            model_src = np.where(ok & (model_src == None), joined, model_src)  # noqa: E711
+        band_lo, band_hi = bands
+        noise_source = np.where(model_src == None, noise_source, model_src)  # noqa: E711
     compared = np.isfinite(margin_lo) & np.isfinite(margin_hi)
     robust = compared & (margin_lo > band_lo) & (margin_hi > band_hi)
     verdict = np.where(~compared, NOT_COMPARED, np.where(robust, ROBUST, TIE))
@@ -165,7 +204,7 @@ def switches_table(
         "margin_hi_pct": margin_hi,
         "noise_lo_pct": band_lo,
         "noise_hi_pct": band_hi,
-        "noise_source": _text(_source(source, positions)),
+        "noise_source": _text(noise_source),
         "verdict": _text(verdict),
     }
     return out.assign(**cols)

@@ -34,6 +34,12 @@ them (an option that wins only in a middle window makes two). A switch carries
   ``analysis.best``: ``100 * hypot(s_before, s_after)`` of the two configurations'
   relative spreads (run-to-run spread where the configuration was repeated, within-run
   spread otherwise), ``default_noise_pct`` (3 %) when either is unknown;
+  With a noise model (``build_index(..., noise=...)``), a pair whose two configurations
+  both have a modelled run-to-run spread (repeats, version history or a prior learned
+  over similar configurations: :mod:`analysis.noise`) gets the band a re-run could open
+  between them instead (:func:`analysis.noise.pair_band` for one re-run per side: a
+  switch is robust when a repeat run would not flip it), and ``noise_source`` names
+  the model's sources;
 * ``verdict``: ``robust`` when each margin exceeds its band, ``tie within noise`` when
   one does not (as ``analysis.best``: margin <= band is a tie), ``not compared`` when a
   margin is NaN.
@@ -225,8 +231,21 @@ def rank_one_on_index(
     segments.insert(1, SERIES_LABEL, seg_label)
     segments.insert(5, "axis_lo", ax.values[segments.pop("_a_lo").to_numpy()])
     segments.insert(6, "axis_hi", ax.values[segments.pop("_a_hi").to_numpy()])
+    modelled = None
+    if index.run_spread is not None and index.run_source is not None:
+        picked = pos[chosen]
+        modelled = (index.run_spread[picked], reps[chosen], index.run_source[picked])
     switches = switches_table(
-        pairs, best, spread[chosen], src, ax.values, s_frame, s_label, scols, default_noise_pct
+        pairs,
+        best,
+        spread[chosen],
+        src,
+        ax.values,
+        s_frame,
+        s_label,
+        scols,
+        default_noise_pct,
+        modelled=modelled,
     )
     series = series_table(
         s_frame.assign(**{SERIES_LABEL: s_label}), points, segments, switches, scols

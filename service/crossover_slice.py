@@ -33,6 +33,7 @@ from analysis.crossover_index import ConfigIndex, build_index
 from analysis.crossovers import AXES, OPTION_DIMS, SERIES_COLS
 from analysis.frontier import RANKABLE
 from analysis.identity import configuration_frame
+from analysis.noise import estimate_noise
 from service.errors import InvalidQuery
 from service.frames import DashData
 from service.scope import Scope, equals
@@ -218,7 +219,8 @@ def _frame(data: DashData, filters: dict[str, Any]) -> pd.DataFrame:
 def _index_of(data: DashData, frame: pd.DataFrame) -> ConfigIndex:
     def build() -> tuple[pd.DataFrame, ConfigIndex]:
         # the entry holds the frame so its id is not reused while the entry lives
-        return frame, build_index(configuration_frame(frame), SERIES_COLS)
+        noise = estimate_noise(frame)  # run-to-run spreads: the switches' bands
+        return frame, build_index(configuration_frame(frame), SERIES_COLS, noise)
 
     return data.frame_cached("crossover-index", frame, build)[1]
 
@@ -278,6 +280,7 @@ def resolve(data: DashData, q: CrossoverQuery) -> Resolved:
     rows = frame.loc[rows_mask, [C.RUN_ID, C.TRTLLM_VERSION, C.SYNTHETIC]]
     if q.run_id is not None or not q.include_synthetic:
         # run-level filters decide which repeats count: collapse this slice's own rows
-        index = build_index(configuration_frame(frame.loc[rows_mask]), SERIES_COLS)
+        rows_in = frame.loc[rows_mask]
+        index = build_index(configuration_frame(rows_in), SERIES_COLS, estimate_noise(rows_in))
         mask = np.ones(len(index), dtype=bool)
     return Resolved(option, axis, filters, index, mask, rows)

@@ -6,12 +6,14 @@ import logging
 import threading
 import time
 
+from analysis.best import GROUPINGS
 from analysis.frontier import FrontierAxes, FrontierFilter
 from service import foreground
+from service import shared_answers as shared
+from service.best import cell_best_table
 from service.errors import ServiceError
 from service.frames import Cell, DashData
 from service.pareto import cell_pareto
-from service.precompute import precompute_cell
 from service.thresholds import threshold_report
 
 _log = logging.getLogger(__name__)
@@ -21,12 +23,11 @@ def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, floa
     """Load what the first visits need, cell by cell in ``data.cells()`` order (the
     overview's order; the first is every page's default): the cell frame, its Pareto
     index and the default Pareto view, then the best-by-workload tables of every
-    grouping and the API's first answers (:func:`service.precompute.precompute_cell`:
-    read from the database's shared answers when another replica stored them, else
-    computed and stored). At most ``limit`` cells (default ``data.max_cells``) and no more stored
-    candidates than the cell cache keeps (``data.max_rows``; the first cell always):
-    more would evict each other. Returns [(cell key, seconds)]. Errors are logged,
-    never raised (pages load on demand)."""
+    grouping (read from the database's shared answers when another replica stored
+    them, else computed and stored). At most ``limit`` cells (default
+    ``data.max_cells``) and no more stored candidates than the cell cache keeps
+    (``data.max_rows``; the first cell always): more would evict each other. Returns
+    [(cell key, seconds)]. Errors are logged, never raised (pages load on demand)."""
     done: list[tuple[str, float]] = []
     try:
         cells = data.cells()
@@ -46,11 +47,14 @@ def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, floa
         t0 = time.perf_counter()
         try:
             cell_pareto(data, cell, FrontierFilter(), FrontierAxes())
+            # read from the database's shared answers when a replica stored them, else
+            # computed here and stored for the others
+            with shared.writing():
+                for grouping in GROUPINGS:
+                    cell_best_table(data, cell, grouping)
         except Exception:  # noqa: BLE001
             _log.exception("cache warm-up of %s failed", cell.key)
             continue
-        # the Best tables and API answers, read from (or stored for) every replica
-        precompute_cell(data, cell)
         done.append((cell.key, time.perf_counter() - t0))
     return done
 
