@@ -28,13 +28,14 @@ Backend **and** communication are compared:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from analysis import columns as C
 from analysis.best import best_by_workload
+from analysis.capabilities import measured_capabilities, measured_mnnvl, mnnvl_at
 from analysis.derived import add_derived, as_float, rankable_mask
 from analysis.identity import N_REPEATS, Repeats, configuration_frame
 from analysis.tree import Deployment, Thresholds, recommend
@@ -69,13 +70,21 @@ DETAIL_COLUMNS: tuple[str, ...] = (
 
 
 def agreement_detail(
-    df: pd.DataFrame, thresholds: Thresholds | None = None, repeats: Repeats = "median"
+    df: pd.DataFrame,
+    thresholds: Thresholds | None = None,
+    repeats: Repeats = "median",
+    mnnvl: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
     """One row per workload with :data:`DETAIL_COLUMNS` (see the module docstring),
     sorted by WORKLOAD_KEYS. Rows with an unknown attention mode or cuda_graph are left
     out, and so are rows whose model shape (experts, top-k, hidden size) was not
     recorded (NVIDIA's dashboard rows of a model it does not describe): the tree cannot
-    be walked without it."""
+    be walked without it. ``mnnvl``: hardware -> the largest world size with MNNVL proven by stored
+    measurements (``capabilities.measured_mnnvl``); None derives it from ``df`` itself,
+    so a hardware on which an NVLINK_* comm ran is walked with MNNVL up to that world
+    size whatever the hand table says."""
+    if mnnvl is None:
+        mnnvl = measured_mnnvl(measured_capabilities(df))
     sub = df.loc[rankable_mask(df)]
     known = sub[C.ATTENTION_DP].notna() & sub[C.CUDA_GRAPH].notna()
     for col in (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE):
@@ -101,6 +110,7 @@ def agreement_detail(
                 cuda_graph=bool(r[C.CUDA_GRAPH]),
                 num_tokens=int(r[C.NUM_TOKENS]),
                 model=str(r[C.MODEL]),
+                mnnvl=mnnvl_at(dict(mnnvl), str(r[C.HARDWARE]), int(r[C.WORLD_SIZE])),
             ),
             thresholds,
         )
@@ -210,7 +220,10 @@ def agreement_report(
     thresholds: Thresholds | None = None,
     group_cols: Sequence[str] = SUMMARY_GROUP_COLS,
     repeats: Repeats = "median",
+    mnnvl: Mapping[str, int] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(detail, summary) -- see ``agreement_detail`` and ``agreement_summary``."""
-    detail = agreement_detail(add_derived(df) if C.PHASE not in df else df, thresholds, repeats)
+    detail = agreement_detail(
+        add_derived(df) if C.PHASE not in df else df, thresholds, repeats, mnnvl
+    )
     return detail, agreement_summary(detail, group_cols)

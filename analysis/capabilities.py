@@ -1,4 +1,7 @@
-"""Data tables from the TensorRT-LLM MoE performance guide (v1.3.0rc26 sweeps).
+"""Data tables from the TensorRT-LLM MoE performance guide (v1.3.0rc26 sweeps), and the
+capabilities the stored measurements prove (the tables are the fallback for what was
+never measured; a conflict between them is reported by :func:`capability_conflicts`
+and the data is used).
 
 Hardware -> SM and NVLink domain, the backend capability matrix (backend x SM x quant),
 the DEEPEPLOWLATENCY support rule and which quantisations keep BF16 activations (the
@@ -13,6 +16,8 @@ CUTLASS runs the W4A8 MXFP4 variants).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import pandas as pd
 
 from analysis.columns import COMM_CANONICAL
 
@@ -190,6 +195,7 @@ def check_export(
     hidden_size: int | None = None,
     top_k: int | None = None,
     world_size: int | None = None,
+    nvlink_ran: dict[str, list[int]] | None = None,
 ) -> ExportCheck:
     """Check an exported backend x comm x quant x GPU against the guide's tables.
 
@@ -199,6 +205,9 @@ def check_export(
     checked); the backend not listed for the GPU's SM x quant; a forced NVLINK_* method
     on hardware without MNNVL; a forced DEEPEPLOWLATENCY outside its hidden_size/top_k
     rule; hardware or world size outside the guide's sweeps (GB300 <= 72, B300).
+    ``nvlink_ran``: the NVLINK_* methods that ran on this hardware in the stored
+    measurements and their world sizes (:func:`mnnvl_evidence`): where they contradict
+    the hand table's "no MNNVL", the warning names the conflict and the data is used.
     ``comm`` is canonical (``columns.COMM_CANONICAL``); ``forced``: it is set with
     TRTLLM_FORCE_COMM_METHOD."""
     errors: list[str] = []
@@ -233,10 +242,20 @@ def check_export(
                 f"{b} is not listed for SM{info.sm} x {quant} in the guide's capability "
                 f"matrix (listed: {listed}); it was measured, check your TensorRT-LLM version"
             )
-        if forced and comm in _NVLINK_COMMS and not info.mnnvl:
-            warnings.append(
-                f"{comm} needs MNNVL, which {hardware} does not have in the guide's table"
-            )
+        if comm in _NVLINK_COMMS and not info.mnnvl:
+            if nvlink_ran:
+                ran = "; ".join(
+                    f"{c} at world size {', '.join(map(str, ws))}" for c, ws in nvlink_ran.items()
+                )
+                warnings.append(
+                    f"capability conflict: the hand table lists no MNNVL for {hardware}, but "
+                    f"{ran} ran successfully in the stored measurements; the data is used"
+                )
+            elif forced:
+                warnings.append(
+                    f"{comm} needs MNNVL, which the hand table does not list for {hardware} "
+                    "and no stored measurement shows"
+                )
     if (
         forced
         and comm == "DEEPEPLOWLATENCY"
@@ -256,3 +275,136 @@ def check_export(
             "outside the guide's coverage: GB300 beyond world_size 72 was not benchmarked"
         )
     return ExportCheck(tuple(errors), tuple(warnings))
+
+
+# --------------------------------------------------------------------------- from the data
+# What ran (status success) on which hardware x world size x quant: the facts a stored
+# measurement proves. The tables above are the fallback for what was never measured.
+CAPABILITY_COLUMNS: tuple[str, ...] = (
+    "hardware",
+    "world_size",
+    "quant",
+    "backend",
+    "comm",
+    "n_success",
+    "n_runs",
+)
+NVLINK_COMMS = frozenset({"NVLINK_ONE_SIDED", "NVLINK_TWO_SIDED"})
+
+
+def measured_capabilities(frame: pd.DataFrame) -> pd.DataFrame:
+    """Successful candidates of a candidate frame counted per hardware (upper case) x
+    world_size x quant x backend x comm (the comm that ran; rows that recorded none are
+    left out of the comm but keep their backend as comm "AUTO"): ``CAPABILITY_COLUMNS``,
+    sorted by the key. The same aggregate ``db.capabilities`` computes in the database."""
+    need = ("hardware", "world_size", "quant", "backend", "status")
+    if frame.empty or any(c not in frame for c in need):
+        return pd.DataFrame(columns=list(CAPABILITY_COLUMNS))
+    ok = frame[frame["status"].astype("string") == "success"]
+    keys = list(CAPABILITY_COLUMNS[:5])
+    sub = pd.DataFrame(
+        {
+            "hardware": ok["hardware"].astype("string").str.upper(),
+            "world_size": ok["world_size"].astype("Int64"),
+            "quant": ok["quant"].astype("string"),
+            "backend": ok["backend"].astype("string").str.upper(),
+            "comm": (ok["comm"] if "comm" in ok else pd.Series(pd.NA, index=ok.index))
+            .astype("string")
+            .fillna("AUTO"),
+            "run_id": ok.get("run_id", 0),
+        }
+    )
+    out = (
+        sub.groupby(keys, dropna=False, observed=True, sort=True)
+        .agg(n_success=("run_id", "size"), n_runs=("run_id", "nunique"))
+        .reset_index()
+    )
+    return normalise_capabilities(out)
+
+
+def normalise_capabilities(caps: pd.DataFrame) -> pd.DataFrame:
+    """``caps`` with ``CAPABILITY_COLUMNS`` in order and plain dtypes, sorted by the key."""
+    if caps.empty:
+        return pd.DataFrame(columns=list(CAPABILITY_COLUMNS))
+    out = caps[list(CAPABILITY_COLUMNS)].copy()
+    for col in ("hardware", "quant", "backend", "comm"):
+        out[col] = out[col].astype(str)
+    out["hardware"] = out["hardware"].str.upper()
+    for col in ("world_size", "n_success", "n_runs"):
+        out[col] = out[col].astype("int64")
+    return out.sort_values(list(CAPABILITY_COLUMNS[:5]), kind="stable").reset_index(drop=True)
+
+
+def mnnvl_evidence(caps: pd.DataFrame, hardware: str) -> dict[str, list[int]]:
+    """NVLINK_* method -> the world sizes (> 1, ascending) where it ran successfully on
+    ``hardware`` in ``caps``; empty when it never did."""
+    if caps.empty:
+        return {}
+    hw = caps[(caps["hardware"] == _key(hardware)) & caps["comm"].isin(NVLINK_COMMS)]
+    hw = hw[hw["world_size"] > 1]
+    return {
+        str(comm): sorted({int(w) for w in g["world_size"]})
+        for comm, g in hw.groupby("comm", sort=True)
+    }
+
+
+def measured_mnnvl(caps: pd.DataFrame) -> dict[str, int]:
+    """Hardware -> the largest world size at which an NVLINK_* comm ran on it (the
+    measurement proves the MNNVL workspace up to that size); hardware never seen with
+    one is absent (the hand table decides)."""
+    if caps.empty:
+        return {}
+    hit = caps[caps["comm"].isin(NVLINK_COMMS) & (caps["world_size"] > 1)]
+    return {str(h): int(g["world_size"].max()) for h, g in hit.groupby("hardware", sort=True)}
+
+
+def mnnvl_at(proven: dict[str, int] | None, hardware: str, world_size: int) -> bool | None:
+    """True when the data proves MNNVL on ``hardware`` at ``world_size`` (an NVLINK_*
+    comm ran there at this size or larger); None: the hand table decides."""
+    top = (proven or {}).get(_key(hardware))
+    return True if top is not None and world_size <= top else None
+
+
+def capability_conflicts(caps: pd.DataFrame) -> pd.DataFrame:
+    """Where the stored measurements contradict the hand tables, one row each:
+    ``hardware``, ``subject`` (``mnnvl`` or ``backend <NAME> x <quant>``), ``table``
+    (what the table says), ``data`` (what ran, with world sizes and counts) and
+    ``used`` (which one the answers use: always the data). Sorted by hardware, subject."""
+    rows: list[dict[str, str]] = []
+    for hw in sorted({str(h) for h in caps.get("hardware", pd.Series(dtype=str))}):
+        info = hardware_info(hw)
+        if info is None:
+            continue
+        ev = mnnvl_evidence(caps, hw)
+        if ev and not info.mnnvl:
+            ran = "; ".join(f"{c} at world size {', '.join(map(str, ws))}" for c, ws in ev.items())
+            rows.append(
+                {
+                    "hardware": hw,
+                    "subject": "mnnvl",
+                    "table": f"the hand table lists no MNNVL for {hw}",
+                    "data": f"{ran} ran successfully (status success)",
+                    "used": "data",
+                }
+            )
+        sub = caps[caps["hardware"] == hw]
+        for (backend, quant), g in sub.groupby(["backend", "quant"], sort=True):
+            b = str(backend)
+            if b in BACKEND_MATRIX and not backend_supports(b, info.sm, str(quant)):
+                rows.append(
+                    {
+                        "hardware": hw,
+                        "subject": f"backend {b} x {quant}",
+                        "table": f"the guide's matrix does not list {b} for SM{info.sm} x {quant}",
+                        "data": f"{int(g['n_success'].sum())} successful rows at world size "
+                        + ", ".join(str(w) for w in sorted({int(w) for w in g["world_size"]})),
+                        "used": "data",
+                    }
+                )
+    out = pd.DataFrame(rows, columns=["hardware", "subject", "table", "data", "used"])
+    return out.sort_values(["hardware", "subject"], kind="stable").reset_index(drop=True)
+
+
+def with_mnnvl(info: HardwareInfo, mnnvl: bool | None) -> HardwareInfo:
+    """``info`` with MNNVL from the data when known (None: the table's value)."""
+    return info if mnnvl is None else HardwareInfo(info.sm, info.nvlink_domain, mnnvl)

@@ -59,6 +59,9 @@ class Deployment:
     cuda_graph: bool
     num_tokens: int
     model: str | None = None
+    # MNNVL proven by the stored measurements (an NVLINK_* comm ran on this hardware);
+    # None: the hand table (analysis.capabilities.HARDWARE) decides
+    mnnvl: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,12 @@ def recommend(dep: Deployment, th: Thresholds | None = None) -> Recommendation:
             f"hardware {dep.hardware!r} not in the table; assumed SM100, 8-GPU NVLink domain"
         )
         info = cap.HardwareInfo(100, 8, False)
+    if dep.mnnvl is not None and dep.mnnvl != info.mnnvl:
+        notes.append(
+            f"MNNVL {'present' if dep.mnnvl else 'absent'} per the stored measurements "
+            "(the hand table says otherwise)"
+        )
+    info = cap.with_mnnvl(info, dep.mnnvl)
     # STEP 1: always EP.
     ep, tp = dep.world_size, 1
     mode = "DEP" if dep.attention_dp else "TEP"
@@ -381,7 +390,9 @@ def auto_comm(dep: Deployment, backend: str, ep: int, tp: int) -> tuple[str, str
     pick comes before the flow reads TRTLLM_FORCE_COMM_METHOD (fused MEGAMOE backend,
     attention TP or dp_size 1, MoE TP), so a forced method would be ignored. Unknown
     hardware counts as an 8-GPU SM100 domain without MNNVL; NCCL-EP is assumed absent."""
-    info = cap.hardware_info(dep.hardware) or cap.HardwareInfo(100, 8, False)
+    info = cap.with_mnnvl(
+        cap.hardware_info(dep.hardware) or cap.HardwareInfo(100, 8, False), dep.mnnvl
+    )
     if backend in cap.FUSED_COMM_BACKENDS:
         return "NONE", "MEGAMOE backend owns the exchange", False
     if not dep.attention_dp or dep.world_size == 1:
