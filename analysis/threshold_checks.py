@@ -32,17 +32,21 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from analysis import capabilities as cap
 from analysis import columns as C
+from analysis import noise as N
 from analysis.best import top_by_workload
 from analysis.derived import as_float, group_codes, rankable_mask
+from analysis.identity import N_REPEATS
 
 WORKLOAD_KEYS: tuple[str, ...] = C.WORKLOAD_KEYS
 AXIS_VALUE = "axis_value"
 IS_X = "is_x"
 WINNER = "winner"
 MARGIN_PCT = "margin_pct"
+P_FLIP = "p_flip"  # probability that measurement noise alone reversed a vote
 TIE = "tie"
 _UNKNOWN_HW = cap.HardwareInfo(100, 8, False)
 
@@ -242,11 +246,19 @@ def threshold_points(
     rows: pd.DataFrame,
     gid: np.ndarray,
     decode_threshold: float,
+    noise: N.NoiseModel | None = None,
 ) -> pd.DataFrame:
     """The votes of ``spec``: workloads in its scope with a finite axis value, plus
     ``axis_value``, ``is_x``, ``winner`` (X label, not-X label or "tie"), ``tie``,
     ``best_x_score_ms``, ``best_not_x_score_ms``, ``margin_pct`` and
-    ``margin_is_lower_bound``; sorted by axis value then workload keys."""
+    ``margin_is_lower_bound``; sorted by axis value then workload keys.
+
+    With a noise model (:mod:`analysis.noise`), ``p_flip``: the probability that the
+    measurement noise alone reversed the vote -- the fastest X and the fastest other
+    configuration swap places -- ``norm.sf(|log(best_not / best_x)| / s)`` with ``s`` the
+    spread of that difference of medians (``sqrt(s_x²/n_x + s_o²/n_o)``, each side's
+    modelled run-to-run spread over its runs); 0 where a side was not measured or has
+    no modelled spread (the vote stands as measured)."""
     scope = spec.scope(workloads, decode_threshold) & np.isfinite(as_float(workloads[spec.axis]))
     x_row = spec.is_x(rows[spec.x_col])
     score = pd.Series(as_float(rows[C.SCORE_MS]))
@@ -267,7 +279,45 @@ def threshold_points(
     with np.errstate(divide="ignore", invalid="ignore"):
         w[MARGIN_PCT] = (other - r1) / r1 * 100.0
     w["margin_is_lower_bound"] = bound
+    if noise is not None:
+        w[P_FLIP] = _flip_probability(noise, rows, gid, x_row, score, len(workloads))[scope]
     w = w.drop(columns=["_sm", "_domain"])
     return w.sort_values(
         [AXIS_VALUE, *WORKLOAD_KEYS], kind="mergesort", na_position="last"
     ).reset_index(drop=True)
+
+
+def _flip_probability(
+    noise: N.NoiseModel,
+    rows: pd.DataFrame,
+    gid: np.ndarray,
+    x_row: np.ndarray,
+    score: pd.Series,
+    n_workloads: int,
+) -> np.ndarray:
+    """Per workload, :func:`threshold_points`' ``p_flip`` (0 without both sides)."""
+    out = np.zeros(n_workloads)
+    if not len(rows):
+        return out
+    spreads = N.noise_for(noise, rows.reset_index(drop=True))
+    spread = as_float(spreads[N.SPREAD])
+    runs = as_float(rows[N_REPEATS]) if N_REPEATS in rows else np.ones(len(rows))
+    var = spread**2 / np.maximum(np.nan_to_num(runs, nan=1.0), 1.0)
+    values = score.to_numpy(dtype=float)
+    sides = []
+    for mask in (np.asarray(x_row, dtype=bool), ~np.asarray(x_row, dtype=bool)):
+        # per workload the position of its fastest row on this side (score, then row)
+        cand = np.flatnonzero(mask & np.isfinite(values))
+        order = cand[np.lexsort((cand, values[cand], gid[cand]))]
+        g, first = np.unique(gid[order], return_index=True)
+        at = np.zeros(n_workloads, dtype=np.int64)
+        ok = np.zeros(n_workloads, dtype=bool)
+        at[g], ok[g] = order[first], True
+        sides.append((ok, at, values[at]))
+    (ok_x, px, sx), (ok_o, po, so) = sides
+    sd = np.sqrt(var[px] + var[po])
+    usable = ok_x & ok_o & np.isfinite(sd) & (sd > 0) & (sx > 0) & (so > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.abs(np.log(so / sx)) / sd
+    out[usable] = stats.norm.sf(z[usable])
+    return out

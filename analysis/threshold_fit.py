@@ -161,18 +161,47 @@ class Bootstrap:
         return lo, hi
 
 
+def flip_rates(
+    axis: np.ndarray, is_x: np.ndarray, p_flip: np.ndarray, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per distinct axis value ``u``: the mean flip probability of its X votes and of
+    its not-X votes (0 for a cell without votes)."""
+    a, x, p = np.asarray(axis, float), np.asarray(is_x, bool), np.asarray(p_flip, float)
+    p = np.clip(np.nan_to_num(p, nan=0.0), 0.0, 1.0)
+    at = np.searchsorted(u, a)
+    out = []
+    for side in (x, ~x):
+        total = np.bincount(at[side], weights=p[side], minlength=len(u))
+        count = np.bincount(at[side], minlength=len(u))
+        out.append(np.divide(total, count, out=np.zeros(len(u)), where=count > 0))
+    return out[0], out[1]
+
+
 def bootstrap_brackets(
-    c: Counts, x_above: bool, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+    c: Counts,
+    x_above: bool,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    flips: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Bootstrap:
     """``resamples`` nonparametric bootstrap fits of ``c`` (multinomial cell counts,
-    generator ``numpy.random.default_rng(seed)``). Empty ``c``: empty arrays."""
+    generator ``numpy.random.default_rng(seed)``). Empty ``c``: empty arrays.
+    ``flips`` (:func:`flip_rates`): measurement noise on top of the resampling -- in
+    each resample, each drawn vote of a cell turns to the other side with the cell's
+    mean probability that noise alone decided it (binomial per cell), so a threshold
+    resting on votes a re-run could reverse gets a wider interval."""
     n, u_count = c.n, len(c.u)
     if n == 0 or resamples <= 0:
         empty = np.zeros(0)
         return Bootstrap(empty, empty, empty.astype(bool), empty.astype(bool))
     p = np.concatenate([c.n_x, c.n_not]) / n
-    draws = np.random.default_rng(seed).multinomial(n, p / p.sum(), size=resamples)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, p / p.sum(), size=resamples)
     n_x, n_not = draws[:, :u_count].astype(float), draws[:, u_count:].astype(float)
+    if flips is not None and (np.any(flips[0] > 0) or np.any(flips[1] > 0)):
+        x_to_not = rng.binomial(n_x.astype(np.int64), flips[0])
+        not_to_x = rng.binomial(n_not.astype(np.int64), flips[1])
+        n_x, n_not = n_x - x_to_not + not_to_x, n_not + x_to_not - not_to_x
     err = _errors(n_x, n_not, x_above)
     rev = _errors(n_x, n_not, not x_above)
     k = _lower_middle(err)

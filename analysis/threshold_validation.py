@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
-from analysis.threshold_checks import AXIS_VALUE, IS_X
+from analysis.threshold_checks import AXIS_VALUE, IS_X, P_FLIP
 from analysis.threshold_fit import (
     DEFAULT_ALPHA,
     DEFAULT_RESAMPLES,
@@ -60,6 +60,7 @@ from analysis.threshold_fit import (
     bootstrap_brackets,
     count_votes,
     fit_counts,
+    flip_rates,
     predict_x,
 )
 from analysis.tree_text import number
@@ -168,7 +169,15 @@ def assess(
     verdict. Open interval ends are +-inf, open bracket ends NaN."""
     c = count_votes(votes[AXIS_VALUE].to_numpy(float), votes[IS_X].to_numpy(bool))
     fit = fit_counts(c, x_above)
-    boot = bootstrap_brackets(c, x_above, resamples, seed)
+    flips = None
+    if P_FLIP in votes and len(votes):  # the noise model's: see threshold_points
+        flips = flip_rates(
+            votes[AXIS_VALUE].to_numpy(float),
+            votes[IS_X].to_numpy(bool),
+            votes[P_FLIP].to_numpy(float),
+            c.u,
+        )
+    boot = bootstrap_brackets(c, x_above, resamples, seed, flips)
     ci = boot.interval(alpha)
     # Reversed only when the guide's orientation finds no switch at all: a window
     # (X at both ends) is a noisy switch, not a contradiction.
@@ -195,6 +204,8 @@ def assess(
         "n_resamples": int(len(boot.lo)),
         "p_switch": float(boot.interior.mean()) if len(boot.lo) else np.nan,
         "p_reversed": float(boot_rev.mean()) if len(boot.lo) else np.nan,
+        # votes a re-run could reverse, as the noise model estimates (0 without one)
+        "noise_votes": float(votes[P_FLIP].sum()) if P_FLIP in votes and len(votes) else 0.0,
         "status": status,
         "n_points": c.n,
         "n_axis_points": int(len(c.u)),

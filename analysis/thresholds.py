@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
+from analysis import noise as N
 from analysis.derived import ensure_derived
 from analysis.identity import Repeats, configuration_frame
 from analysis.threshold_checks import (
@@ -134,6 +135,7 @@ def derive_guide_thresholds(
     by: Sequence[str] = (),
     specs: Sequence[GuideThreshold] = GUIDE_THRESHOLDS,
     repeats: Repeats = "median",
+    noise: N.NoiseModel | None = None,
 ) -> GuideCheck:
     """Re-derive each threshold of ``specs`` from ``df`` (any candidate frame; derived
     columns are added when missing, non-rankable rows ignored).
@@ -152,7 +154,12 @@ def derive_guide_thresholds(
     breakdown columns out of :data:`BREAKDOWNS` for ``groups``. Repeat runs of one
     configuration are first pooled by ``analysis.identity.configuration_frame``
     (``repeats``: median score, or the latest run), as the tree-agreement check does, so
-    rank 1 is the fastest configuration, not the luckiest repeat. Deterministic."""
+    rank 1 is the fastest configuration, not the luckiest repeat. ``noise``: the noise
+    model of ``df``'s runs (``analysis.noise.estimate_noise``); each vote then carries
+    the probability that measurement noise alone decided it
+    (``threshold_checks.threshold_points``' ``p_flip``), the bootstrap flips votes at
+    that rate (``threshold_fit.bootstrap_brackets``), and ``noise_votes`` sums it.
+    Deterministic."""
     unknown = [b for b in by if b not in BREAKDOWNS]
     if unknown:
         raise ValueError(f"unknown breakdown {unknown}; use {list(BREAKDOWNS)}")
@@ -167,7 +174,7 @@ def derive_guide_thresholds(
     workloads, rows, gid = workload_table(d)
     table, groups, evidence, loo = [], [], [], []
     for spec in specs:
-        points = threshold_points(spec, workloads, rows, gid, decode_threshold)
+        points = threshold_points(spec, workloads, rows, gid, decode_threshold, noise)
         fields, loo_rows = _slice_row(spec, points, params, consistency=True)
         table.append({**_head(spec, 1 - alpha), **fields})
         evidence.append(points.assign(name=spec.name))

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analysis.noise import estimate_noise
 from analysis.tables import plain_value
 from analysis.threshold_agreement import TreeComparison, compare_trees
 from analysis.threshold_checks import GUIDE_THRESHOLDS
@@ -62,7 +63,9 @@ def threshold_report(data: DashData, s: ThresholdSlice | None = None) -> Thresho
 
     def compute() -> ThresholdReport:
         df = slice_frame(data, s)
-        check = derive_guide_thresholds(df, min_points=MIN_POINTS, by=BREAKDOWNS)
+        # the one noise model: votes a re-run could reverse widen the intervals
+        noise = estimate_noise(df)
+        check = derive_guide_thresholds(df, min_points=MIN_POINTS, by=BREAKDOWNS, noise=noise)
         trees = compare_trees(df, check)
         ok = df[df["status"] == "success"] if len(df) else df
         return ThresholdReport(s, check, trees, provenance(ok))
