@@ -16,12 +16,17 @@ repeats pooled by their median) and one workload group (world size x routing pat
   configuration's interval read as a normal band, drawn independently) in which a
   configuration is the fastest. The pick is the smallest predicted score.
 
+A workload group is one world size, routing pattern and **family** (attention DP or TP,
+CUDA graph on or off): bench_moe's ``num_tokens`` is a global count under attention DP
+and every rank's count under attention TP, and decode (graph) and prefill (eager) are
+different phases, so configurations are only ranked against their own family.
+
 A token count the group measured is answered from the measurements (``kind``
-"measured"), never blurred with a prediction. :func:`validate` holds out each measured
-token count in turn (held out from the fit *and* from the calibration), predicts it and
-scores the pick's regret against the measured best, the intervals' coverage, and the
-nearest-measured-workload answer (the fastest at the nearest token count in log
-distance, the upper one on a tie) for comparison.
+"measured"), never blurred with a prediction. Where the measured neighbours below and
+above have different winners, the answer names both, the crossover between them (where
+their log-log segments cross, when both were measured at both neighbours; unknown when a
+source that keeps only its top configurations dropped one) and the bench_moe command
+that settles it. Validation lives in :mod:`analysis.predict_validate`.
 
 Pure and deterministic (``seed`` fixes the draws); inputs are not modified.
 """
@@ -39,10 +44,12 @@ from sklearn.model_selection import LeaveOneGroupOut
 
 from analysis import columns as C
 from analysis.config_labels import config_label
+from analysis.crossval_sweeps import bench_command, family_modes
 from analysis.derived import as_float, group_codes
 from analysis.identity import CONFIG_COLUMNS, configuration_frame, default_dispatch, present
 from analysis.predict_curves import LogLogCurves
 
+TOP_KEPT = 3  # a source keeping at most this many configurations per count is top-k
 MIN_POINTS = 3  # token counts a configuration needs to be predicted (2 left when one is held out)
 CONFIDENCE = 0.9
 N_DRAWS = 4000
@@ -50,7 +57,8 @@ N_DRAWS = 4000
 KIND, PRED_MS, LO_MS, HI_MS = "kind", "score_ms", "lo_ms", "hi_ms"
 P_FASTEST, N_POINTS, CONFIG = "p_fastest", "n_token_counts", "config"
 MEASURED, PREDICTED = "measured", "predicted"
-BRACKETED = "bracketed"
+BRACKETED = "picked"  # the pick (sorted first)
+NEIGHBOUR_MS = "neighbour_ms"  # log-log between the measured neighbours (censored: bound)
 
 
 @dataclass(frozen=True)
@@ -72,17 +80,64 @@ class Prediction:
     above: tuple[int, str] | None
     confidence: float
     notes: list[str] = field(default_factory=list)
+    attention_dp: bool | None = None
+    cuda_graph: bool | None = None
+    split: dict[str, Any] | None = None  # the neighbours disagree (:func:`split_neighbours`)
 
 
-def group_frame(frame: pd.DataFrame, world_size: int, dispatch: str | None) -> pd.DataFrame:
+def _flag(rows: pd.DataFrame, col: str) -> np.ndarray:
+    """A boolean column as object values (True / False / None), missing column: None."""
+    if col not in rows:
+        return np.full(len(rows), None, dtype=object)
+    values = rows[col].astype(object).to_numpy()
+    return np.array([None if pd.isna(v) else bool(v) for v in values], dtype=object)
+
+
+def family(
+    rows: pd.DataFrame, attention_dp: bool | None = None, cuda_graph: bool | None = None
+) -> tuple[bool | None, bool | None]:
+    """The family (attention DP, CUDA graph) of a group's rows: the asked values, else
+    the one present, preferring attention DP and CUDA graph on (decode) when several are."""
+    out: list[bool | None] = []
+    for col, asked in ((C.ATTENTION_DP, attention_dp), (C.CUDA_GRAPH, cuda_graph)):
+        present_values = {v for v in _flag(rows, col)}
+        if asked is not None:
+            out.append(asked)
+        elif True in present_values:
+            out.append(True)
+        elif False in present_values:
+            out.append(False)
+        else:
+            out.append(None)
+    return out[0], out[1]
+
+
+def in_family(rows: pd.DataFrame, attention_dp: bool | None, cuda_graph: bool | None) -> np.ndarray:
+    """Rows of the family (a None side of the family, or a row that does not say, matches)."""
+    ok = np.ones(len(rows), dtype=bool)
+    for col, want in ((C.ATTENTION_DP, attention_dp), (C.CUDA_GRAPH, cuda_graph)):
+        if want is not None:
+            ok &= np.array([v is None or v == want for v in _flag(rows, col)], dtype=bool)
+    return ok
+
+
+def group_frame(
+    frame: pd.DataFrame,
+    world_size: int,
+    dispatch: str | None,
+    attention_dp: bool | None = None,
+    cuda_graph: bool | None = None,
+) -> pd.DataFrame:
     """The configuration frame of one workload group of a cell's candidate frame:
-    rankable rows of ``world_size`` and ``dispatch`` (default: the cell's default
-    routing pattern at that world size), repeats pooled."""
+    rankable rows of ``world_size``, ``dispatch`` (default: the cell's default routing
+    pattern at that world size) and the :func:`family`, repeats pooled."""
     rows = frame[as_float(frame[C.WORLD_SIZE]) == world_size] if len(frame) else frame
     if C.DISPATCH in rows and len(rows):
         chosen = dispatch or default_dispatch(rows[C.DISPATCH])
         if chosen is not None:
             rows = rows[rows[C.DISPATCH].astype(object) == chosen]
+    if len(rows):
+        rows = rows[in_family(rows, *family(rows, attention_dp, cuda_graph))]
     return configuration_frame(rows) if len(rows) else rows
 
 
@@ -165,6 +220,8 @@ class GroupModel:
     model: Any
     confidence: float
     labels: np.ndarray  # the group's config labels, row by row
+    attention_dp: bool | None = None
+    cuda_graph: bool | None = None
 
 
 def fit_group(
@@ -172,17 +229,80 @@ def fit_group(
     world_size: int,
     dispatch: str | None = None,
     confidence: float = CONFIDENCE,
+    attention_dp: bool | None = None,
+    cuda_graph: bool | None = None,
 ) -> GroupModel:
     """The curves and conformal intervals of one workload group of a cell's candidate
     frame (fitted once, asked at any token count by :func:`predict_workload`)."""
-    group = group_frame(frame, world_size, dispatch)
+    group = group_frame(frame, world_size, dispatch, attention_dp, cuda_graph)
     chosen = None if group.empty else str(group[C.DISPATCH].iloc[0])
+    adp, graph = family(group, attention_dp, cuda_graph) if len(group) else (None, None)
     train, code, lx = _curves(group)
     model = None
     if _enough(train, lx, confidence):
         model = _conformal(code, lx, np.log(as_float(train[C.SCORE_MS])), confidence)
     labels = config_label(group).to_numpy() if len(group) else np.zeros(0, dtype=object)
-    return GroupModel(group, world_size, chosen, train, code, model, confidence, labels)
+    return GroupModel(group, world_size, chosen, train, code, model, confidence, labels,
+                      adp, graph)  # fmt: skip
+
+
+def split_neighbours(
+    group: pd.DataFrame, labels: np.ndarray, num_tokens: int
+) -> dict[str, Any] | None:
+    """Where the measured neighbours below and above ``num_tokens`` have different
+    winners: both (token count, winner, its score there and, when measured, the other
+    winner's), ``crossover_tokens`` -- where the two winners' log-log segments cross
+    (None when a winner was not measured at the other neighbour: a source that keeps
+    only its top configurations dropped it) -- and the bench_moe ``command`` measuring
+    the token counts in between. None when the winners agree or a side is missing."""
+    tokens, score = as_float(group[C.NUM_TOKENS]), as_float(group[C.SCORE_MS])
+    lower, upper = tokens[tokens < num_tokens], tokens[tokens > num_tokens]
+    if not len(lower) or not len(upper):
+        return None
+    t0, t1 = float(lower.max()), float(upper.min())
+    at0, at1 = np.flatnonzero(tokens == t0), np.flatnonzero(tokens == t1)
+    w0, w1 = at0[np.argmin(score[at0])], at1[np.argmin(score[at1])]
+    if labels[w0] == labels[w1]:
+        return None
+
+    def score_of(label: str, at: np.ndarray) -> float | None:
+        hit = at[labels[at] == label]
+        return float(score[hit].min()) if len(hit) else None
+
+    sides = []
+    for t, w, at in ((t0, w0, at0), (t1, w1, at1)):
+        rival = labels[w1] if t == t0 else labels[w0]
+        sides.append({"num_tokens": int(t), "best": str(labels[w]), "best_ms": float(score[w]),
+                      "other_ms": score_of(str(rival), at)})  # fmt: skip
+    crossover = None
+    a0, b1 = float(score[w0]), float(score[w1])
+    b0, a1 = score_of(str(labels[w1]), at0), score_of(str(labels[w0]), at1)
+    if a1 is not None and b0 is not None:
+        d0, d1 = np.log(a0) - np.log(b0), np.log(a1) - np.log(b1)  # winner below minus above's
+        if d1 != d0:
+            x = np.log(t0) + (np.log(t1) - np.log(t0)) * (-d0) / (d1 - d0)
+            crossover = float(np.exp(np.clip(x, np.log(t0), np.log(t1))))
+    first = group.iloc[0]
+    adp = (
+        bool(first[C.ATTENTION_DP])
+        if C.ATTENTION_DP in group and pd.notna(first[C.ATTENTION_DP])
+        else True
+    )
+    between = np.unique(np.rint(np.geomspace(t0, t1, 5)[1:-1])).astype(int)
+    points = sorted({int(num_tokens), *(int(v) for v in between)} - {int(t0), int(t1)})
+    command = None
+    if all(k in group for k in (C.MODEL, C.HARDWARE, C.QUANT)):
+        modes = family_modes(int(as_float(group[C.WORLD_SIZE])[0]), adp)
+        key = {k: first[k] for k in (C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE)}
+        key[C.CUDA_GRAPH] = (
+            bool(first[C.CUDA_GRAPH])
+            if C.CUDA_GRAPH in group and pd.notna(first[C.CUDA_GRAPH])
+            else True
+        )
+        key[C.ATTENTION_DP] = adp
+        command = bench_command(key, points, modes)
+    return {"below": sides[0], "above": sides[1], "crossover_tokens": crossover,
+            "command": command}  # fmt: skip
 
 
 def bracketed(tokens: np.ndarray, code: np.ndarray, query: np.ndarray, t: float) -> np.ndarray:
@@ -198,6 +318,45 @@ def bracketed(tokens: np.ndarray, code: np.ndarray, query: np.ndarray, t: float)
     return ok
 
 
+def top_kept(group: pd.DataFrame) -> int | None:
+    """How many configurations per token count the source kept, when it looks like a
+    top-k source (every count has at most :data:`TOP_KEPT` rows: NVIDIA's dashboard keeps
+    3); None for a full sweep."""
+    if group.empty:
+        return None
+    per = pd.Series(as_float(group[C.NUM_TOKENS])).value_counts()
+    return int(per.max()) if per.max() <= TOP_KEPT else None
+
+
+def neighbour_estimate(
+    tokens: np.ndarray, score: np.ndarray, labels: np.ndarray, query: np.ndarray, t: float,
+    censored: bool,
+) -> np.ndarray:  # fmt: skip
+    """Per label of ``query``: ``log(score_ms)`` at ``t`` interpolated log-log between the
+    group's measured neighbours below and above ``t`` (``tokens``, ``score``, ``labels``:
+    the group's rows). A configuration missing at a neighbour is NaN -- unless the source
+    keeps only its top configurations (``censored``): then it is known to be no faster
+    than the slowest kept there, and that score stands in (the most it can be worth, as
+    the threshold checks read top-3 data). Measured at neither neighbour: NaN. With one
+    neighbour only (beyond the range): NaN."""
+    lower, upper = tokens[tokens < t], tokens[tokens > t]
+    out = np.full(len(query), np.nan)
+    if not len(lower) or not len(upper):
+        return out
+    t0, t1 = float(lower.max()), float(upper.min())
+    side = []
+    for x in (t0, t1):
+        at = tokens == x
+        kept = pd.Series(np.log(score[at]), index=labels[at]).groupby(level=0).min()
+        vals = kept.reindex(query).to_numpy(float)
+        side.append(np.where(np.isnan(vals), kept.max() if censored else np.nan, vals))
+    seen = np.isin(query, labels[(tokens == t0) | (tokens == t1)])
+    w = (np.log(t) - np.log(t0)) / (np.log(t1) - np.log(t0))
+    est = side[0] + w * (side[1] - side[0])
+    out[seen] = est[seen]
+    return out
+
+
 def predict_workload(
     frame: pd.DataFrame,
     num_tokens: int,
@@ -206,19 +365,24 @@ def predict_workload(
     confidence: float = CONFIDENCE,
     seed: int = 0,
     fitted: GroupModel | None = None,
+    attention_dp: bool | None = None,
+    cuda_graph: bool | None = None,
 ) -> Prediction:
     """Each configuration's score at ``num_tokens`` on ``world_size`` (module
     docstring); ``fitted``: the group's :func:`fit_group` (fitted here when None). The
     pick is the smallest predicted score among the configurations whose curve is
-    :func:`bracketed` at ``num_tokens`` (all of them when none is): a curve across a
-    wider gap than the group's misses what happened in it (column ``bracketed``)."""
-    fit = fitted or fit_group(frame, world_size, dispatch, confidence)
+    :func:`bracketed` at ``num_tokens``: a curve across a wider gap than the group's
+    misses what happened in it (column ``bracketed``). When none is (a source keeping
+    only its top configurations measured no configuration at both neighbours), the pick
+    falls back to the nearest measured neighbour's winner, and a note says so."""
+    fit = fitted or fit_group(frame, world_size, dispatch, confidence, attention_dp, cuda_graph)
     group, chosen, conf = fit.group, fit.dispatch, fit.confidence
+    fam: dict[str, Any] = {"attention_dp": fit.attention_dp, "cuda_graph": fit.cuda_graph}
     empty = pd.DataFrame(columns=[CONFIG, KIND, PRED_MS, LO_MS, HI_MS, P_FASTEST, N_POINTS])
     if group.empty:
-        notes = [f"nothing measured at world size {world_size}"]
+        notes = [f"nothing measured at world size {world_size} in this family"]
         return Prediction(empty, None, False, num_tokens, world_size, chosen, None, None,
-                          conf, notes)  # fmt: skip
+                          conf, notes, **fam)  # fmt: skip
     tokens = as_float(group[C.NUM_TOKENS])
     below, above = _neighbours(group, fit.labels, num_tokens)
     cols = present(group, CONFIG_COLUMNS)
@@ -230,11 +394,12 @@ def predict_workload(
         rows[P_FASTEST], rows[N_POINTS] = np.nan, 1
         rows = rows.sort_values(PRED_MS, kind="mergesort").reset_index(drop=True)
         return Prediction(rows, str(rows[CONFIG].iat[0]), True, num_tokens, world_size, chosen,
-                          below, above, conf)  # fmt: skip
+                          below, above, conf, [], **fam)  # fmt: skip
+    split = split_neighbours(group, fit.labels, num_tokens)
     if fit.model is None:
         notes = [f"too few configurations with {MIN_POINTS} measured token counts here"]
         return Prediction(empty, None, False, num_tokens, world_size, chosen, below, above,
-                          conf, notes)  # fmt: skip
+                          conf, notes, **fam, split=split)  # fmt: skip
     code, train = fit.code, fit.train
     first = np.unique(code, return_index=True)[1]
     rows = train.iloc[first][cols].reset_index(drop=True)
@@ -244,98 +409,49 @@ def predict_workload(
     rows[PRED_MS], rows[LO_MS], rows[HI_MS] = np.exp(pred), np.exp(lo), np.exp(hi)
     rows[P_FASTEST] = p_fastest(pred, lo, hi, conf, seed)
     rows[N_POINTS] = np.bincount(code)[code[first]]
-    ok = bracketed(as_float(train[C.NUM_TOKENS]), code, code[first], num_tokens)
-    rows[BRACKETED] = ok if ok.any() else np.ones(len(ok), dtype=bool)
+    labels = rows[CONFIG].to_numpy()
+    censored = top_kept(group) is not None
+    near = neighbour_estimate(tokens, as_float(group[C.SCORE_MS]), fit.labels, labels,
+                              num_tokens, censored)  # fmt: skip
+    rows[NEIGHBOUR_MS] = np.exp(near)
+    if np.isfinite(near).any():  # between two measured counts: the neighbours decide
+        ok = near == np.nanmin(near)
+    else:
+        ok = bracketed(as_float(train[C.NUM_TOKENS]), code, code[first], num_tokens)
+        ok &= pred == pred[ok].min() if ok.any() else ok
+    notes = []
+    if censored:
+        notes.append(
+            f"top {top_kept(group)} configurations per token count only: a configuration "
+            "missing at a neighbour counts as the slowest kept there"
+        )
+    if not ok.any():
+        ok = fallback(rows[CONFIG].to_numpy(), below, above, num_tokens)
+        notes.append("no configuration was measured at both neighbouring token counts (a "
+                     "source keeping only its top configurations): the pick is the nearest "
+                     "measured neighbour's winner")  # fmt: skip
+    rows[BRACKETED] = ok
     rows = rows.sort_values([BRACKETED, PRED_MS], ascending=[False, True], kind="mergesort")
     rows = rows.reset_index(drop=True)
-    notes = []
     if num_tokens < tokens.min() or num_tokens > tokens.max():
         notes.append("beyond the measured token counts: extrapolated")
     return Prediction(rows, str(rows[CONFIG].iat[0]), False, num_tokens, world_size, chosen,
-                      below, above, conf, notes)  # fmt: skip
+                      below, above, conf, notes, **fam, split=split)  # fmt: skip
 
 
-def _held_out(group: pd.DataFrame, t: float, conf: float) -> dict[str, Any] | None:
-    """One left-out token count ``t`` of a group: the predicted pick's regret, the
-    nearest-workload pick's, and the intervals' coverage (None when fewer than two
-    configurations can be predicted there)."""
-    tokens = as_float(group[C.NUM_TOKENS])
-    at = group[tokens == t]
-    rest = group[tokens != t]
-    train, code, lx = _curves(rest)
-    if not _enough(train, lx, conf):
-        return None
-    cols = present(group, CONFIG_COLUMNS)
-    allc = group_codes(pd.concat([train[cols], at[cols]], ignore_index=True), cols)
-    known = np.isin(allc[len(train) :], allc[: len(train)])
-    if known.sum() < 2:
-        return None
-    model = _conformal(allc[: len(train)], lx, np.log(as_float(train[C.SCORE_MS])), conf)
-    pred, lo, hi = _intervals(model, allc[len(train) :][known], float(np.log(t)))
-    truth = np.log(as_float(at[C.SCORE_MS]))
-    best = float(np.exp(truth.min()))
-    ok = bracketed(as_float(train[C.NUM_TOKENS]), allc[: len(train)], allc[len(train) :][known], t)
-    choice = np.where(ok | ~ok.any(), pred, np.inf)
-    picked = float(np.exp(truth[known][np.argmin(choice)]))
-    # the nearest measured token count (log distance, the upper one on a tie)
-    others = np.unique(as_float(rest[C.NUM_TOKENS]))
-    dist = np.abs(np.log(others) - np.log(t))
-    near = others[np.flatnonzero(dist == dist.min()).max()]
-    there = rest[as_float(rest[C.NUM_TOKENS]) == near]
-    pick_near = there.iloc[[int(np.argmin(as_float(there[C.SCORE_MS])))]][cols]
-    keys = group_codes(pd.concat([at[cols], pick_near], ignore_index=True), cols)
-    hit = np.flatnonzero(keys[: len(at)] == keys[-1])
-    near_ms = float(np.exp(truth[hit[0]])) if len(hit) else np.nan
-    inside = (truth[known] >= lo - 1e-12) & (truth[known] <= hi + 1e-12)
-    return {
-        C.NUM_TOKENS: int(t),
-        "n_predicted": int(known.sum()),
-        "n_measured": len(at),
-        "regret_pct": 100.0 * (picked / best - 1.0),
-        "nearest_tokens": int(near),
-        "nearest_regret_pct": 100.0 * (near_ms / best - 1.0),
-        "n_covered": int(inside.sum()),
-        "edge": bool(t < others.min() or t > others.max()),
-    }
-
-
-def validate(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> pd.DataFrame:
-    """Leave-one-token-count-out validation of a cell's candidate frame: one row per
-    (world size, routing pattern, held-out token count) that could be predicted, with
-    ``regret_pct`` (the predicted pick against the measured best there),
-    ``nearest_regret_pct`` (NaN when the nearest workload's winner was not measured at
-    the held-out count), ``n_predicted`` / ``n_covered`` (configurations predicted, and
-    whose measured score fell inside the interval) and ``edge`` (the count was beyond
-    the others: extrapolation)."""
-    out = []
-    ready = configuration_frame(frame) if len(frame) else frame
-    if ready.empty:
-        return pd.DataFrame()
-    parts = ready.groupby([C.WORLD_SIZE, C.DISPATCH], sort=True, observed=True, dropna=False)
-    for (ws, dispatch), group in parts:
-        group = group.reset_index(drop=True)
-        for t in np.unique(as_float(group[C.NUM_TOKENS])):
-            got = _held_out(group, float(t), confidence)
-            if got is not None:
-                out.append({C.WORLD_SIZE: int(ws), C.DISPATCH: dispatch, **got})
-    return pd.DataFrame(out)
-
-
-def summarize(table: pd.DataFrame) -> dict[str, Any]:
-    """The validation's headline numbers: held-out queries, median / p90 / worst regret
-    of the predicted pick and of the nearest-workload answer (%), and coverage (share of
-    held-out scores inside their interval)."""
-    if table.empty:
-        return {"n_queries": 0}
-    out: dict[str, Any] = {"n_queries": len(table)}
-    for name, col in (("predicted", "regret_pct"), ("nearest", "nearest_regret_pct")):
-        vals = table[col].dropna().to_numpy(float)
-        out[name] = {
-            "n": len(vals),
-            "median_regret_pct": float(np.median(vals)) if len(vals) else None,
-            "p90_regret_pct": float(np.quantile(vals, 0.9)) if len(vals) else None,
-            "worst_regret_pct": float(vals.max()) if len(vals) else None,
-            "wrong_picks": int((vals > 0).sum()),
-        }
-    out["coverage"] = float(table["n_covered"].sum() / table["n_predicted"].sum())
-    return out
+def fallback(
+    labels: np.ndarray,
+    below: tuple[int, str] | None,
+    above: tuple[int, str] | None,
+    num_tokens: float,
+) -> np.ndarray:
+    """The configurations a pick may fall back to when no curve is bracketed: the winner
+    of the nearest measured neighbour in log distance (the lower one on a tie: a smaller
+    batch's winner is the safer side of a launch-bound to bandwidth-bound switch), else
+    any (when the winner has no curve)."""
+    sides = [s for s in (below, above) if s is not None]
+    if not sides:
+        return np.ones(len(labels), dtype=bool)
+    near = min(sides, key=lambda s: (abs(np.log(s[0]) - np.log(num_tokens)), s[0]))
+    ok = labels == near[1]
+    return ok if ok.any() else np.ones(len(labels), dtype=bool)

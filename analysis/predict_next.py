@@ -27,10 +27,15 @@ N_DRAWS = 2000
 
 
 def expected_regret(
-    log_pred: np.ndarray, log_lo: np.ndarray, log_hi: np.ndarray, conf: float, seed: int = 0
+    log_pred: np.ndarray,
+    log_lo: np.ndarray,
+    log_hi: np.ndarray,
+    conf: float,
+    seed: int = 0,
+    pick: int | None = None,
 ) -> float:
     """Mean over joint draws of ``score(pick) / min(score) - 1``, in percent, where the
-    pick is the smallest ``log_pred``."""
+    pick is position ``pick`` (default: the smallest ``log_pred``)."""
     if len(log_pred) < 2:
         return 0.0
     z = float(stats.norm.ppf(0.5 + conf / 2))
@@ -38,7 +43,7 @@ def expected_regret(
     draws = stats.norm.rvs(
         loc=log_pred, scale=scale, size=(N_DRAWS, len(log_pred)), random_state=seed
     )
-    pick = int(np.argmin(log_pred))
+    pick = int(np.argmin(log_pred)) if pick is None else pick
     return float(100.0 * np.mean(np.expm1(draws[:, pick] - draws.min(axis=1))))
 
 
@@ -58,10 +63,10 @@ def measure_next(
     fit: P.GroupModel, cell: dict[str, Any], limit: int = 10, seed: int = 0
 ) -> pd.DataFrame:
     """The group's candidate token counts ranked by expected regret (module docstring):
-    world_size, num_tokens, pick, p_fastest (of the pick), expected_regret_pct,
+    world_size, attention, phase, num_tokens, pick, p_fastest (of the pick), expected_regret_pct,
     extrapolated, command. ``cell``: model, hardware, quant (for the command)."""
-    cols = ["world_size", "num_tokens", "pick", "p_fastest", "expected_regret_pct",
-            "extrapolated", "command"]  # fmt: skip
+    cols = ["world_size", "attention", "phase", "num_tokens", "pick", "p_fastest",
+            "expected_regret_pct", "extrapolated", "command"]  # fmt: skip
     if fit.model is None:
         return pd.DataFrame(columns=cols)
     rows = []
@@ -77,17 +82,26 @@ def measure_next(
             np.log(table[P.HI_MS].to_numpy(float)),
             fit.confidence,
             seed,
+            pick=0,  # the answer's pick is its first row
         )
         first = table.iloc[0].to_dict()
         key = {**first, **cell, C.WORLD_SIZE: fit.world_size, C.NUM_TOKENS: t}
+        if fit.cuda_graph is not None:
+            key[C.CUDA_GRAPH] = fit.cuda_graph
         rows.append(
             {
                 "world_size": fit.world_size,
+                "attention": None
+                if fit.attention_dp is None
+                else ("dp" if fit.attention_dp else "tp"),
+                "phase": None
+                if fit.cuda_graph is None
+                else ("decode" if fit.cuda_graph else "prefill"),
                 "num_tokens": t,
                 "pick": got.pick,
                 "p_fastest": float(first[P.P_FASTEST]),
                 "expected_regret_pct": regret,
-                "extrapolated": bool(got.notes),
+                "extrapolated": any("extrapolated" in n for n in got.notes),
                 "command": row_command(key),
             }
         )

@@ -21,6 +21,7 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis import predict as P
+from analysis import predict_validate as V
 from analysis.confidence import verdict
 from analysis.predict_next import measure_next
 from analysis.tables import to_json_records
@@ -45,6 +46,14 @@ def _verdict(got: P.Prediction) -> str:
     return verdict(got.measured, margin, None, p, extrapolated)
 
 
+def _attention(flag: bool | None) -> str | None:
+    return None if flag is None else ("dp" if flag else "tp")
+
+
+def _phase(flag: bool | None) -> str | None:
+    return None if flag is None else ("decode" if flag else "prefill")
+
+
 def _neighbour(found: tuple[int, str] | None) -> dict[str, Any] | None:
     return None if found is None else {"num_tokens": found[0], "best": found[1]}
 
@@ -58,19 +67,29 @@ def prediction(
     world_size: int,
     dispatch: str | None = None,
     confidence: float = P.CONFIDENCE,
+    attention: str | None = None,
+    phase: str | None = None,
 ) -> dict[str, Any]:
     """Each configuration's score at ``num_tokens`` on ``world_size`` of one cell, with
-    its interval, P(fastest), the pick and the measured neighbours (JSON-ready)."""
+    its interval, P(fastest), the pick and the measured neighbours (JSON-ready).
+    ``attention`` ("dp" / "tp") and ``phase`` ("decode" = CUDA graph on / "prefill"):
+    the family ranked (unset: the one measured, attention DP and decode first); where
+    the neighbours have different winners, ``split`` names both, the crossover and the
+    bench_moe command that settles it."""
     cell = _cell(data, model, hardware, quant)
+    adp = None if attention is None else attention == "dp"
+    graph = None if phase is None else phase == "decode"
 
     def fit() -> P.GroupModel:
-        return P.fit_group(data.cell_frame(cell), world_size, dispatch, confidence)
+        return P.fit_group(data.cell_frame(cell), world_size, dispatch, confidence, adp, graph)
 
     def compute() -> dict[str, Any]:
         # the group's curves and intervals are fitted once per cell version; a token
         # count is then a prediction from them
         fitted = data.cached(
-            ("prediction_fit", cell, int(world_size), dispatch, float(confidence)), fit, cell
+            ("prediction_fit", cell, int(world_size), dispatch, float(confidence), adp, graph),
+            fit,
+            cell,
         )
         got = P.predict_workload(
             fitted.group, num_tokens, world_size, dispatch, confidence, fitted=fitted
@@ -83,6 +102,8 @@ def prediction(
                 "num_tokens": got.num_tokens,
                 "world_size": got.world_size,
                 "dispatch": got.dispatch,
+                "attention": _attention(got.attention_dp),
+                "phase": _phase(got.cuda_graph),
             },
             "kind": P.MEASURED if got.measured else P.PREDICTED,
             "pick": got.pick,
@@ -90,13 +111,15 @@ def prediction(
             "confidence": got.confidence,
             "below": _neighbour(got.below),
             "above": _neighbour(got.above),
+            "split": got.split,
             "notes": got.notes,
             "method": "per-configuration log-log interpolation over num_tokens; intervals by "
             "cross-conformal prediction leaving one token count out",
             "items": to_json_records(got.rows),
         }
 
-    key = ("prediction", cell, int(num_tokens), int(world_size), dispatch, float(confidence))
+    key = ("prediction", cell, int(num_tokens), int(world_size), dispatch, float(confidence),
+           adp, graph)  # fmt: skip
     out: dict[str, Any] = data.cached(key, compute, where=cell)
     return out
 
@@ -108,13 +131,14 @@ def _measure_next(
     sizes (``analysis.predict_next``), most uncertain first."""
     names = {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant}
     parts = []
-    for ws in sorted({int(w) for w in frame[C.WORLD_SIZE].dropna().unique()}):
+    families = frame[[C.WORLD_SIZE, C.ATTENTION_DP, C.CUDA_GRAPH]].dropna().drop_duplicates()
+    for ws, adp, graph in sorted((int(w), bool(a), bool(g)) for w, a, g in families.to_numpy()):
 
-        def fit(size: int = ws) -> P.GroupModel:
-            return P.fit_group(frame, size, None, confidence)
+        def fit(size: int = ws, a: bool = adp, g: bool = graph) -> P.GroupModel:
+            return P.fit_group(frame, size, None, confidence, a, g)
 
-        fitted = data.cached(("prediction_fit", cell, ws, None, float(confidence)), fit, cell)
-        parts.append(measure_next(fitted, names, limit))
+        key = ("prediction_fit", cell, ws, None, float(confidence), adp, graph)
+        parts.append(measure_next(data.cached(key, fit, cell), names, limit))
     found = [p for p in parts if len(p)]
     if not found:
         return pd.DataFrame()
@@ -127,7 +151,7 @@ def _measure_next(
 def validation(
     data: DashData, model: str, hardware: str, quant: str, confidence: float = P.CONFIDENCE
 ) -> dict[str, Any]:
-    """Leave-one-token-count-out validation of one cell (``analysis.predict.validate``):
+    """Leave-one-token-count-out validation of one cell (``analysis.predict_validate.validate``):
     the summary (regret of the predicted pick and of the nearest-workload answer,
     coverage), one row per held-out query, and ``measure_next``: the unmeasured token
     counts whose winner is least certain, with their bench_moe commands."""
@@ -135,12 +159,12 @@ def validation(
 
     def compute() -> dict[str, Any]:
         frame = data.cell_frame(cell)
-        table = P.validate(frame, confidence)
+        table = V.validate(frame, confidence)
         names = {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant}
         return {
             "cell": names,
             "confidence": confidence,
-            "summary": P.summarize(table),
+            "summary": V.summarize(table),
             "items": to_json_records(table),
             "measure_next": to_json_records(_measure_next(data, cell, frame, confidence)),
         }

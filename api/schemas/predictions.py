@@ -1,0 +1,106 @@
+"""Answers of /predictions*: scores for workloads not measured, with intervals, and how
+such answers fared on the stored data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from api.schemas.common import Open, examples
+
+
+class PredictionAnswer(Open):
+    """One workload's answer: per configuration a score (predicted or measured) with its
+    interval and P(fastest), the pick, the measured neighbours."""
+
+    model_config = examples(
+        {
+            "cell": {"model": "deepseek_v4_pro", "hardware": "GB300", "quant": "NVFP4"},
+            "workload": {
+                "num_tokens": 3000,
+                "world_size": 8,
+                "dispatch": "balanced",
+                "attention": "dp",
+                "phase": "decode",
+            },
+            "kind": "predicted",
+            "pick": "TRTLLM · NVLINK_ONE_SIDED · DEP EP8 TP1",
+            "verdict": "tie: either",
+            "confidence": 0.9,
+            "below": {"num_tokens": 2048, "best": "TRTLLM · NVLINK_ONE_SIDED · DEP EP8 TP1"},
+            "above": {"num_tokens": 4096, "best": "CUTLASS · NVLINK_ONE_SIDED · DEP EP8 TP1"},
+            "split": {
+                "below": {
+                    "num_tokens": 2048,
+                    "best": "TRTLLM · NVLINK_ONE_SIDED · DEP EP8 TP1",
+                    "best_ms": 0.41,
+                    "other_ms": 0.43,
+                },
+                "above": {
+                    "num_tokens": 4096,
+                    "best": "CUTLASS · NVLINK_ONE_SIDED · DEP EP8 TP1",
+                    "best_ms": 0.70,
+                    "other_ms": 0.72,
+                },
+                "crossover_tokens": 2896.3,
+                "command": "mpirun -n 8 … --balanced_total_num_tokens 2435 2896 3000 3444 …",
+            },
+            "notes": [],
+            "method": "…",
+            "items": [],
+        }
+    )
+
+    kind: str = Field(description="measured (the token count was measured) or predicted")
+    pick: str = Field(description="the configuration with the smallest score")
+    verdict: str = Field(
+        description="deploy / tie: either / measure first (analysis.confidence): how far "
+        "to trust the pick"
+    )
+    confidence: float = Field(description="coverage the intervals are calibrated for")
+    workload: dict[str, Any] = Field(
+        description="num_tokens, world_size, dispatch, attention (dp/tp) and phase "
+        "(decode/prefill) the answer is for"
+    )
+    split: dict[str, Any] | None = Field(
+        None,
+        description="when the measured neighbours below and above have different winners: "
+        "both (num_tokens, best, best_ms, other_ms = the other winner's score there, null "
+        "when the source did not keep it), crossover_tokens (where their log-log segments "
+        "cross; null when unknown) and the bench_moe command that settles it",
+    )
+    items: list[dict[str, Any]] = Field(
+        description="per configuration: its columns, config, kind, score_ms, lo_ms, hi_ms "
+        "(the interval, ms), p_fastest, n_token_counts, neighbour_ms (log-log between the "
+        "measured neighbours, ms), picked; the pick first"
+    )
+
+
+class ValidationAnswer(Open):
+    """Leave-one-token-count-out validation of one cell."""
+
+    model_config = examples(
+        {
+            "cell": {"model": "deepseek_v4_pro", "hardware": "GB300", "quant": "NVFP4"},
+            "confidence": 0.9,
+            "summary": {"n_queries": 32, "coverage": 0.91},
+            "items": [],
+            "measure_next": [],
+        }
+    )
+
+    confidence: float = Field(description="coverage the intervals are calibrated for")
+    summary: dict[str, Any] = Field(
+        description="n_queries; predicted and nearest: n, median/p90/worst regret (%), "
+        "wrong picks; coverage (share of held-out scores inside their interval)"
+    )
+    items: list[dict[str, Any]] = Field(
+        description="per held-out query: world_size, dispatch, num_tokens, n_predicted, "
+        "n_measured, regret_pct, nearest_tokens, nearest_regret_pct, n_covered, edge"
+    )
+    measure_next: list[dict[str, Any]] = Field(
+        description="what to measure next: unmeasured token counts ranked by the expected "
+        "regret of their predicted pick (world_size, num_tokens, pick, p_fastest, "
+        "expected_regret_pct, extrapolated, the bench_moe command)"
+    )
