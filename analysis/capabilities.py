@@ -170,6 +170,20 @@ _NVLINK_COMMS = frozenset({"NVLINK_ONE_SIDED", "NVLINK_TWO_SIDED"})
 GUIDE_HARDWARE = frozenset({"GB300", "B300"})  # what the guide's sweeps covered
 
 
+def outside_guide_sweeps(hardware: str, world_size: int) -> str | None:
+    """Why a known hardware x world size lies outside the guide's sweeps (GB300 up to
+    72 GPUs, B300), None when inside or when the hardware is not in the table (the
+    tree says that itself)."""
+    hw = _key(hardware)
+    if hw not in HARDWARE:
+        return None
+    if hw not in GUIDE_HARDWARE:
+        return f"the guide's sweeps ran on GB300 and B300, not {hw}"
+    if hw == "GB300" and world_size > 72:
+        return "GB300 beyond world_size 72 was not benchmarked in the guide"
+    return None
+
+
 @dataclass(frozen=True)
 class ExportCheck:
     """What stands between a configuration and a deployment. ``errors``: TensorRT-LLM
@@ -204,7 +218,8 @@ def check_export(
     :data:`COMM_STRATEGIES`. Warnings: hardware not in :data:`HARDWARE` (nothing can be
     checked); the backend not listed for the GPU's SM x quant; a forced NVLINK_* method
     on hardware without MNNVL; a forced DEEPEPLOWLATENCY outside its hidden_size/top_k
-    rule; hardware or world size outside the guide's sweeps (GB300 <= 72, B300).
+    rule. Coverage (hardware or world size outside the guide's sweeps) is the tree's
+    ``in_guide_coverage``, one answer everywhere (``analysis.export.export_check``).
     ``nvlink_ran``: the NVLINK_* methods that ran on this hardware in the stored
     measurements and their world sizes (:func:`mnnvl_evidence`): where they contradict
     the hand table's "no MNNVL", the warning names the conflict and the data is used.
@@ -266,13 +281,6 @@ def check_export(
         warnings.append(
             f"DEEPEPLOWLATENCY supports hidden_size in {sorted(DEEPEPLOWLATENCY_HIDDEN_SIZES)} "
             f"and top_k <= {DEEPEPLOWLATENCY_MAX_TOP_K}; this model has {hidden_size} / {top_k}"
-        )
-    hw = hardware.upper()
-    if info is not None and hw not in GUIDE_HARDWARE:
-        warnings.append(f"outside the guide's coverage: its sweeps ran on GB300 and B300, not {hw}")
-    elif hw == "GB300" and world_size is not None and world_size > 72:
-        warnings.append(
-            "outside the guide's coverage: GB300 beyond world_size 72 was not benchmarked"
         )
     return ExportCheck(tuple(errors), tuple(warnings))
 

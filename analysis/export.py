@@ -144,9 +144,21 @@ def comm_advice(rec: Recommendation) -> str:
     return f"comm: leave AUTO (expected {rec.expected_comm})"
 
 
-def export_check(rec: Recommendation) -> cap.ExportCheck:
-    """``capabilities.check_export`` of the recommendation's backend x comm x quant x GPU,
-    plus a warning when the tree walked outside the guide's coverage."""
+def coverage_text(rec: Recommendation) -> str:
+    """The one coverage sentence the YAML comment, the JSON's ``coverage`` and the page
+    show: from ``rec.in_guide_coverage`` and the tree's notes."""
+    if rec.in_guide_coverage:
+        return "inside the guide's coverage"
+    return "outside the guide's coverage: " + "; ".join(rec.notes or ("see the path",))
+
+
+def export_check(
+    rec: Recommendation, nvlink_ran: dict[str, list[int]] | None = None
+) -> cap.ExportCheck:
+    """``capabilities.check_export`` of the recommendation's backend x comm x quant x GPU
+    (``nvlink_ran``: the NVLINK_* runs stored for its hardware, so a table-vs-data
+    conflict is named), plus the coverage warning when the tree walked outside the
+    guide's coverage (:func:`coverage_text`, the same sentence everywhere)."""
     dep = rec.deployment
     check = cap.check_export(
         rec.backend,
@@ -157,11 +169,9 @@ def export_check(rec: Recommendation) -> cap.ExportCheck:
         hidden_size=dep.hidden_size,
         top_k=dep.top_k,
         world_size=dep.world_size,
+        nvlink_ran=nvlink_ran,
     )
-    said = any(w.startswith("outside the guide's coverage") for w in check.warnings)
-    extra: tuple[str, ...] = ()
-    if not rec.in_guide_coverage and not said:
-        extra = ("outside the guide's coverage: " + "; ".join(rec.notes or ("see the path",)),)
+    extra = () if rec.in_guide_coverage else (coverage_text(rec),)
     return cap.ExportCheck(check.errors, check.warnings + extra)
 
 
@@ -192,6 +202,7 @@ def recommended_config_yaml(
         f"deployment: {present_text(dep.model) or 'model'} {dep.quant} on {dep.hardware}, "
         f"world_size {dep.world_size}, attention {'DP' if dep.attention_dp else 'TP'}, "
         f"num_tokens {dep.num_tokens}",
+        f"coverage: {coverage_text(rec)}",
         f"phase: {rec.phase} ({rec.parallel_mode})"
         + (f", MTP {s.mtp} draft tokens per request" if s.mtp else ""),
         comm_advice(rec),

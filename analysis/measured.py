@@ -342,8 +342,11 @@ def candidate_recommendation(row: Mapping[str, object]) -> Recommendation:
         model=str(row[C.MODEL]),
     )
     mc = measured_comm(dep, row)
+    # coverage: the same answer as the tree's (analysis.capabilities.outside_guide_sweeps)
+    outside = cap.outside_guide_sweeps(dep.hardware, dep.world_size)
     return Recommendation(
         deployment=dep,
+        in_guide_coverage=outside is None,
         parallel_mode=_text(row.get(C.PARALLEL_MODE)) or "unknown",
         moe_ep_size=_int(row.get(C.MOE_EP_SIZE), 1),
         moe_tp_size=_int(row.get(C.MOE_TP_SIZE), 1),
@@ -359,5 +362,6 @@ def candidate_recommendation(row: Mapping[str, object]) -> Recommendation:
             f"measured candidate: run {row[C.RUN_ID]}, candidate "
             f"{row[C.CANDIDATE_INDEX]}, score {float(row[C.SCORE_MS]):.4g} ms",  # type: ignore[arg-type]
             f"comm: {mc.note}",
-        ),
+        )
+        + ((outside,) if outside else ()),
     )

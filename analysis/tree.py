@@ -141,6 +141,12 @@ def recommend(dep: Deployment, th: Thresholds | None = None) -> Recommendation:
     crosses = dep.world_size > info.nvlink_domain
     backend, ok = _step2(dep, th, info, atpr, crosses, path, notes)
     covered &= ok
+    # the one coverage answer (JSON, page, agreement and the YAML comment read it): the
+    # guide's sweeps ran on GB300 (up to 72 GPUs) and B300 only
+    outside = cap.outside_guide_sweeps(dep.hardware, dep.world_size)
+    if outside:
+        notes.append(outside)
+        covered = False
     comm, force = _step3(dep, th, crosses, dkb, backend, path)
     expected = comm if force else _auto_comm(dep, backend, ep, tp, path)
     return Recommendation(

@@ -17,6 +17,7 @@ from analysis import columns as C
 from analysis.agreement import agreement_report
 from analysis.identity import Repeats
 from analysis.tables import plain_value
+from service.capabilities import mnnvl_proven
 from service.frames import DashData
 from service.scope import Routing, Scope, provenance, routed_frame
 from service.thresholds import ThresholdSource, tree_thresholds
@@ -38,18 +39,21 @@ class AgreementTable:
 def _report(
     data: DashData, scope: Scope, thresholds: ThresholdSource, repeats: Repeats
 ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, Routing]:
+    mnnvl = mnnvl_proven(data)
+
     def compute() -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, Routing]:
         # the whole answer is cached: the scope's rows are masked once per version
         df, routing = routed_frame(data, scope)
         if df.empty:
             return provenance(df), pd.DataFrame(), pd.DataFrame(), routing
         th = None if thresholds == "published" else tree_thresholds(data, thresholds)
-        detail, summary = agreement_report(df, th, repeats=repeats)
+        detail, summary = agreement_report(df, th, repeats=repeats, mnnvl=mnnvl)
         return provenance(df), detail, summary, routing
 
     # derived or validated thresholds come from every cell: keyed on the whole store
     where = scope.filters() if thresholds == "published" else None
-    key = ("agreement", scope.key(), thresholds, repeats)
+    # MNNVL proven anywhere in the store walks the tree: part of the key
+    key = ("agreement", scope.key(), thresholds, repeats, tuple(sorted(mnnvl.items())))
     return data.cached(key, compute, where=where)
 
 

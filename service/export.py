@@ -39,6 +39,7 @@ from analysis.export_launch import serve_command
 from analysis.export_options import DEFAULT_RELEASE, RELEASES
 from analysis.measured import candidate_recommendation
 from analysis.tree import Recommendation
+from service.capabilities import nvlink_ran
 from service.errors import InvalidQuery, NoData
 from service.frames import DashData
 from service.recommend import DeploymentRequest, RecommendationAnswer, recommendation
@@ -180,13 +181,14 @@ def export_config(
         date=present_text(pick.candidate.get(C.RUN_DATE)),
         produced_by=(f"moedash measured best (nearest stored workload; routing {routing}; {runs})"),
     )
-    out = ExportAnswer(
-        pick.recommendation, prov, export_check(pick.recommendation), answer, serving, req.model
-    )
+    check = export_check(pick.recommendation, nvlink_ran(data, req.hardware))
+    out = ExportAnswer(pick.recommendation, prov, check, answer, serving, req.model)
     return out.raise_if_invalid() if strict else out
 
 
-def candidate_export(row: Mapping[str, object]) -> ExportAnswer:
+def candidate_export(
+    row: Mapping[str, object], nvlink: dict[str, list[int]] | None = None
+) -> ExportAnswer:
     """The config that reproduces one measured candidate (a cell-frame row), with its
     run, TensorRT-LLM version and run date as provenance (missing ones left out) and
     the capability check (a non-TensorRT-LLM backend is an error: check
@@ -198,7 +200,7 @@ def candidate_export(row: Mapping[str, object]) -> ExportAnswer:
         produced_by="moedash Pareto page (measured bench_moe candidate)",
     )
     rec = candidate_recommendation(row)
-    return ExportAnswer(rec, prov, export_check(rec))
+    return ExportAnswer(rec, prov, export_check(rec, nvlink))
 
 
 @dataclass(frozen=True)

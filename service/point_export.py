@@ -15,6 +15,7 @@ import pandas as pd
 
 from analysis import columns as C
 from db.errors import NotFound
+from service.capabilities import nvlink_ran
 from service.errors import InvalidQuery, NoData
 from service.export import ExportAnswer, candidate_export
 from service.filenames import config_stem
@@ -96,7 +97,9 @@ def cell_point_export(data: DashData, cell: Cell, point: str | None) -> PointExp
     deployable or not (see :attr:`PointExport.deployable`); None when the point is
     malformed or not in the cell."""
     row = cell_point(data, cell, point)
-    return None if row is None else PointExport(row, candidate_export(row.to_dict()))
+    if row is None:
+        return None
+    return PointExport(row, candidate_export(row.to_dict(), nvlink_ran(data, cell.hardware)))
 
 
 def point_export(

@@ -29,6 +29,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from analysis import columns as C
+from analysis.capabilities import mnnvl_at
 from analysis.concurrency import TokenCount, decode_tokens, prefill_tokens
 from analysis.identity import Repeats
 from analysis.measured import MeasuredPick, measured_top, nearest_measured_best
@@ -36,6 +37,7 @@ from analysis.planner import MODELS
 from analysis.serving_map import CUSTOM_SHAPES, MODEL_SHAPES
 from analysis.tree import Deployment, Recommendation, recommend
 from service.agreement import workload_agreement
+from service.capabilities import mnnvl_proven
 from service.errors import InvalidQuery
 from service.frames import DashData
 from service.scope import Attention, Phase, Routing, Scope, route, scoped_frame
@@ -190,7 +192,8 @@ def known_models(data: DashData) -> list[str]:
 
 def deployment(data: DashData, req: DeploymentRequest) -> Deployment:
     """The tree's input for ``req`` (hardware upper-cased, shape per :func:`model_shape`,
-    num_tokens given or computed by :func:`token_count`)."""
+    num_tokens given or computed by :func:`token_count`, MNNVL from the stored
+    measurements where an NVLINK_* comm ran at this world size or larger)."""
     count = token_count(req)  # the workload first: a missing num_tokens is named first
     experts, top_k, hidden = model_shape(data, req)
     return Deployment(
@@ -204,6 +207,7 @@ def deployment(data: DashData, req: DeploymentRequest) -> Deployment:
         cuda_graph=req.phase == "decode",
         num_tokens=count.num_tokens if count is not None else int(req.num_tokens or 1),
         model=req.model,
+        mnnvl=mnnvl_at(mnnvl_proven(data), req.hardware, req.world_size),
     )
 
 

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 
 from analysis import columns as C
 from analysis.concurrency import TokenCount
-from analysis.export import env_line
+from analysis.export import coverage_text, env_line
 from analysis.export_options import DEFAULT_RELEASE
 from analysis.identity import Repeats
 from analysis.tables import plain_value
@@ -36,6 +36,7 @@ from api.tables import table_response
 from db.store import Store
 from service.agreement import agreement_table
 from service.best import best_table
+from service.capabilities import conflict_lines, conflicts, measured
 from service.errors import NoData, ServiceError
 from service.export import ExportAnswer, LaunchAnswer, export_config, launch_export
 from service.frames import DashData
@@ -149,6 +150,7 @@ def _rec_json(rec: Recommendation) -> dict[str, Any]:
         "activated_tokens_per_rank": rec.activated_tokens_per_rank,
         "dispatch_kb": rec.dispatch_kb,
         "in_guide_coverage": rec.in_guide_coverage,
+        "coverage": coverage_text(rec),
         "notes": list(rec.notes),
         "path": [
             {
@@ -232,6 +234,7 @@ def recommendation(q: DeploymentQ, data: Data) -> Response:
             "tree": _rec_json(ans.tree),
             "measured": measured,
             "agreement": agreement,
+            "capability_conflicts": conflict_lines(data, q.hardware),
         }
     )
 
@@ -280,7 +283,9 @@ def export(
                 media_type="text/x-shellscript",
                 headers={"Content-Disposition": 'attachment; filename="launch.sh"'},
             )
-        return FastJSONResponse(_export_json(launch.workers[-1], launch))
+        body = _export_json(launch.workers[-1], launch)
+        body["capability_conflicts"] = conflict_lines(data, q.hardware)
+        return FastJSONResponse(body)
     ans = _answer(lambda: export_config(data, q, source, True, release))
     if format == "env":
         return Response((ans.env or "") + "\n", media_type="text/plain")
@@ -318,6 +323,27 @@ def _export_json(ans: ExportAnswer, launch: LaunchAnswer) -> dict[str, Any]:
         "release": ans.serving.release,
         "workers": [_worker_json(w) for w in launch.workers],
     }
+
+
+@router.get(
+    "/capabilities",
+    summary="What ran on which hardware, and where that contradicts the hand tables",
+    response_model=R.Capabilities,
+    responses=read_errors(),
+)
+def capabilities(
+    data: Data,
+    hardware: Annotated[str | None, Query(max_length=32)] = None,
+) -> Response:
+    rows = measured(data)
+    if hardware:
+        rows = rows[rows["hardware"] == hardware.upper()]
+    return FastJSONResponse(
+        {
+            "items": [{k: plain_value(v) for k, v in r.items()} for r in rows.to_dict("records")],
+            "conflicts": conflicts(data, hardware).to_dict("records"),
+        }
+    )
 
 
 @router.get(

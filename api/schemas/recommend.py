@@ -26,6 +26,7 @@ _PICK: dict[str, Any] = {
     "activated_tokens_per_rank": 192.0,
     "dispatch_kb": 672.0,
     "in_guide_coverage": True,
+    "coverage": "inside the guide's coverage",
     "notes": [],
     "path": [
         {
@@ -66,6 +67,9 @@ class Pick(Open):
     activated_tokens_per_rank: float | None = Field(description="Tokens per rank")
     dispatch_kb: float | None = Field(description="Dispatch size per rank, KiB")
     in_guide_coverage: bool
+    coverage: str = Field(
+        description="The coverage sentence the page and the YAML comment show (one answer)"
+    )
     notes: list[str]
     path: list[TreeStep] = Field(description="The tree's questions and answers, in order")
     env: str | None = Field(description="The environment line to set (null: none)")
@@ -110,6 +114,7 @@ class Recommendation(Open):
             "tree": _PICK,
             "measured": None,
             "agreement": None,
+            "capability_conflicts": [],
         }
     )
 
@@ -121,6 +126,10 @@ class Recommendation(Open):
     tree: Pick = Field(description="What the guide's decision tree advises")
     measured: Measured | None = Field(description="The measured best (null: none stored)")
     agreement: dict[str, Any] | None = Field(description="Tree vs measured, one row")
+    capability_conflicts: list[str] = Field(
+        description="Where the stored measurements contradict the hand tables for this "
+        "hardware (the answers use the data)"
+    )
 
 
 class ExportProvenance(Open):
@@ -158,6 +167,7 @@ class Export(Pick):
             },
             "release": "1.3.0rc26",
             "workers": [],
+            "capability_conflicts": [],
         }
     )
 
@@ -166,6 +176,61 @@ class Export(Pick):
     workers: list[LaunchWorker] = Field(
         description="the workers to launch: one, or prefill then decode (disaggregated)"
     )
+    capability_conflicts: list[str] = Field(
+        description="Where the stored measurements contradict the hand tables for this "
+        "hardware (the answers use the data)"
+    )
+
+
+class CapabilityRow(Open):
+    hardware: str
+    world_size: int
+    quant: str
+    backend: str
+    comm: str
+    n_success: int = Field(description="Measurement rows with status success")
+    n_runs: int
+
+
+class CapabilityConflict(Open):
+    hardware: str
+    subject: str = Field(description="mnnvl, or backend <NAME> x <quant>")
+    table: str = Field(description="What the hand table says")
+    data: str = Field(description="What ran, with world sizes")
+    used: str = Field(description="Which one the answers use (always data)")
+
+
+class Capabilities(Open):
+    """What ran (status success) per hardware x world size x quant x backend x comm, and
+    where that contradicts the hand tables."""
+
+    model_config = examples(
+        {
+            "items": [
+                {
+                    "hardware": "B300",
+                    "world_size": 8,
+                    "quant": "NVFP4",
+                    "backend": "CUTLASS",
+                    "comm": "NVLINK_ONE_SIDED",
+                    "n_success": 12,
+                    "n_runs": 1,
+                }
+            ],
+            "conflicts": [
+                {
+                    "hardware": "B300",
+                    "subject": "mnnvl",
+                    "table": "the hand table lists no MNNVL for B300",
+                    "data": "NVLINK_ONE_SIDED at world size 4, 8 ran successfully",
+                    "used": "data",
+                }
+            ],
+        }
+    )
+
+    items: list[CapabilityRow]
+    conflicts: list[CapabilityConflict]
     num_tokens: int
     num_tokens_from: TokenCount | None = Field(description=_TOKENS)
     dispatch: Dispatch | None

@@ -40,6 +40,7 @@ from dashboard.pages.recommend_form import (
     parse_form,
 )
 from dashboard.pages.recommend_view import (
+    conflicts_block,
     evidence_named,
     export_block,
     measured_block,
@@ -48,6 +49,7 @@ from dashboard.pages.recommend_view import (
     threshold_table,
     workload_block,
 )
+from service.capabilities import conflict_lines
 from service.defaults import default_cell
 from service.errors import NoData, ServiceError
 from service.export import ExportAnswer, export_config
@@ -147,7 +149,14 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
             workload_block(ans.tokens, ans.deployment.num_tokens),
             html.Div(
                 [
-                    html.Div([html.H2("Recommendation"), summary(rec)], className="half"),
+                    html.Div(
+                        [
+                            html.H2("Recommendation"),
+                            summary(rec),
+                            conflicts_block(conflict_lines(data, dep.hardware)),
+                        ],
+                        className="half",
+                    ),
                     html.Div([html.H2("Decision path"), path_list(rec)], className="half"),
                 ],
                 className="row",

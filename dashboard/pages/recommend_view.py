@@ -9,6 +9,7 @@ from dash import dcc, html
 
 from analysis import columns as C
 from analysis.concurrency import TokenCount
+from analysis.export import coverage_text
 from analysis.identity import N_REPEATS, SCORE_SPREAD
 from analysis.measured import RANK
 from analysis.thresholds import GuideCheck
@@ -87,12 +88,29 @@ def summary(rec: Recommendation) -> html.Div:
         "phase": rec.phase,
         "activated tokens per rank (tokens)": rec.activated_tokens_per_rank,
         "dispatch (KiB)": rec.dispatch_kb,
-        "inside the guide's coverage": rec.in_guide_coverage,
+        "coverage": coverage_text(rec),
     }
     return html.Div(
         [
             ui.kv_table(facts, "rec-summary"),
             html.Ul([html.Li(n) for n in rec.notes], className="notes") if rec.notes else None,
+        ]
+    )
+
+
+def conflicts_block(lines: list[str]) -> Any:
+    """Where the stored measurements contradict the hand tables for this hardware
+    (``service.capabilities.conflict_lines``, the API's ``capability_conflicts``)."""
+    if not lines:
+        return None
+    return html.Div(
+        [
+            html.H3("Capabilities: the data contradicts the hand table"),
+            html.Ul(
+                [html.Li(x) for x in lines],
+                className="notes",
+                **ui.attrs(data_testid="rec-conflicts"),
+            ),
         ]
     )
 

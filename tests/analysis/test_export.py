@@ -202,7 +202,14 @@ def test_a_backend_trtllm_does_not_have_is_an_error_and_uncovered_is_a_warning()
     odd = check_export("DEEPGEMM", "ALLGATHER", "NVFP4", "B300", forced=True)
     assert odd.ok and "not listed for SM103 x NVFP4" in odd.warnings[0]
     hopper = check_export("CUTLASS", "AUTO", "FP8_BLOCK_SCALES", "H200", forced=False)
-    assert hopper.ok and any("outside the guide's coverage" in w for w in hopper.warnings)
+    assert hopper.ok and not hopper.warnings  # coverage is the tree's one answer:
+    h200 = recommend(dep(hardware="H200", quant="FP8_BLOCK_SCALES"))
+    assert not h200.in_guide_coverage
+    warned = export_check(h200)
+    assert warned.warnings[-1].startswith("outside the guide's coverage: ")
+    assert "not H200" in warned.warnings[-1]
+    text_h200 = recommended_config_yaml(h200, Provenance())
+    assert "# coverage: outside the guide's coverage: " in text_h200
     nv = check_export("TRTLLM", "NVLINK_TWO_SIDED", "NVFP4", "B300", forced=True)
     assert any("needs MNNVL" in w for w in nv.warnings)
     bad = check_export("TRTLLM", "TORCH_A2A", "NVFP4", "GB300", forced=True)

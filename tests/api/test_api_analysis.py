@@ -10,12 +10,15 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from analysis import columns as C
 from db.store import Store
 from ingest.demo.generate import dump_report, generate_report
 from ingest.detect import parse_upload
-from ingest.records import UploadMeta
+from ingest.records import Sweep, UploadMeta
 from moedash.app import create_app
 from moedash.settings import Settings
+from tests import factories
+from tests.factories import sweeps
 
 TOKENS = [1, 8, 64, 512, 4096]
 
@@ -292,3 +295,47 @@ def test_concurrency_and_max_num_tokens_replace_num_tokens(client: TestClient) -
     ).json()
     assert pre["num_tokens"] == 65536 and pre["num_tokens_from"]["phase"] == "prefill"
     assert isinstance(pre["warnings"], list)
+
+
+def test_capabilities_from_the_data_and_conflicts_shown(client: TestClient, store: Store) -> None:
+    rows = [
+        {C.BACKEND: "CUTLASS", C.COMM: "NVLINK_ONE_SIDED", C.SCORE_MS: 1.0},
+        {C.BACKEND: "TRTLLM", C.COMM: "NVLINK_TWO_SIDED", C.SCORE_MS: 1.2},
+    ]
+    frame = factories.make_candidates(
+        [{C.CANDIDATE_INDEX: i, C.WORLD_SIZE: 8, **r} for i, r in enumerate(rows)]
+    )
+    meta = sweeps.make_run(model="deepseek_v4_pro", hardware="B300", quant="NVFP4", world_size=8)
+    store.ingest(
+        [Sweep(key="", run=meta, candidates=frame[list(C.CANDIDATE_COLUMNS)])],
+        b"b300-mnnvl",
+        UploadMeta(hardware="B300"),
+    )
+    body = client.get("/api/v1/capabilities", params={"hardware": "b300"}).json()
+    assert {(r["backend"], r["comm"]) for r in body["items"]} == {
+        ("CUTLASS", "NVLINK_ONE_SIDED"),
+        ("TRTLLM", "NVLINK_TWO_SIDED"),
+    }
+    (conflict,) = body["conflicts"]
+    assert conflict["subject"] == "mnnvl" and conflict["used"] == "data"
+    params = {
+        "hardware": "B300",
+        "quant": "NVFP4",
+        "world_size": 8,
+        "num_tokens": 64,
+        "model": "deepseek_v4_pro",
+    }
+    rec = client.get("/api/v1/recommendation", params=params).json()
+    assert rec["capability_conflicts"] and "no MNNVL for B300" in rec["capability_conflicts"][0]
+    # the tree walks B300 with the MNNVL the data proves: AUTO expects NVLINK_ONE_SIDED
+    assert rec["tree"]["expected_comm"] in ("NVLINK_ONE_SIDED", "NONE")
+    assert rec["tree"]["coverage"] == "inside the guide's coverage"
+    h200 = client.get(
+        "/api/v1/export", params={**params, "hardware": "H200", "format": "json"}
+    ).json()
+    # one coverage answer: the JSON flag, its sentence and the warning say the same
+    assert h200["in_guide_coverage"] is False
+    assert (
+        h200["coverage"].startswith("outside the guide's coverage") and "H200" in h200["coverage"]
+    )
+    assert h200["coverage"] in h200["warnings"]
