@@ -6,10 +6,12 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -20,6 +22,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _drain(stream: IO[str]) -> None:
+    for _ in stream:
+        pass
 
 
 @contextmanager
@@ -36,6 +43,7 @@ def running_server(
         cmd, cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     base = f"http://127.0.0.1:{port}"
+    drain: threading.Thread | None = None
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -51,6 +59,11 @@ def running_server(
             if time.monotonic() > deadline:
                 raise RuntimeError("server did not become healthy in time")
             time.sleep(0.2)
+        # keep reading the server's output: a full pipe would block its logging (and so
+        # the request that logs, e.g. every 503 with its traceback) for ever
+        if proc.stdout is not None:
+            drain = threading.Thread(target=_drain, args=(proc.stdout,), daemon=True)
+            drain.start()
         yield base
     finally:
         proc.terminate()
@@ -59,5 +72,7 @@ def running_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if drain is not None:
+            drain.join(10)  # the pipe ends with the process
         if proc.stdout:
             proc.stdout.close()
