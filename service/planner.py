@@ -41,6 +41,7 @@ from analysis.planner import (
     user_fit,
 )
 from analysis.planner.colocated import SHARED_COSTS
+from analysis.planner.feasibility import BROKEN_COLUMNS, CONSTRAINT_LABELS, REASON_LABELS
 from analysis.planner.fit_rule import EXTRAPOLATION_FACTOR, be_limits, deviations, implausible
 from analysis.planner.perf_model import expert_time_roofline
 from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
@@ -62,12 +63,6 @@ from service.planner_request import (
 )
 from service.planner_sensitivity import sensitivity
 
-# The paper's three pipeline constraints, as the UI and the export label them.
-CONSTRAINT_LABELS: dict[str, str] = {
-    "balance": "Ta ≈ Te",
-    "comm_hidden": "Tc < Tf",
-    "pipeline_depth": "m ≥ 2·(1 + Tc/Tf)",
-}
 # Candidate columns the Te fit reads (run columns always come with candidate_frame).
 FIT_COLUMNS: tuple[str, ...] = (
     C.STATUS,
@@ -228,24 +223,45 @@ def search(
         return results[0]
     with_plan = [r for r in results if r.best is not None]
     if with_plan:
-        chosen = max(
-            with_plan,
-            key=lambda r: (r.best.constraints_met, r.best.tput_per_cost),  # type: ignore[union-attr]
-        )
+        chosen = max(with_plan, key=lambda r: r.best.tput_per_cost)  # type: ignore[union-attr]
     else:
         chosen = next((r for r in results if r.colocated is not None), results[0])
-    frames = [r.alternatives for r in results if len(r.alternatives)]
-    alts = (
-        pd.concat(frames, ignore_index=True)
-        .sort_values(["constraints_met", "tput_per_cost"], ascending=False, kind="stable")
-        .reset_index(drop=True)
-        if frames
-        else chosen.alternatives
-    )
+    alts = _merged([r.alternatives for r in results]) if with_plan else chosen.alternatives
+    broken = _merged([r.broken for r in results])
     notes = tuple(dict.fromkeys(n for r in results for n in r.notes))
     truncated = any(r.truncated for r in results)
     evals = max(r.evaluations for r in results)  # the shared budget's running count
-    return PlanResult(chosen.best, alts, chosen.na_sweep, chosen.colocated, notes, truncated, evals)
+    binding = None
+    if not with_plan:
+        codes = list(dict.fromkeys(r.binding[0] for r in results if r.binding))
+        binding = (
+            codes[0] if len(codes) == 1 else "several",
+            "; ".join(
+                f"{g.name}: {r.binding[1]}"
+                for g, r in zip(res.gpus, results, strict=True)
+                if r.binding
+            ),
+        )
+    return PlanResult(
+        chosen.best,
+        alts,
+        chosen.na_sweep,
+        chosen.colocated,
+        notes,
+        truncated,
+        evals,
+        broken,
+        binding,
+    )
+
+
+def _merged(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Plans of several searches in one frame, best tokens/s per cost first."""
+    kept = [f for f in frames if len(f)]
+    if not kept:
+        return frames[0] if frames else pd.DataFrame()
+    both = pd.concat(kept, ignore_index=True)
+    return both.sort_values("tput_per_cost", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def finite(obj: Any) -> Any:
@@ -272,9 +288,14 @@ def verdict(result: PlanResult) -> str:
     """One sentence: does disaggregation pay against the co-located deployment?"""
     gain = result.disaggregation_gain
     if result.best is None:
+        code, why = result.binding or ("slo", "no plan fits")
+        label = REASON_LABELS.get(code, code)
         if result.colocated is not None:
-            return "no disaggregated plan fits; the co-located deployment does"
-        return "nothing fits the memory and the SLO"
+            return (
+                f"no disaggregated plan fits ({label}: {why}); the co-located deployment on "
+                f"{result.colocated.gpus} {result.colocated.gpu} does"
+            )
+        return f"nothing fits ({label}): {why}"
     if gain is None:
         return "no co-located deployment on the same GPUs meets the SLO: disaggregation wins"
     if gain >= 1:
@@ -328,6 +349,10 @@ def run_plan(
         "n_alternatives": len(alts),
         "alternative_columns": list(ALTERNATIVE_COLUMNS),
         "alternatives": to_json_records(alts.head(req.top)),
+        "n_broken_plans": len(result.broken),
+        "broken_plan_columns": list(BROKEN_COLUMNS),
+        "broken_plans": to_json_records(result.broken.head(req.top)),
+        "binding": _binding(result),
         "na_sweep_columns": list(NA_SWEEP_COLUMNS),
         "na_sweep": to_json_records(result.na_sweep),
         "timeline": tl,
@@ -356,6 +381,15 @@ def run_plan(
     return finite(payload)  # type: ignore[no-any-return]
 
 
+def _binding(result: PlanResult) -> dict[str, str] | None:
+    """What keeps every plan out (None when a plan is offered): reason code, its label
+    (TP choice, memory, GPU count, SLO, Te fit range, pipeline constraints), sentence."""
+    if result.best is not None or result.binding is None:
+        return None
+    code, why = result.binding
+    return {"reason": code, "label": REASON_LABELS.get(code, code), "message": why}
+
+
 def limits() -> dict[str, Any]:
     """The per-request work limits (also in the catalogue)."""
     return {
@@ -380,8 +414,6 @@ def _warnings(result: PlanResult, fit_records: Sequence[Mapping[str, Any]]) -> l
     if result.truncated:
         out.append("the search hit its work budget: the plan is the best found so far")
     best = result.best
-    if best is not None and not best.constraints_met:
-        out.append("no plan meets all three pipeline constraints; the best is flagged")
     if best is None:
         return out
     for r in fit_records:

@@ -6,7 +6,8 @@ pipeline constraints (MegaScale-Infer §4). Units: ms, tokens, tokens/s, cost un
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 from analysis.planner.catalog import GPUSpec, ModelSpec
 from analysis.planner.fit_rule import be_limits
@@ -24,6 +25,30 @@ from analysis.planner.perf_model import (
     total_latency_ms,
 )
 from analysis.planner.plans import ConstraintCheck, Plan, SearchOptions, Workload
+
+REJECTION_REASONS: dict[str, str] = {
+    "tp_choice": "TP choice",
+    "memory": "memory",
+    "gpu_count": "GPU count",
+    "slo": "SLO",
+    "te_range": "Te fit range",
+}
+
+
+@dataclass
+class Rejections:
+    """Why candidate setups and plans were infeasible (:data:`REJECTION_REASONS`): a
+    count per reason, the first example of each, and the smallest TBT one sequence per
+    attention node would take (ms) among plans the SLO refused."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
+    min_tbt_ms: float = math.inf
+
+    def add(self, reason: str, example: str = "") -> None:
+        self.counts[reason] += 1
+        if example:
+            self.examples.setdefault(reason, example)
 
 
 @dataclass(frozen=True)
@@ -92,19 +117,20 @@ def _constraints(
     )
 
 
-def evaluate_plan(s: Setup, na: int, m: int) -> Plan | None:
+def evaluate_plan(s: Setup, na: int, m: int, why: Rejections | None = None) -> Plan | None:
     """Largest-batch plan for fixed (GPUs, tpa, tpe, x, na, m); None if infeasible.
 
     Over ``options.max_gpus`` (attention + expert GPUs) is infeasible, checked first.
     With a Te fitted on stored sweeps the tokens per expert must stay within
     ``options.extrapolation_factor`` of the fitted range (``fit_rule.be_limits``): the
     batch is capped there, a plan below it is refused, one outside the range but inside
-    the limits is marked ``extrapolated``.
+    the limits is marked ``extrapolated``. ``why`` counts the reason of a None.
     """
     model, wl, opt = s.model, s.workload, s.options
-    if opt.max_gpus is not None and s.tpa * na + s.tpe * (model.num_experts // s.x) > (
-        opt.max_gpus
-    ):
+    why = why if why is not None else Rejections()
+    gpus = s.tpa * na + s.tpe * (model.num_experts // s.x)
+    if opt.max_gpus is not None and gpus > opt.max_gpus:
+        why.add("gpu_count", f"{gpus} GPUs > max_gpus {opt.max_gpus}")
         return None
     ba_cap = max_attention_batch(model, s.agpu, s.tpa, m, wl.seq_len, opt.usable_memory)
     fitted = s.efit.source == "fit"
@@ -118,9 +144,11 @@ def evaluate_plan(s: Setup, na: int, m: int) -> Plan | None:
 
     ba = largest_feasible(meets_slo, ba_cap)
     if ba == 0:
+        _why_none(s, na, m, ba_cap, be_hi if fitted else math.inf, why)
         return None
     be, ta, te, tc = plan_times(s, na, m, ba)
     if fitted and be < be_lo:
+        why.add("te_range", f"{be:.2g} tokens per expert < {be_lo:.2g} (half the fitted low end)")
         return None
     layers = model.num_layers
     batch = ba * m * na
@@ -177,3 +205,22 @@ def evaluate_plan(s: Setup, na: int, m: int) -> Plan | None:
         te_be_max=s.efit.x_max,
         extrapolated=fitted and not s.efit.x_min <= be <= s.efit.x_max,
     )
+
+
+def _why_none(s: Setup, na: int, m: int, ba_cap: int, be_hi: float, why: Rejections) -> None:
+    """Record why not even one sequence per attention node fits."""
+    if ba_cap < 1:
+        why.add(
+            "memory",
+            f"the KV cache of one sequence of {s.workload.seq_len:g} tokens x {m} "
+            f"micro-batches does not fit beside the attention weights on {s.tpa} "
+            f"{s.agpu.name}",
+        )
+        return
+    be, ta, te, tc = plan_times(s, na, m, 1)
+    if be > be_hi:
+        why.add("te_range", f"{be:.3g} tokens per expert > {be_hi:.3g} (2x the fitted range)")
+        return
+    tbt = time_between_tokens_ms(ta, te, tc, m, s.model.num_layers)
+    why.min_tbt_ms = min(why.min_tbt_ms, tbt)
+    why.add("slo", f"{tbt:.3g} ms with one sequence per attention node")

@@ -225,7 +225,10 @@ NA_SWEEP_COLUMNS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class PlanResult:
-    """What a search returns; ``best`` is None when nothing fits the memory and SLO."""
+    """What a search returns. ``best`` and ``alternatives`` hold only plans that fit and
+    meet the three pipeline constraints; ``broken`` the plans that fit but break one
+    (column ``broken`` names which). ``best`` is None when none is offered, and
+    ``binding`` then says why (``analysis.planner.feasibility.binding_reason``)."""
 
     best: Plan | None
     alternatives: pd.DataFrame
@@ -234,6 +237,9 @@ class PlanResult:
     notes: tuple[str, ...] = ()
     truncated: bool = False  # the budget stopped the search: best found so far
     evaluations: int = 0  # plan evaluations spent
+    # plans that fit but break a pipeline constraint: not offered, listed apart
+    broken: pd.DataFrame = field(default_factory=pd.DataFrame)
+    binding: tuple[str, str] | None = None  # (reason code, sentence) when best is None
 
     @property
     def disaggregation_gain(self) -> float | None:
@@ -249,6 +255,8 @@ class PlanResult:
             "colocated": asdict(self.colocated) if self.colocated else None,
             "disaggregation_gain": self.disaggregation_gain,
             "alternatives": self.alternatives.to_dict(orient="records"),
+            "broken": self.broken.to_dict(orient="records"),
+            "binding": list(self.binding) if self.binding else None,
             "na_sweep": self.na_sweep.to_dict(orient="records"),
             "notes": list(self.notes),
             "truncated": self.truncated,

@@ -17,7 +17,8 @@ import pandas as pd
 
 from analysis.planner.catalog import GPUSpec, ModelSpec
 from analysis.planner.colocated import best_colocated, fallback_colocated, paper_colocated
-from analysis.planner.evaluate import Setup, evaluate_plan
+from analysis.planner.evaluate import Rejections, Setup, evaluate_plan
+from analysis.planner.feasibility import binding_reason, broken_frame
 from analysis.planner.perf_model import (
     Fit,
     attention_time_roofline,
@@ -63,12 +64,27 @@ def _setups(
     options: SearchOptions,
     expert_fits: Mapping[str, Fit],
     attention_fits: Mapping[tuple[str, int], Fit],
+    why: Rejections | None = None,
 ) -> list[Setup]:
+    why = why if why is not None else Rejections()
     efit = expert_fits.get(egpu.name) or expert_time_roofline(model, egpu, options.efficiency)
+    for gpu in dict.fromkeys((agpu, egpu)):
+        if not any(t <= gpu.gpus_per_node for t in options.tp_choices):
+            why.add(
+                "tp_choice",
+                f"no TP choice in {list(options.tp_choices)} fits a {gpu.name} node "
+                f"({gpu.gpus_per_node} GPUs, the largest TP the planner models)",
+            )
     out = []
     for tpe in (t for t in options.tp_choices if t <= egpu.gpus_per_node):
         for tpa in (t for t in options.tp_choices if t <= agpu.gpus_per_node):
-            if model.attention_param_bytes >= options.usable_memory * tpa * agpu.memory_bytes:
+            usable = options.usable_memory * tpa * agpu.memory_bytes
+            if model.attention_param_bytes >= usable:
+                why.add(
+                    "memory",
+                    f"the attention-side weights ({model.attention_param_bytes / 1e9:.0f} GB) "
+                    f"do not fit {tpa} {agpu.name} ({usable / 1e9:.0f} GB usable)",
+                )
                 continue
             afit = attention_fits.get((agpu.name, tpa)) or attention_time_roofline(
                 model, agpu, tpa, workload.seq_len, options.efficiency, options.tp_cost
@@ -77,10 +93,18 @@ def _setups(
                 cap = options.usable_memory * tpe * egpu.memory_bytes
                 if expert_memory_bytes(model, x) < cap:
                     out.append(Setup(model, workload, agpu, egpu, tpa, tpe, x, afit, efit, options))
+                else:
+                    why.add(
+                        "memory",
+                        f"{x} expert(s) ({expert_memory_bytes(model, x) / 1e9:.0f} GB) do "
+                        f"not fit {tpe} {egpu.name} ({cap / 1e9:.0f} GB usable)",
+                    )
     return out
 
 
-def _climb_na(s: Setup, m: int, start: Sequence[int], max_na: int, budget: Budget) -> list[Plan]:
+def _climb_na(
+    s: Setup, m: int, start: Sequence[int], max_na: int, budget: Budget, why: Rejections
+) -> list[Plan]:
     """Evaluate the balance-derived na values, then step na by 1 while tput/cost improves.
 
     The balance formula ignores k2 and k4, which dominate in decode, so the best integer na
@@ -91,7 +115,7 @@ def _climb_na(s: Setup, m: int, start: Sequence[int], max_na: int, budget: Budge
 
     def ev(na: int) -> Plan | None:
         if na not in tried:
-            tried[na] = evaluate_plan(s, na, m) if budget.spend() else None
+            tried[na] = evaluate_plan(s, na, m, why) if budget.spend() else None
         return tried[na]
 
     for na in start:
@@ -181,8 +205,20 @@ def _search_pairs(
     spent = budget or Budget()
     plans: list[tuple[Plan, Setup]] = []
     ms = range(options.min_micro_batches, options.max_micro_batches + 1)
+    setup_why, plan_why = Rejections(), Rejections()
+    n_setups, min_gpus, smallest = 0, None, ""
     for agpu, egpu in pairs:
-        for s in _setups(model, workload, agpu, egpu, options, efits, afits):
+        for s in _setups(model, workload, agpu, egpu, options, efits, afits, setup_why):
+            n_setups += 1
+            size = s.tpa + s.tpe * (model.num_experts // s.x)
+            if min_gpus is None or size < min_gpus:
+                min_gpus, smallest = (
+                    size,
+                    (
+                        f"{s.tpa} {s.agpu.name} for attention + {model.num_experts // s.x} expert "
+                        f"node(s) x {s.tpe} {s.egpu.name} holding {s.x} expert(s) each"
+                    ),
+                )
             k3_node = s.efit.slope_ms / s.tpe
             na_bal = (
                 balance_na(s.afit.slope_ms, k3_node, model.num_experts, model.top_k, s.x)
@@ -192,7 +228,8 @@ def _search_pairs(
             for m in ms:
                 if spent.truncated:
                     break
-                found = _climb_na(s, m, _na_candidates(na_bal, options), options.max_na, spent)
+                starts = _na_candidates(na_bal, options)
+                found = _climb_na(s, m, starts, options.max_na, spent, plan_why)
                 plans.extend((p, s) for p in found)
     notes = _fit_notes(model, pairs, options, efits)
     if spent.truncated:
@@ -200,33 +237,54 @@ def _search_pairs(
             f"search stopped early ({spent.reason}) after {spent.evaluations} plan "
             "evaluations: the best plan is the best found so far"
         )
-    if not plans:
-        empty = pd.DataFrame(columns=list(ALTERNATIVE_COLUMNS))
-        notes.append("no disaggregated plan fits memory and the SLO")
+    plans.sort(key=lambda ps: _rank_key(ps[0]))
+    broken = [p for p, _ in plans if not p.constraints_met]
+    offered = [(p, s) for p, s in plans if p.constraints_met]
+    broken_rows = broken_frame([_plan_row(p) for p in broken], broken)
+    if not offered:
+        code, why = binding_reason(
+            setups=n_setups,
+            setup_why=setup_why,
+            plan_why=plan_why,
+            broken=broken,
+            min_gpus=min_gpus,
+            smallest=smallest,
+            options=options,
+            slo_ms=workload.slo_tbt_ms,
+        )
+        notes.append(f"no disaggregated plan fits: {why}")
         colo = fallback_colocated(model, workload, pairs, options, efits, afits)
         if colo is not None:
             notes.append(f"co-located on {colo.gpus} {colo.gpu} meets the SLO")
         return PlanResult(
             None,
-            empty,
+            pd.DataFrame(columns=list(ALTERNATIVE_COLUMNS)),
             pd.DataFrame(columns=list(NA_SWEEP_COLUMNS)),
             colo,
             tuple(notes),
             spent.truncated,
             spent.evaluations,
+            broken_rows,
+            (code, why),
         )
-    plans.sort(key=lambda ps: _rank_key(ps[0]))
-    best, best_setup = plans[0]
-    if not best.constraints_met:
-        notes.append("no plan meets all three pipeline constraints; the best is flagged")
-    alternatives = pd.DataFrame([_plan_row(p) for p, _ in plans], columns=list(ALTERNATIVE_COLUMNS))
+    best, best_setup = offered[0]
+    alternatives = pd.DataFrame(
+        [_plan_row(p) for p, _ in offered], columns=list(ALTERNATIVE_COLUMNS)
+    )
     sweep = na_sweep(best, best_setup, min(options.max_na, max(16, 2 * best.na)))
     if options.colocated_gpus is None:
         colocated = paper_colocated(model, workload, best, pairs, options, efits, afits)
     else:
         colocated = best_colocated(model, workload, best, pairs, options, efits, afits)
     return PlanResult(
-        best, alternatives, sweep, colocated, tuple(notes), spent.truncated, spent.evaluations
+        best,
+        alternatives,
+        sweep,
+        colocated,
+        tuple(notes),
+        spent.truncated,
+        spent.evaluations,
+        broken_rows,
     )
 
 

@@ -129,7 +129,9 @@ class Plan(Open):
         "sweep rows (rule, rule_text), the fitted tokens-per-expert range and the range "
         "plans may use (plan_be_min/max, 2x beyond), points, and why a fit was refused"
     )
-    best: dict[str, Any] | None = Field(description="The best plan (null: none feasible)")
+    best: dict[str, Any] | None = Field(
+        description="The best plan offered (null: none; see binding)"
+    )
     colocated: dict[str, Any] | None = Field(
         description="The co-located baseline (be: tokens per expert; extrapolated: outside "
         "the Te fit's range)"
@@ -144,7 +146,21 @@ class Plan(Open):
     verdict: str
     n_alternatives: int
     alternative_columns: list[str]
-    alternatives: list[dict[str, Any]]
+    alternatives: list[dict[str, Any]] = Field(
+        description="Plans offered: each fits memory, the GPU cap, the SLO and the Te fit "
+        "range and meets the three ping-pong pipeline constraints"
+    )
+    n_broken_plans: int = Field(0, description="Plans that fit but break a pipeline constraint")
+    broken_plan_columns: list[str] = Field(default_factory=list)
+    broken_plans: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The best of those, not offered; ``broken`` names the constraints broken",
+    )
+    binding: dict[str, Any] | None = Field(
+        None,
+        description="When no plan is offered: what binds (reason: tp_choice, memory, "
+        "gpu_count, slo, te_range, pipeline; label; message with the numbers)",
+    )
     na_sweep_columns: list[str]
     na_sweep: list[dict[str, Any]]
     timeline: list[dict[str, Any]] = Field(description="Ping-pong pipeline lanes (ms)")

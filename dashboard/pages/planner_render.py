@@ -29,7 +29,7 @@ ALT_HEADERS = {
     "cost": "cost", "tput_per_gpu": "tokens/s/GPU", "tput_per_cost": "tokens/s/cost",
     "tput_per_watt": "tokens/s/W", "extrapolated": "Te extrapolated", "balance_met": "Ta≈Te",
     "comm_hidden_met": "Tc<Tf",
-    "depth_met": "m deep enough",
+    "depth_met": "m deep enough", "broken": "constraints broken",
 }  # fmt: skip
 
 
@@ -154,7 +154,8 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
         f"{payload['evaluations']} plan evaluations (estimate "
         f"{payload['estimated_evaluations']}, limit "
         f"{payload['limits']['max_evaluations']}){' — TRUNCATED' if payload['truncated'] else ''}"
-        f" · {payload['n_alternatives']} feasible plans searched in "
+        f" · {payload['n_alternatives']} plans offered, "
+        f"{payload.get('n_broken_plans', 0)} breaking a pipeline constraint, searched in "
         f"{payload['elapsed_ms'] / 1e3:.2f} s · model {payload['model']['name']} "
         f"· {payload['mode']} over {', '.join(g['name'] for g in payload['gpus'])}",
         className="status",
@@ -214,19 +215,19 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
         ]
     )
     if best is None:
+        binding = payload.get("binding") or {}
         return html.Div(
             [
                 verdict,
                 warnings,
                 status,
                 ui.empty_state(
-                    "No disaggregated plan fits memory and the TBT SLO.",
-                    [
-                        "relax the TBT SLO or shorten the sequence length",
-                        "add GPUs with more memory, or allow more micro-batches",
-                    ],
+                    f"No disaggregated plan is offered: {binding.get('label', 'nothing fits')}"
+                    f" — {binding.get('message', '')}",
+                    HINTS.get(str(binding.get("reason")), []),
                     test_id="planner-no-plan",
                 ),
+                broken_block(payload),
                 colo_block,
                 fits,
                 html.Ul([html.Li(n) for n in payload["notes"]], className="notes"),
@@ -263,8 +264,8 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
                                 hide=("met",),
                             ),
                             html.P(
-                                "Violations do not rule a plan out; they slow every "
-                                "micro-batch step to max(Ta, Te, Tc, (Ta+Te+2Tc)/m).",
+                                "Only plans meeting all three are offered; the others are "
+                                "listed apart below with the constraint they break.",
                                 className="status",
                             ),
                             colo_block,
@@ -300,8 +301,8 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
                 className="row",
             ),
             html.H2(
-                f"Top {len(alts)} of {payload['n_alternatives']} plans (those meeting every "
-                "pipeline constraint first, then by tokens/s per cost unit)"
+                f"Top {len(alts)} of {payload['n_alternatives']} plans offered (each meets "
+                "every pipeline constraint), by tokens/s per cost unit"
             ),
             ui.grid(
                 "plan-alts",
@@ -312,8 +313,43 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
                 col_overrides=overrides,
             ),
             compare_block(alts, compare),
+            broken_block(payload),
             html.Ul([html.Li(n) for n in payload["notes"]], className="notes"),
         ]
+    )
+
+
+HINTS: dict[str, list[str]] = {
+    "tp_choice": ["choose TP sizes up to the GPUs per node (GPU figures)"],
+    "memory": ["add GPUs with more memory, more TP, or fewer experts per node"],
+    "gpu_count": ["raise the GPU cap per plan"],
+    "slo": ["relax the TBT SLO or shorten the sequence length"],
+    "te_range": ["measure the sweeps over more token counts, or fit over another range"],
+    "pipeline": [
+        "allow more micro-batches (Nm): m ≥ 2·(1 + Tc/Tf)",
+        "longer sequences or faster links make Tc < Tf",
+    ],
+}
+
+
+def broken_block(payload: dict[str, Any]) -> html.Div | html.Details:
+    """Plans that fit memory and the SLO but break a ping-pong pipeline constraint: not
+    offered, listed apart with the constraints they break."""
+    rows = payload.get("broken_plans") or []
+    if not rows:
+        return html.Div()
+    keep = ("broken", "attention_gpu", "expert_gpu", "tpa", "tpe", "na", "m", "experts_per_node",
+            "gpus", "tbt_ms", "ta_ms", "te_ms", "tc_ms", "tput_per_cost")  # fmt: skip
+    shown = [{ALT_HEADERS.get(k, k): r.get(k) for k in keep} for r in rows[:10]]
+    return html.Details(
+        [
+            html.Summary(
+                f"{payload.get('n_broken_plans', len(rows))} plan(s) break a ping-pong "
+                "pipeline constraint: not offered (the 10 best by tokens/s per cost)"
+            ),
+            _table(shown, "planner-broken"),
+        ],
+        **ui.attrs(data_testid="planner-broken-plans"),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pandas as pd
 import pytest
 
 from analysis.planner import (
@@ -80,10 +81,12 @@ def test_no_plan_when_slo_is_below_one_token() -> None:
 
 
 def test_alternatives_are_feasible_and_sorted() -> None:
-    alts = toy_search().alternatives
+    r = toy_search()
+    alts = r.alternatives
     assert (alts["tbt_ms"] <= 6.25).all()
     assert alts["tput_per_cost"].is_monotonic_decreasing
-    assert len(alts) > 10
+    assert alts["constraints_met"].all() and not r.broken["constraints_met"].any()
+    assert len(alts) + len(r.broken) > 10
 
 
 def test_memory_constraint_rules_out_small_attention_nodes() -> None:
@@ -115,8 +118,8 @@ def test_kv_capacity_caps_the_batch_when_the_slo_is_loose() -> None:
 
 def test_constraint_flags_match_their_numbers() -> None:
     r = search_plans(MODELS["dbrx"], Workload(730, 150), GPUS["A800"])
-    alts = r.alternatives
-    tf = alts[["ta_ms", "te_ms"]].max(axis=1)
+    alts = pd.concat([r.alternatives, r.broken.drop(columns="broken")], ignore_index=True)
+    tf = alts[["ta_ms", "te_ms"]].astype(float).max(axis=1)
     assert (alts["comm_hidden_met"] == (alts["tc_ms"] < tf)).all()
     assert (alts["depth_met"] == (alts["m"] >= 2 * (1 + alts["tc_ms"] / tf) - 1e-9)).all()
     assert (alts["balance_met"] == ((alts["ta_ms"] - alts["te_ms"]).abs() <= 0.25 * tf)).all()

@@ -50,12 +50,14 @@ def test_leaving_the_rule_is_said(client: TestClient, store: Store) -> None:
 
 @pytest.mark.parametrize(
     ("slope", "intercept", "words"),
-    [(1e-300, 0.2, "TFLOPS per GPU"), (0.01, 1e-6, "GB/s")],
+    [(1e-8, 0.2, "TFLOPS per GPU"), (0.01, 1e-6, "GB/s")],
 )
 def test_own_impossible_te_is_refused_with_the_reason(
     client: TestClient, slope: float, intercept: float, words: str
 ) -> None:
-    """Issue 27: a Te slope of 1e-300 used to plan 4,266 tokens/s/GPU with Te ≈ 0."""
+    """Issue 27: a Te slope of 1e-300 used to plan 4,266 tokens/s/GPU with Te ≈ 0 (the
+    request model now refuses numbers that small; 1e-8 ms/token passes it and is still
+    6e7 TFLOPS for one Mixtral expert: refused here, naming the GPU)."""
     resp = client.post(
         f"{URL}/plan",
         json={"expert_fits": {"H20": {"slope_ms": slope, "intercept_ms": intercept}}},
@@ -63,3 +65,31 @@ def test_own_impossible_te_is_refused_with_the_reason(
     assert resp.status_code == 422
     detail = resp.json()["detail"][0]
     assert detail["loc"] == ["body", "expert_fits", "H20"] and words in detail["msg"]
+
+
+@pytest.mark.parametrize(
+    ("options", "reason", "words"),
+    [
+        ({"max_gpus": 2}, "gpu_count", "needs 7 GPUs"),
+        ({"tp_choices": [72]}, "tp_choice", "GB300 node (4 GPUs"),
+    ],
+)
+def test_nothing_fits_names_what_binds(
+    client: TestClient, options: dict[str, object], reason: str, words: str
+) -> None:
+    """Issue 27: both used to answer "nothing fits the memory and the SLO"."""
+    body = client.post(
+        f"{URL}/plan", json={"model": "deepseek_v4_pro", "gpus": ["GB300"], "options": options}
+    ).json()
+    assert body["best"] is None and body["binding"]["reason"] == reason
+    assert words in body["binding"]["message"] and words in body["verdict"]
+    assert body["binding"]["label"] in body["verdict"]
+
+
+def test_plans_breaking_a_constraint_are_listed_apart(client: TestClient) -> None:
+    body = client.post(f"{URL}/plan", json={}).json()  # Mixtral on H20, roofline
+    assert body["best"]["all_constraints_met"]
+    assert all(a["constraints_met"] for a in body["alternatives"])
+    assert body["n_broken_plans"] > 0 and body["broken_plan_columns"][-1] == "broken"
+    for row in body["broken_plans"]:
+        assert not row["constraints_met"] and row["broken"]

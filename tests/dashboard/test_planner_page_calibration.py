@@ -26,3 +26,17 @@ def test_page_states_the_fit_rule_and_the_baselines_costs(store: Store) -> None:
     assert payload["colocated_costs"] == list(SHARED_COSTS)
     for line in SHARED_COSTS:
         assert line in costs
+
+
+def test_page_names_what_binds_and_lists_broken_plans_apart(store: Store) -> None:
+    data = DashData(store)
+    query = {"model": "deepseek_v4_pro", "gpu": ["GB300"], "cap": "2"}
+    body, _, payload = P.update(data, F.parse_form(query))
+    assert payload is not None and payload["binding"]["reason"] == "gpu_count"
+    empty = _text(_find(body, "planner-no-plan"))
+    assert "GPU count" in empty and "needs 7 GPUs" in empty and "raise the GPU cap" in empty
+    body, _, payload = P.update(data, F.parse_form({"gpu": ["H20"]}))
+    assert payload is not None and payload["n_broken_plans"] > 0
+    listed = _text(_find(body, "planner-broken-plans"))
+    assert f"{payload['n_broken_plans']} plan(s) break" in listed
+    assert payload["broken_plans"][0]["broken"] in listed

@@ -128,7 +128,8 @@ def test_verdicts() -> None:
     assert small["verdict"].startswith("disaggregation does not pay")
     assert small["disaggregation_gain"] < 1
     none = S.run_plan(req(workload={"slo_tbt_ms": 0.01}), None)
-    assert none["best"] is None and none["verdict"] == "nothing fits the memory and the SLO"
+    assert none["best"] is None and none["verdict"].startswith("nothing fits (SLO): ")
+    assert "0.01 ms TBT SLO" in none["verdict"] and none["binding"]["reason"] == "slo"
     assert none["timeline"] == [] and none["na_sweep"] == []
 
 

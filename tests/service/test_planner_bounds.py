@@ -57,7 +57,9 @@ def test_health_answers_while_a_plan_at_the_cap_runs(tmp_path: Path) -> None:
     assert answered_while_running >= 3, "the plan finished before health was checked"
     assert result["status"] == 200
     body = result["body"]
-    assert isinstance(body, dict) and body["best"] is not None
+    # an answer: the best plan, or (no plan meets the pipeline constraints on these
+    # GPUs) the plans that fit listed apart with the binding reason
+    assert isinstance(body, dict) and (body["best"] is not None or body["n_broken_plans"] > 0)
     assert body["evaluations"] <= body["limits"]["max_evaluations"] + 1
 
 
@@ -65,7 +67,8 @@ def test_truncated_search_answers_with_the_best_so_far(client: TestClient) -> No
     body = client.post(f"{URL}/plan", json={**LARGEST, "top": 3}).json()
     assert body["evaluations"] <= body["limits"]["max_evaluations"] + 1
     if body["truncated"]:
-        assert body["best"] is not None and body["truncated_reason"]
+        assert body["best"] is not None or body["n_broken_plans"] > 0
+        assert body["truncated_reason"]
         assert any("work budget" in w for w in body["warnings"])
 
 
