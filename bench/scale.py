@@ -284,6 +284,7 @@ def replica(url: str, repeats: int, versions: int) -> dict[str, Any]:
                 "bytes": len(res.content),
             }
         out["routes"] = timings
+        out["peak_after_routes_mb"] = round(_status_mb("VmHWM"))
         # cell B's first visit (cold: not warmed), then an upload to it, then the
         # first visits of cell A (other) and cell B (same: its frame is appended to)
         t = time.perf_counter()
@@ -299,6 +300,7 @@ def replica(url: str, repeats: int, versions: int) -> dict[str, Any]:
         out["first_visit_other_cell_ms"] = round((time.perf_counter() - t) * 1000, 1)
         precomputer(data).wait()
         out["precompute_after_upload_s"] = round(time.perf_counter() - t_up, 2)
+        out["peak_after_precompute_mb"] = round(_status_mb("VmHWM"))
         t = time.perf_counter()
         client.get("/api/v1/pareto", params={**cell_b, "world_size": 8, "phase": "decode"})
         client.get("/api/v1/best", params=cell_b)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis.best import GROUPINGS, best_by_workload
+from analysis.confidence import with_evidence
 from analysis.identity import REPEATS, Repeats
 from analysis.noise import estimate_noise
 from service.frames import Cell, DashData
@@ -118,6 +119,7 @@ def best_table(
         noise = estimate_noise(df)  # the scope's runs: repeats and history of its cells
         table = best_by_workload(df, grouping=grouping, repeats=repeats, noise=noise)
         items = with_winner_columns(table, df, API_WINNER_COLUMNS[grouping])
+        items = with_evidence(items, df)  # the confidence panel, per workload
         return BestTable(items, grouping, provenance(df), routing, repeats)
 
     return data.cached(
@@ -163,7 +165,8 @@ def cell_best(
         if frame.empty:
             return CellBest(pd.DataFrame(), routing)
         table = best_by_workload(frame, grouping, repeats=repeats, noise=estimate_noise(frame))
-        return CellBest(with_winner_columns(table, frame, PAGE_WINNER_COLUMNS), routing)
+        table = with_winner_columns(table, frame, PAGE_WINNER_COLUMNS)
+        return CellBest(with_evidence(table, frame), routing)
 
     key = ("best", cell, grouping, ws, dispatch, repeats)
     return data.cached(key, compute, where=cell, share=True)

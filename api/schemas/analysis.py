@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -90,6 +90,21 @@ class BestRow(Row):
     margin_pct: float | None = Field(None, description="Runner-up slower by this %")
     noise_band_pct: float | None = Field(None, description="Run-to-run noise, %")
     is_tie: bool | None = Field(None, description="Margin within the noise band")
+    measured: bool | None = Field(None, description="The winner was measured (always on Best)")
+    confidence: Literal["deploy", "tie: either", "measure first"] | None = Field(
+        None,
+        description="deploy: the margin is beyond what a re-run could give; tie: either: "
+        "inside it; measure first: too little evidence (analysis.confidence)",
+    )
+    evidence_runs: int | None = Field(None, description="Runs behind the winner's score")
+    evidence_versions: str | None = Field(None, description="Their TensorRT-LLM version(s)")
+    evidence_date: str | None = Field(None, description="Newest run date among them")
+    top3_only: bool | None = Field(
+        None, description="The source keeps the top 3 per workload only (NVIDIA's dashboard)"
+    )
+    confidence_note: str | None = Field(
+        None, description="The confidence panel in one line, as the page and export say it"
+    )
 
 
 class Best(Answer):
@@ -114,6 +129,14 @@ class Best(Answer):
                     "margin_pct": 25.0,
                     "noise_band_pct": 3.1,
                     "is_tie": False,
+                    "measured": True,
+                    "confidence": "deploy",
+                    "evidence_runs": 3,
+                    "evidence_versions": "1.3.0rc26",
+                    "evidence_date": "2026-10-03",
+                    "top3_only": False,
+                    "confidence_note": "deploy; margin 25.0 % beyond the noise band 3.1 % "
+                    "(repeats); 3 runs; TensorRT-LLM 1.3.0rc26 (2026-10-03); measured",
                 }
             ],
         }

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import columns as C
+from analysis import confidence as CF
 from analysis.best import IS_TIE, MARGIN_PCT, N_CANDIDATES, NOISE_BAND_PCT, NOISE_SOURCE
 from dashboard import components as ui
 from dashboard import grid_state as gs
@@ -40,6 +41,11 @@ HEADERS = {
     NOISE_BAND_PCT: "noise band (%)",
     NOISE_SOURCE: "noise from",
     IS_TIE: "tie (within noise)",
+    CF.CONFIDENCE: "confidence",
+    CF.EVIDENCE_VERSIONS: "TensorRT-LLM version(s)",
+    CF.EVIDENCE_DATE: "run date",
+    CF.TOP3_ONLY: "top 3 per workload only",
+    CF.CONFIDENCE_NOTE: "why (confidence)",
     N_CANDIDATES: "configurations",
     "best_n_repeats": "best: runs",
     "best_spread_pct": "best spread (%)",
@@ -68,6 +74,10 @@ _DETAILS = (
     "runner_up_n_repeats",
     NOISE_BAND_PCT,
     NOISE_SOURCE,
+    CF.EVIDENCE_VERSIONS,
+    CF.EVIDENCE_DATE,
+    CF.TOP3_ONLY,
+    CF.CONFIDENCE_NOTE,
     N_CANDIDATES,
     "best_run_id",
 )
@@ -86,6 +96,7 @@ WIDTHS: dict[str, int] = {
     MARGIN_PCT: 105,
     RUNNER_UP: 240,
     IS_TIE: 95,
+    CF.CONFIDENCE: 125,
     "best_score_ms": 150,
 }
 
@@ -99,8 +110,9 @@ def workload_columns(grouping: str) -> list[str]:
 
 
 def lead_columns(grouping: str) -> list[str]:
-    """Workload, winner, margin, runner-up, tie."""
-    return [*workload_columns(grouping), WINNER, MARGIN_PCT, RUNNER_UP, IS_TIE]
+    """Workload, winner, margin, runner-up, tie, confidence (deploy / tie: either /
+    measure first)."""
+    return [*workload_columns(grouping), WINNER, MARGIN_PCT, RUNNER_UP, IS_TIE, CF.CONFIDENCE]
 
 
 def detail_columns(grouping: str) -> list[str]:
@@ -152,6 +164,13 @@ def column_defs(table: pd.DataFrame, grouping: str) -> list[dict[str, Any]]:
     overrides[IS_TIE] = {
         "headerName": HEADERS[IS_TIE],
         "cellClassRules": {"tie-cell": "params.value === true"},
+    }
+    # the verdict's reasons (margin vs band, runs, versions, source) on hover
+    overrides[CF.CONFIDENCE] = {
+        "headerName": HEADERS[CF.CONFIDENCE],
+        "tooltipField": CF.CONFIDENCE_NOTE,
+        "headerTooltip": "deploy: the margin is beyond what a re-run could give; tie: "
+        "either: it is inside; measure first: too little evidence",
     }
     for col, width in WIDTHS.items():
         overrides[col] = {**overrides.get(col, {}), "width": width}

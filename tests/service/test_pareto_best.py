@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from analysis import columns as C
+from analysis.confidence import EVIDENCE_COLUMNS
 from analysis.best import best_by_workload
 from analysis.frontier import FrontierAxes, FrontierFilter
 from db.store import Store
@@ -82,7 +83,11 @@ def test_best_tables_of_scope_and_cell_have_the_same_winners(
     page = cell_best_table(data, KNOWN, "dashboard")
     cols = ["best_run_id", "best_candidate_index", "best_backend"]
     pd.testing.assert_frame_equal(api[cols], page[cols])
-    assert list(api.columns[-2:]) == [C.ACTIVATED_TOKENS_PER_RANK, C.DISPATCH_KB]
+    # the winner's columns, then the confidence panel's (the same on both)
+    n = len(EVIDENCE_COLUMNS)
+    assert list(api.columns[-n - 2 : -n]) == [C.ACTIVATED_TOKENS_PER_RANK, C.DISPATCH_KB]
+    assert list(api.columns[-n:]) == list(EVIDENCE_COLUMNS)
+    pd.testing.assert_frame_equal(api[list(EVIDENCE_COLUMNS)], page[list(EVIDENCE_COLUMNS)])
     assert {C.WORLD_SIZE, C.PHASE, C.TOKENS_PER_S_PER_GPU} <= set(page.columns)
     direct = best_by_workload(data.cell_frame(KNOWN), "bench_moe")
     assert len(cell_best_table(data, KNOWN, "bench_moe")) == len(direct)

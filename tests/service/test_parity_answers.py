@@ -73,7 +73,7 @@ def test_best_ranks_configurations_the_same_on_page_and_api(
         "/api/v1/best", params=cell_params(GB300, world_size=8, repeats=repeats)
     ).json()["items"]
     keys = ("best_backend", "runner_up_backend", "best_score_ms", "best_n_repeats",
-            "noise_source", "is_tie")  # fmt: skip
+            "noise_source", "is_tie", "confidence", "confidence_note")  # fmt: skip
     assert [tuple(r[k] for k in keys) for r in rows] == [tuple(i[k] for k in keys) for i in items]
     (item,) = items
     assert (item["best_backend"], item["runner_up_backend"]) == ("TRTLLM", "CUTEDSL")
@@ -82,6 +82,10 @@ def test_best_ranks_configurations_the_same_on_page_and_api(
     # the band is the noise model's (analysis.noise): the two runs are repeats, whichever
     # of them the table shows
     assert item["noise_source"] == "repeats"
+    # the confidence panel: the same words on the page and in the API
+    assert item["confidence"] == ("tie: either" if item["is_tie"] else "deploy")
+    assert item["evidence_runs"] == 2 and item["top3_only"] is False
+    assert item["confidence_note"].startswith(item["confidence"] + "; margin ")
     pooled = "median over repeat runs" if repeats == "median" else "latest run only"
     assert pooled in words(body)
 
