@@ -42,7 +42,9 @@ from ingest.errors import InputError, UnsupportedFormat
 from ingest.fields import (
     Warnings,
     candidate_frame,
+    check_label,
     check_text,
+    check_text_fields,
     expect_int,
     json_type,
     run_meta_fields,
@@ -68,6 +70,9 @@ __all__ = [
     "parse_parallel",
 ]
 
+# The longest free-text value of the environment block (a hostname, a version string)
+MAX_ENV_TEXT = 1024
+
 TOP_KEYS = ("benchmark", "environment", "model", "search", "base_config", "results", "rankings")
 FlattenRows = Callable[[RowFlattener], list[tuple[Any, ...]]]
 
@@ -86,7 +91,7 @@ def parse_bench_moe(raw: bytes, meta: UploadMeta, *, workers: int | None = None)
         sweeps = parse_parallel(raw, meta, count)
         if sweeps is not None:
             return sweeps
-    return parse_bench_moe_document(load_document(raw), meta)
+    return parse_bench_moe_document(load_document(raw, unique_keys=True), meta)
 
 
 def parse_parallel(raw: bytes, meta: UploadMeta, workers: int) -> list[Sweep] | None:
@@ -189,6 +194,8 @@ def _run_fields(
     warnings: Warnings,
     doc: LenientDocument,
 ) -> dict[str, Any]:
+    # free-text environment facts (hostname, versions …) are stored with the run: bounded
+    check_text_fields(env, "environment", MAX_ENV_TEXT)
     device_name = check_text(env.get("device_name"), "environment.device_name", 256)
     sm = expect_int(env.get("sm"), "environment.sm", minimum=0)
     per_node = expect_int(env.get("world_size_per_node"), "environment.world_size_per_node")
@@ -218,14 +225,14 @@ def _run_fields(
             )
         commit = env_commit if len(env_commit) >= len(commit) else commit
     commit = commit or env_commit
-    quant = check_text(model.get("quant_algo"), "model.quant_algo", 64)
+    quant = check_label(model.get("quant_algo"), "model.quant_algo", 64)
     _require_shape(model)
     block_dumps = {
         name: (dumps(top[name], nonfinite=doc.may_have_nonfinite(name)) if name in top else None)
         for name in ("model", "environment", "search", "base_config", "rankings")
     }
     return {
-        C.MODEL: check_text(model.get("name"), "model.name", 128),
+        C.MODEL: check_label(model.get("name"), "model.name", 128),
         C.NUM_EXPERTS: expect_int(model.get("num_experts"), "model.num_experts", minimum=1),
         C.TOP_K: expect_int(model.get("top_k"), "model.top_k", minimum=1),
         C.HIDDEN_SIZE: expect_int(model.get("hidden_size"), "model.hidden_size", minimum=1),

@@ -166,6 +166,12 @@ class RowFlattener:
                     f"expected an array of integers ≥ 0, got {json_type(prnt)}"
                     + (f" containing {_shown(bad)}" if type(prnt) is list else ""),
                 )
+            if len(prnt) > self.world_size:
+                # one count per rank: more counts than ranks cannot be a measurement
+                raise InputError(
+                    f"results[{i}].workload.per_rank_num_tokens",
+                    f"{len(prnt)} counts for world_size {self.world_size}",
+                )
             if len(prnt) != self.world_size:
                 self.warnings.add(
                     "results[*].workload.per_rank_num_tokens: length differs from world_size"

@@ -86,7 +86,7 @@ def _parse_json(raw: bytes, meta: UploadMeta) -> list[Sweep]:
         # bench_moe writes "benchmark" first; this entry point may parse big reports
         # in parallel (and re-checks everything, legacy formats included)
         return parse_bench_moe(raw, meta)
-    doc = load_document(raw)
+    doc = load_document(raw, unique_keys=True)
     value = doc.value
     if isinstance(value, dict):
         if "benchmark" in value or "results" in value or "schema_version" in value:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import unicodedata
 from collections import Counter
 from typing import Any
 
@@ -59,6 +60,38 @@ def check_text(value: Any, field: str, max_length: int) -> str | None:
     if _CONTROL.search(value):
         raise InputError(field, "contains control characters")
     return value
+
+
+def check_label(value: Any, field: str, max_length: int) -> str | None:
+    """A name the pages list and group by (a model name, a quantisation): checked as
+    :func:`check_text`, then NFKC-normalised (a full-width or ligature spelling is the
+    same model as the plain one) and refused when it holds an invisible format
+    character (zero-width, bidi overrides: U+200B, U+202E …) or letters of more than one
+    script (a Cyrillic "о" inside a Latin name): two labels that look identical must be
+    one label."""
+    text = check_text(value, field, max_length)
+    if text is None or text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    if any(unicodedata.category(ch) == "Cf" for ch in text):
+        raise InputError(field, "contains an invisible formatting character (zero-width or bidi)")
+    scripts = {unicodedata.name(ch, "UNKNOWN").split(" ", 1)[0] for ch in text if ch.isalpha()}
+    if len(scripts) > 1:
+        raise InputError(field, f"mixes letters of several scripts ({', '.join(sorted(scripts))})")
+    if len(text) > max_length:
+        raise InputError(field, f"longer than {max_length} characters")
+    return text
+
+
+def check_text_fields(block: Any, field: str, max_length: int) -> None:
+    """Every string value directly in the object ``block`` is at most ``max_length``
+    characters (InputError naming ``field.key``); other values are not looked at."""
+    if not isinstance(block, dict):
+        return
+    for key, value in block.items():
+        if isinstance(value, str) and len(value) > max_length:
+            name = key if len(key) <= 64 else key[:64] + "…"
+            raise InputError(f"{field}.{name}", f"longer than {max_length} characters")
 
 
 def escape_controls(value: str) -> str:

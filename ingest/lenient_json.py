@@ -82,10 +82,49 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_document(raw: bytes | str) -> LenientDocument:
+# An upload's keys are checked for duplicates in a second, stdlib parse (jiter keeps the
+# last value silently) up to this size; a larger report has everything but its
+# ``results`` rows checked (the blocks that name the run: model, environment, search).
+UNIQUE_CHECK_BYTES = 16 * 1024 * 1024
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            shown = key if len(key) <= 64 else key[:64] + "…"
+            raise InputError(shown, "the key appears twice in one object", 422)
+        seen.add(key)
+    return out
+
+
+def check_unique_keys(data: bytes) -> None:
+    """Raise InputError (422, field = the key) when an object of the JSON ``data`` holds
+    a key twice: which value counts would be a parser's choice, and a report whose
+    validated value hides another is refused instead. Bodies above
+    :data:`UNIQUE_CHECK_BYTES` are checked without their ``results`` array."""
+    if len(data) > UNIQUE_CHECK_BYTES:
+        split = split_top_array(data, "results", 2)
+        if split is None or len(split[0]) > UNIQUE_CHECK_BYTES:
+            return
+        data = split[0]
+    try:
+        json.loads(data, object_pairs_hook=_no_duplicates)
+    except InputError:
+        raise
+    except ValueError:
+        return  # not stdlib JSON (the lenient parse already accepted it): not ours to judge
+
+
+def load_document(raw: bytes | str, *, unique_keys: bool = False) -> LenientDocument:
     """Parse lenient JSON; raise InputError(field "", status 422) when it is not JSON.
 
     A UTF-8 BOM is ignored; UTF-16/32 and invalid UTF-8 are refused with a clear message.
+    ``unique_keys`` (uploads): a key twice in one object is refused too
+    (:func:`check_unique_keys`).
     """
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -98,6 +137,8 @@ def load_document(raw: bytes | str) -> LenientDocument:
         except ValueError as exc:
             decode_text(data)  # a clearer message when the bytes are not UTF-8
             raise InputError("", f"invalid JSON: {exc}", 422) from None
+        if unique_keys:
+            check_unique_keys(data)
     return LenientDocument(value, _nonfinite_keys(data, value))
 
 

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 import pydantic_core
 
 from ingest.errors import InputError, UnsupportedFormat
-from ingest.lenient_json import SPLIT_MARKER, LenientDocument, load_document, split_top_array
+from ingest.lenient_json import (
+    SPLIT_MARKER,
+    UNIQUE_CHECK_BYTES,
+    LenientDocument,
+    check_unique_keys,
+    load_document,
+    split_top_array,
+)
 
 if TYPE_CHECKING:
     from ingest.bench_moe_rows import RowFlattener
@@ -73,6 +80,9 @@ def split_for_workers(raw: bytes, workers: int) -> tuple[LenientDocument, Pooled
         return None
     if not isinstance(doc.value, dict) or doc.value.get("results") != [SPLIT_MARKER]:
         return None
+    # keys twice in one object: the whole report up to the check's size, else all but
+    # the rows (ingest.lenient_json.UNIQUE_CHECK_BYTES)
+    check_unique_keys(raw if len(raw) <= UNIQUE_CHECK_BYTES else skeleton)
     tokens = raw.count(b"Infinity") + raw.count(b"NaN")
     if tokens != skeleton.count(b"Infinity") + skeleton.count(b"NaN"):
         # non-finite floats may sit in the rows: children must use the safe writer
