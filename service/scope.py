@@ -22,7 +22,7 @@ in a :class:`Routing`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,13 @@ DEFAULT_DISPATCH_RULE = (
 
 Phase = Literal["decode", "prefill"]
 Attention = Literal["dp", "tp"]
+
+
+# At most this many run ids in one scope (a page's selection is a handful; the bound
+# keeps an anonymous query string from sending a million-item IN list to the database),
+# each within the store's integer range.
+MAX_RUN_IDS = 1000
+MAX_RUN_ID = 2**62
 
 
 class Scope(BaseModel):
@@ -64,7 +71,9 @@ class Scope(BaseModel):
         description="routing pattern (bench_moe dispatch label, e.g. balanced); 'all' = "
         "every pattern, each ranked on its own; unset = balanced where present",
     )
-    run_id: list[int] | None = Field(None, description="restrict to these runs")
+    run_id: list[Annotated[int, Field(ge=1, le=MAX_RUN_ID)]] | None = Field(
+        None, max_length=MAX_RUN_IDS, description="restrict to these runs"
+    )
     include_synthetic: bool = Field(True, description="include generated demo data")
 
     def filters(self) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Bodies refused with 422 naming the field, never 500: numbers a bound lets through but
-arithmetic cannot take (subnormal floats) in the planner's form."""
+"""Requests refused with 422 naming the field, never 500: numbers a bound lets through but
+arithmetic cannot take (subnormal floats) in the planner's form, and run_id lists (each
+id within the store's range, at most 1000 of them)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,18 @@ def test_subnormal_planner_numbers_are_422(
     assert resp.status_code == 422, resp.text
     item = resp.json()["detail"][0]
     assert item["loc"] == loc and "input" not in item
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "run_id=0",
+        "run_id=9223372036854775808",
+        "&".join(f"run_id={i}" for i in range(1, 1002)),
+    ],
+    ids=["zero", "beyond-int64", "1001-items"],
+)
+def test_run_id_lists_are_bounded(client: TestClient, query: str) -> None:
+    resp = client.get(f"/api/v1/best?{query}")
+    assert resp.status_code == 422, resp.text
+    assert resp.json()["detail"][0]["loc"][:2] == ["query", "run_id"]
