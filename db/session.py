@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from db import dialects
 from db.errors import DatabaseBusy, DatabaseLocked, StoreError, UniqueViolation
 from db.group_commit import GroupCommit
-from db.timeouts import DbTimeouts, Watchdog
+from db.timeouts import WATCHDOG, DbTimeouts
 
 T = TypeVar("T")
 
@@ -102,17 +102,16 @@ def _bound_postgres(engine: sa.Engine, timeouts: DbTimeouts) -> None:
     frozen server), and the watchdog around every statement."""
     _TIMEOUTS[engine] = timeouts
     limit = timeouts.watchdog_s
-    watchdog = Watchdog(limit) if limit is not None else None
 
     def guarded(dbapi_conn: Any, statements: list[str]) -> None:
-        ticket = watchdog.arm(dbapi_conn) if watchdog else None
+        # the liveness ping and the session SETs answer at once from a live server
+        ticket = WATCHDOG.arm(dbapi_conn, timeouts.ping_s)
         try:
             with dbapi_conn.cursor() as cur:
                 for statement in statements:
                     cur.execute(statement)
         finally:
-            if watchdog and ticket is not None:
-                watchdog.disarm(ticket)
+            WATCHDOG.disarm(ticket)
 
     @sa.event.listens_for(engine, "connect")
     def on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -127,18 +126,18 @@ def _bound_postgres(engine: sa.Engine, timeouts: DbTimeouts) -> None:
         except Exception as exc:  # the pool discards it and connects afresh (3 tries)
             raise sa.exc.DisconnectionError(str(exc).splitlines()[0] if str(exc) else "") from exc
 
-    if watchdog is None:
+    if limit is None:
         return
 
     @sa.event.listens_for(engine, "before_cursor_execute")
     def arm(conn: sa.Connection, *_: Any) -> None:
         dbapi_conn = conn.connection.dbapi_connection
-        conn.info.setdefault("watchdog", []).append(watchdog.arm(dbapi_conn))
+        conn.info.setdefault("watchdog", []).append(WATCHDOG.arm(dbapi_conn, limit))
 
     def disarm(conn: sa.Connection | None) -> None:
         tickets = conn.info.get("watchdog") if conn is not None else None
         while tickets:
-            watchdog.disarm(tickets.pop())
+            WATCHDOG.disarm(tickets.pop())
 
     @sa.event.listens_for(engine, "after_cursor_execute")
     def after(conn: sa.Connection, *_: Any) -> None:

@@ -42,6 +42,13 @@ class DbTimeouts:
     grace_s: float = 5.0
 
     @property
+    def ping_s(self) -> float:
+        """Seconds a trivial statement (the pool's liveness ping, the session SETs) may
+        take before the connection is taken for dead: a live server answers in
+        milliseconds, so this need not wait for the statement timeout."""
+        return max(2.0, self.connect_s) if self.connect_s > 0 else self.grace_s
+
+    @property
     def watchdog_s(self) -> float | None:
         """Seconds after which a statement's connection is dropped (None: never)."""
         return self.statement_s + self.grace_s if self.statement_s > 0 else None
@@ -58,11 +65,11 @@ class DbTimeouts:
 
 class Watchdog:
     """Drops the connection of a statement that outlives its deadline (see the module
-    docstring). One daemon thread per engine, started on first use; arming and disarming
-    are O(log n) and take no database round trip."""
+    docstring). One daemon thread, started on first use, serves every engine of the
+    process (:data:`WATCHDOG`); arming and disarming are O(log n) and take no database
+    round trip."""
 
-    def __init__(self, limit_s: float) -> None:
-        self.limit_s = limit_s
+    def __init__(self) -> None:
         self._heap: list[tuple[float, int, Any]] = []
         self._armed: dict[int, Any] = {}
         self._ids = itertools.count()
@@ -70,12 +77,14 @@ class Watchdog:
         self._thread: threading.Thread | None = None
         self.fired = 0  # connections dropped so far (for tests and logs)
 
-    def arm(self, dbapi_conn: Any) -> int:
-        """Start the clock for one statement on ``dbapi_conn``; returns its ticket."""
+    def arm(self, dbapi_conn: Any, limit_s: float) -> int:
+        """Start a ``limit_s`` clock for one statement on ``dbapi_conn``; returns its
+        ticket."""
         ticket = next(self._ids)
+        deadline = time.monotonic() + limit_s
         with self._cond:
             self._armed[ticket] = dbapi_conn
-            heapq.heappush(self._heap, (time.monotonic() + self.limit_s, ticket, dbapi_conn))
+            heapq.heappush(self._heap, (deadline, ticket, dbapi_conn))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, daemon=True, name="db-watchdog")
                 self._thread.start()
@@ -104,6 +113,9 @@ class Watchdog:
                 self._armed.pop(ticket, None)
             self.fired += 1
             drop_socket(conn)
+
+
+WATCHDOG = Watchdog()
 
 
 def drop_socket(dbapi_conn: Any) -> None:
