@@ -3,7 +3,8 @@
 Starts ``moedash serve`` on a fresh DuckDB file per variant (an empty database loads
 ``data/published``, as on a user's first start), waits for the cache warm-up, then times
 navigation -> main content drawn on Overview (coverage table), Pareto (chart drawn),
-Best (grid rows) and Recommend (verdict), each in a fresh browser context (empty HTTP
+Best (grid rows), Recommend (verdict), Thresholds (status line over the re-derived
+table) and Planner (its first plan's tables), each in a fresh browser context (empty HTTP
 cache: a first visit) and once more in the same context (revisit). Variants run side by
 side and are measured interleaved, so a busy machine slows both alike:
 
@@ -49,6 +50,11 @@ PAGES: dict[str, str] = {
     "/recommend": (
         "() => document.querySelector('[data-testid=rec-verdict], [data-testid=rec-no-data]')"
     ),
+    # issue 22 item 5: within 1.5x the Overview (their first answer comes with the page)
+    "/thresholds": (
+        "() => document.querySelector('[data-testid=th-status], [data-testid=th-empty]')"
+    ),
+    "/planner": "() => document.querySelector('#page [data-testid^=\"planner-\"]')",
 }
 VARIANTS: dict[str, dict[str, str]] = {
     "partial": {"MOEDASH_PLOTLY_PARTIAL": "true"},

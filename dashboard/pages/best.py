@@ -1,6 +1,6 @@
 """Best by workload: ``service.best.cell_best_table`` as sortable, filterable grids.
 
-URL: ``/best?model=&hardware=&quant=&grouping=bench_moe|dashboard&ws=&dispatch=
+URL: ``/best?model=&hardware=&quant=&grouping=bench_moe|dashboard&world_size=&dispatch=
 &repeats=median|latest``.
 Groupings: bench_moe's own (run, num_tokens, parallel_mode) and NVIDIA's dashboard
 (world size, num_tokens, dispatch, CUDA graph, attention family). One routing pattern
@@ -24,6 +24,7 @@ from analysis.identity import REPEATS
 from analysis.tables import to_csv_text
 from dashboard import components as ui
 from dashboard import grid_state as gs
+from dashboard.api_query import scope_values
 from dashboard.pages.best_controls import controls, dispatch_choice_options
 from dashboard.pages.best_grid import best_grid, display_columns, with_decision_columns
 from service.best import CellBest, cell_best, dispatch_options, world_sizes
@@ -64,15 +65,12 @@ def layout(data: DashData, **query: Any) -> html.Div:
         return html.Div(
             [html.H1("Best by workload"), ui.empty_state("No runs in the database yet.")]
         )
-    want = Cell(
-        ui.first(query, "model") or "",
-        ui.first(query, "hardware") or "",
-        ui.first(query, "quant") or "",
-    )
+    scope = scope_values(query)  # the API's names (world_size ...); old ws still read
+    want = Cell(scope.get("model", ""), scope.get("hardware", ""), scope.get("quant", ""))
     cell = want if want in cells else (default_cell(data) or cells[0])
     grouping = ui.first(query, "grouping") or "bench_moe"
     grouping = grouping if grouping in GROUPINGS else "bench_moe"
-    ws = ui.as_int(ui.first(query, "ws"))
+    ws = scope.get("world_size")
     sizes = world_sizes(data, cell)
     patterns, default = dispatch_options(data, cell)
     dispatch = ui.first(query, "dispatch")
@@ -169,7 +167,7 @@ def best_search(
             "hardware": cell and cell.hardware,
             "quant": cell and cell.quant,
             "grouping": grouping if grouping in GROUPINGS else "bench_moe",
-            "ws": None if ws in (None, "all") else ui.as_int(ws),
+            "world_size": None if ws in (None, "all") else ui.as_int(ws),
             "dispatch": dispatch if isinstance(dispatch, str) and dispatch else None,
             "repeats": None if mode == "median" else mode,
             **(state or gs.GridState()).params(),

@@ -37,7 +37,7 @@ def coverage_matrix(cov: pd.DataFrame) -> StaticHtml:
                 cells.append(El("td", "", className="cov-empty"))
                 continue
             href = "/pareto" + ui.search_string(
-                {"model": model, "hardware": hw, "quant": quant, "ws": w}
+                {"model": model, "hardware": hw, "quant": quant, "world_size": w}
             )
             title = f"{int(r['runs'])} run(s), {int(r['candidates']):,} candidates"
             cells.append(

@@ -1,8 +1,10 @@
 """The Pareto page's state: :class:`ParetoQuery`, read from and written to the URL.
 
-URL: ``/pareto?model=&hardware=&quant=&ws=&phase=&attn=&dispatch=&mode=&backend=&comm=
-&x=&y=&logx=1&logy=1&repeats=median|latest&point=<run_id>:<candidate_index>``
-(``mode``, ``backend``, ``comm`` may repeat; empty means all).
+URL: ``/pareto?model=&hardware=&quant=&world_size=&phase=&attention=dp|tp&dispatch=
+&mode=&backend=&comm=&x=&y=&logx=1&logy=1&repeats=median|latest&point=<run_id>:
+<candidate_index>`` (``mode``, ``backend``, ``comm`` may repeat; empty means all). The
+scope's names are the API's (``dashboard.api_query``: the query string answers
+``/api/v1/pareto`` as it is); older permalinks' ``ws`` and ``attn=D|T`` still read.
 
 ``dispatch`` is **one** routing pattern (a frontier never mixes two); empty means the
 cell's default, balanced where measured (``service.pareto.cell_routing``). ``repeats``:
@@ -18,6 +20,7 @@ from analysis import columns as C
 from analysis.frontier import AXES, MULTI_COLUMNS, PHASES, FrontierAxes
 from analysis.identity import REPEATS
 from dashboard import components as ui
+from dashboard.api_query import attention_letter, attention_param, scope_values
 from service.frames import Cell
 from service.pareto import ParetoFilter
 
@@ -69,9 +72,9 @@ class ParetoQuery:
                 "model": c and c.model,
                 "hardware": c and c.hardware,
                 "quant": c and c.quant,
-                "ws": self.ws,
+                "world_size": self.ws,
                 "phase": self.phase,
-                "attn": None if self.attn == "all" else self.attn,
+                "attention": attention_param(self.attn),
                 "dispatch": list(self.dispatch),
                 "mode": list(self.mode),
                 "backend": list(self.backend),
@@ -92,11 +95,8 @@ def parse_query(
     """Query string values -> ParetoQuery; unknown or invalid values fall back. A cell
     the URL does not name (or that is not stored) is ``default`` when it is one of
     ``cells`` (the pages pass ``service.defaults.default_cell``), else the first."""
-    want = Cell(
-        ui.first(query, "model") or "",
-        ui.first(query, "hardware") or "",
-        ui.first(query, "quant") or "",
-    )
+    scope = scope_values(query)
+    want = Cell(scope.get("model", ""), scope.get("hardware", ""), scope.get("quant", ""))
     fallback = default if default in cells else (cells[0] if cells else None)
     cell = want if want in cells else fallback
 
@@ -106,14 +106,15 @@ def parse_query(
 
     x = ui.first(query, "x") or C.SCORE_MS
     y = ui.first(query, "y") or C.TOKENS_PER_S_PER_GPU
-    phase = ui.first(query, "phase") or "decode"
-    attn = ui.first(query, "attn") or "all"
+    # "all" is the page's own word (the API leaves the phase unset for it)
+    phase = scope.get("phase") or (ui.first(query, "phase") == "all" and "all") or "decode"
+    attn = attention_letter(scope.get("attention"))
     repeats = ui.first(query, "repeats") or "median"
     return ParetoQuery(
         cell=cell,
-        ws=ui.as_int(ui.first(query, "ws")),
+        ws=scope.get("world_size"),
         phase=phase if phase in PHASES else "decode",
-        attn=attn if attn in ("D", "T") else "all",
+        attn=attn,
         dispatch=multi("dispatch")[:1],
         mode=multi("mode"),
         backend=multi("backend"),

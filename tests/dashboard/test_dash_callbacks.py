@@ -229,8 +229,8 @@ def test_overview_links_cells_to_pareto_and_marks_synthetic(seeded: Any) -> None
     page = overview.layout(data)
     # server-rendered tables (dashboard.static_html): in-app links are <a data-nav>
     hrefs = [c.href for c in walk(page) if getattr(c, "tag", None) == "a" and c.nav]
-    assert "/pareto?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&ws=8" in hrefs
-    assert "/pareto?model=kimi_k2&hardware=B300&quant=NVFP4&ws=4" in hrefs
+    assert "/pareto?model=deepseek_v4_pro&hardware=GB300&quant=NVFP4&world_size=8" in hrefs
+    assert "/pareto?model=kimi_k2&hardware=B300&quant=NVFP4&world_size=4" in hrefs
     badges = [
         c
         for c in walk(page)

@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from analysis import columns as C
 from dashboard.app import create_dash
 from dashboard.pages import recommend
+from dashboard.pages.pareto_query import ParetoQuery
 from db.store import Store
 from ingest.demo.generate import dump_report, generate_report
 from ingest.detect import parse_upload
@@ -115,14 +116,12 @@ def test_pareto_frontier_points_agree(
     api: TestClient, page: Any, cell: Cell, ws: int, phase: str
 ) -> None:
     data = page.server.config["MOEDASH_DATA"]
-    params = {
-        "model": cell.model,
-        "hardware": cell.hardware,
-        "quant": cell.quant,
-        "world_size": ws,
-        "phase": phase,
-    }
-    items = api.get("/api/v1/pareto", params=params).json()["items"]
+    # the page's own permalink, sent to the API as it is: one query language
+    search = ParetoQuery(cell=cell, ws=ws, phase=phase).search()
+    assert f"world_size={ws}" in search and "ws=" not in search.replace("world_size=", "")
+    resp = api.get("/api/v1/pareto" + search)
+    assert resp.status_code == 200, resp.text
+    items = resp.json()["items"]
     from_api = {(p["run_id"], p["candidate_index"]) for p in items}
     assert from_api, "the seeded store has a frontier here"
     assert page_frontier(page, data, cell, ws, phase) == from_api
