@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from service.planner_serving import serving
+
 
 def deployment(payload: Mapping[str, Any]) -> dict[str, Any] | None:
     """The best plan as node groups (None when there is no disaggregated plan).
@@ -19,7 +21,9 @@ def deployment(payload: Mapping[str, Any]) -> dict[str, Any] | None:
     holding all attention-side weights and its KV cache) and an ``expert`` group (``E/x``
     nodes of ``tpe`` GPUs, each holding ``x`` experts); ``pipeline``: micro-batches,
     global batch, per-node micro-batch sizes; ``expected``: TBT, throughput, cost;
-    ``summary``: the same in a few lines of text.
+    ``serving``: the stacks that can run it with their per-role settings, the
+    co-located alternative on ``trtllm-serve`` and which one is recommended
+    (``service.planner_serving``); ``summary``: the same in a few lines of text.
     """
     best = payload.get("best")
     if not best:
@@ -66,6 +70,7 @@ def deployment(payload: Mapping[str, Any]) -> dict[str, Any] | None:
             "all_constraints_met": best.get("all_constraints_met"),
         },
     }
+    doc["serving"] = serving(best, payload.get("colocated"), payload.get("disaggregation_gain"))
     doc["summary"] = summary_text(doc)
     return doc
 
@@ -87,5 +92,28 @@ def summary_text(doc: Mapping[str, Any]) -> str:
             f"- expected: TBT {exp_out['tbt_ms']:.1f} ms "
             f"(SLO {doc['workload']['slo_tbt_ms']:g} ms), "
             f"{exp_out['throughput_tokens_s']:.0f} tokens/s, {ok} the pipeline constraints",
+            *serving_lines(doc.get("serving")),
         ]
     )
+
+
+def serving_lines(serve: Mapping[str, Any] | None) -> list[str]:
+    """The serving stacks of a :func:`deployment` as readable lines."""
+    if not serve:
+        return []
+    dis = serve["disaggregated"]
+    lines = [
+        "- serve with (attention-FFN disaggregation, experimental): "
+        + "; ".join(f"{s['stack']} <{s['source']}>" for s in dis["stacks"]),
+        f"  attention role: {dis['stacks'][0]['roles']['attention']}",
+        f"  ffn role: {dis['stacks'][0]['roles']['ffn']}",
+        f"- {dis['not_supported_by']}",
+    ]
+    colo = serve.get("colocated")
+    if colo:
+        lines.append(
+            f"- co-located alternative: {colo['stack']} on {colo['gpus']} {colo['gpu']}, "
+            f"{colo['settings']}"
+        )
+    lines.append(f"- recommended: {serve['recommended']}")
+    return lines

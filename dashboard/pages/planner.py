@@ -2,7 +2,9 @@
 
 URL: ``/planner?model=&seq=&slo=&gpu=<name>&gpu=…&mode=homogeneous|heterogeneous&nm=
 &xpn=&fq=&cap=&near=&ff=&sens=&ca=&cb=`` plus edited figures (see ``planner_form``). Opening a URL
-plans it; the Plan button re-plans.
+plans it; the Plan button re-plans. Without model and GPU the page opens on the catalogue
+model and GPU the store has most sweeps of (``service.planner_defaults``), else the
+paper's preset.
 
 The plan is ``service.planner.plan_for`` (``run_plan``, the same as ``POST
 /api/v1/planner/plan``, cached per request and store version), run in the WSGI worker
@@ -43,6 +45,7 @@ from dashboard.pages.planner_form import (
 from dashboard.pages.planner_render import render
 from service.frames import DashData
 from service.planner import export_filename, plan_for, stored_quants
+from service.planner_defaults import store_default
 from service.planner_request import PlanInputError
 
 PATH = "/planner"
@@ -89,7 +92,8 @@ _ctl = control  # the label names the input, dropdown or group (dashboard.labell
 
 
 def layout(data: DashData, **query: Any) -> html.Div:
-    form = parse_form(query)
+    # a URL without model and GPU opens on what the store measured (its Te is fitted)
+    form = parse_form(query, store_default(data))
     spec = MODELS[form.model]
     # the plan of the URL's form comes with the page (cached, warmed at start): the Plan
     # button's callback runs on clicks only

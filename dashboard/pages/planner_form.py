@@ -132,9 +132,13 @@ def _differs(a: float, b: float | None) -> bool:
     return b is None or abs(a - b) > 1e-9 * max(1.0, abs(b))
 
 
-def parse_form(query: dict[str, Any]) -> Form:
-    """Query (strings or lists of strings) -> Form; bad values fall back to defaults."""
+def parse_form(query: dict[str, Any], start: tuple[str, str] | None = None) -> Form:
+    """Query (strings or lists of strings) -> Form; bad values fall back to defaults.
+    ``start`` (model, GPU) replaces the catalogue's default model and GPU when the query
+    names neither (the page passes the store's: ``service.planner_defaults``)."""
     d = Form()
+    if start is not None and "model" not in query and "gpu" not in query:
+        d = Form(model=start[0], gpus=(start[1],))
     model = ui.first(query, "model") or d.model
     model = model if model in MODELS else d.model
     raw_gpus = query.get("gpu", list(d.gpus))

@@ -242,6 +242,7 @@ def render(payload: dict[str, Any], compare: tuple[int, int] = (1, 2)) -> html.D
             warnings,
             status,
             near_block(payload["near_best"]),
+            serving_block(payload.get("deployment") or {}),
             sensitivity_block(payload.get("sensitivity") or []),
             html.Div(
                 [
@@ -330,6 +331,38 @@ HINTS: dict[str, list[str]] = {
         "longer sequences or faster links make Tc < Tf",
     ],
 }
+
+
+def serving_block(deployment: dict[str, Any]) -> html.Div:
+    """Which stack runs the plan (and the co-located alternative), from the exported
+    deployment's ``serving`` (service.planner_serving)."""
+    serve = deployment.get("serving")
+    if not serve:
+        return html.Div()
+    stacks = serve["disaggregated"]["stacks"]
+    colo = serve.get("colocated")
+    items = [
+        html.Li(
+            "disaggregated: "
+            + "; ".join(f"{s['stack']} ({s['status']})" for s in stacks)
+            + f". {serve['disaggregated']['not_supported_by']}."
+        )
+    ]
+    if colo:
+        items.append(
+            html.Li(
+                f"co-located: {colo['stack']} on {colo['gpus']} {colo['gpu']} "
+                f"({', '.join(f'{k}={v}' for k, v in colo['settings'].items())})"
+            )
+        )
+    return html.Div(
+        [
+            html.Strong(f"Serve with (recommended: {serve['recommended']}): "),
+            html.Ul(items),
+            html.P("Per-role settings are in the deployment download.", className="status"),
+        ],
+        **ui.attrs(data_testid="planner-serving"),
+    )
 
 
 def broken_block(payload: dict[str, Any]) -> html.Div | html.Details:

@@ -3,6 +3,8 @@ are stated beside the numbers they explain (the same document the API answers)."
 
 from __future__ import annotations
 
+from typing import Any
+
 from analysis.planner.colocated import SHARED_COSTS
 from dashboard.pages import planner as P
 from dashboard.pages import planner_form as F
@@ -40,3 +42,33 @@ def test_page_names_what_binds_and_lists_broken_plans_apart(store: Store) -> Non
     listed = _text(_find(body, "planner-broken-plans"))
     assert f"{payload['n_broken_plans']} plan(s) break" in listed
     assert payload["broken_plans"][0]["broken"] in listed
+
+
+def _by_id(component: Any, cid: str) -> Any:
+    if getattr(component, "id", None) == cid:
+        return component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, list | tuple) else [children]:
+        if child is not None and not isinstance(child, str | int | float):
+            found = _by_id(child, cid)
+            if found is not None:
+                return found
+    return None
+
+
+def test_page_opens_on_the_stores_model_and_gpu(store: Store) -> None:
+    """Issue 27: the page used to open on mixtral_8x22b on H20 from a roofline whatever
+    the store held. With only L20 sweeps stored it opens on L20, its Te fitted; a URL
+    naming a model or GPU keeps its own."""
+    ingest_linear(store, hardware="L20", k4=1.0)  # 604 MB per ms: under the L20's 864 GB/s
+    data = DashData(store)
+    page = P.layout(data)
+    assert _by_id(page, "plan-gpus").value == ["L20"]
+    assert _by_id(page, "plan-model").value == "mixtral_8x22b"
+    payload = _by_id(page, "plan-payload").data
+    assert payload["gpus"][0]["name"] == "L20"
+    assert payload["expert_fits"][0]["source"] == "fit"
+    assert _find(page, "planner-serving") is not None
+    assert "SGLang" in _text(_find(page, "planner-serving"))
+    own = P.layout(data, gpu="H20")
+    assert _by_id(own, "plan-gpus").value == ["H20"]
