@@ -6,7 +6,7 @@ process, MiB) is its own and not the largest earlier case's. Wall-clock seconds 
 ``service.planner.run_plan`` alone (no store: roofline Te), the median of ``--repeats``.
 Prints a table and writes ``bench/results/planner.json``.
 
-The cases are the typical page default and the largest requests the caps allow
+The cases are the typical page default on an empty store and the largest requests the caps allow
 (``MAX_ESTIMATED_EVALUATIONS``): a heterogeneous search over four GPUs for a model with
 hundreds of experts (many experts-per-node choices), and one with eight TP choices
 and Nm = 8 near the estimate cap. The goals (issue 16) are typical <= 1 s and the
@@ -41,7 +41,7 @@ from service.planner_request import (  # noqa: E402
 BLACKWELL = ["GB300", "B200", "B300", "H200"]
 PAPER4 = ["H20", "L40S", "A800", "H800"]
 CASES: dict[str, dict[str, Any]] = {
-    "typical: page default (Mixtral, H20)": {},
+    "typical: empty-store page default (Mixtral, H20)": {},
     "paper: Mixtral heterogeneous H20+L40S": {"gpus": ["H20", "L40S"], "mode": "heterogeneous"},
     "cap: deepseek_v4_pro hetero 4 Blackwell": {
         "model": "deepseek_v4_pro",
@@ -92,7 +92,8 @@ def run_one(name: str, repeats: int) -> dict[str, Any]:
         "estimated_evaluations": payload["estimated_evaluations"],
         "evaluations": payload["evaluations"],
         "truncated": payload["truncated"],
-        "plans": payload["n_alternatives"],
+        "plans": payload["n_alternatives"],  # offered: every pipeline constraint met
+        "broken_plans": payload["n_broken_plans"],
         "best": f"{best.get('attention_gpu')}/{best.get('expert_gpu')} {best.get('gpus')} GPUs",
     }
 
@@ -114,7 +115,10 @@ def main() -> None:
             check=True,
         )
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    head = f"{'case':52} {'s':>6} {'RSS MiB':>8} {'est.':>7} {'evals':>7} {'trunc':>5} {'plans':>6}"
+    head = (
+        f"{'case':52} {'s':>6} {'RSS MiB':>8} {'est.':>7} {'evals':>7} {'trunc':>5} "
+        f"{'offered':>7} {'broken':>6}"
+    )
     print(head)
     for r in rows:
         if "refused" in r:
@@ -123,7 +127,7 @@ def main() -> None:
         print(
             f"{r['case']:52} {r['seconds']:6.2f} {r['peak_rss_mib']:8.0f} "
             f"{r['estimated_evaluations']:7d} {r['evaluations']:7d} {str(r['truncated']):>5} "
-            f"{r['plans']:6d}"
+            f"{r['plans']:7d} {r['broken_plans']:6d}"
         )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(
