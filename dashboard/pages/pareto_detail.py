@@ -19,6 +19,7 @@ from dashboard import components as ui
 from service.errors import ServiceError
 from service.frames import Cell, DashData
 from service.pareto import point_at
+from service.point_confidence import point_confidence
 from service.point_export import PointExport, cell_point_export
 
 _FACTS = (
@@ -112,6 +113,7 @@ def render_detail(data: DashData, cell_key: str | None, point: str | None) -> An
                     html.Div(
                         [
                             ui.kv_table(_facts(export), "pareto-facts"),
+                            _confidence(data, cell, export),
                             dcc.Link(f"all candidates of run {run_id} →", href=f"/run?id={run_id}"),
                         ],
                         className="half",
@@ -122,6 +124,32 @@ def render_detail(data: DashData, cell_key: str | None, point: str | None) -> An
             ),
         ],
         **ui.attrs(data_testid="pareto-point-detail"),
+    )
+
+
+def _confidence(data: DashData, cell: Cell, export: PointExport) -> Any:
+    """The confidence panel: this point against its workload's pick, and the pick's
+    verdict in the Best page's words (``service.point_confidence``)."""
+    found = point_confidence(data, cell, export.row)
+    if found is None:
+        return html.P(
+            "No confidence verdict: this candidate's workload has no successful ranking.",
+            className="muted",
+            **ui.attrs(data_testid="pareto-confidence"),
+        )
+    standing = (
+        "the pick of its workload"
+        if found.is_pick
+        else f"{found.slower_pct:.1f} % slower than its workload's pick ({found.pick})"
+    )
+    facts = {
+        "this configuration": standing,
+        "verdict (for the pick)": found.verdict,
+        "why": found.note,
+    }
+    return html.Div(
+        [html.H3("Confidence"), ui.kv_table(facts, "pareto-confidence-facts")],
+        **ui.attrs(data_testid="pareto-confidence"),
     )
 
 
