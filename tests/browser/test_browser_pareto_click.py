@@ -112,6 +112,15 @@ def test_click_on_a_webgl_point_shows_its_config_and_downloads_the_api_yaml(
     panel = _click(page, *CANDIDATE_3, expect=f"Candidate 3 of run {known}")
     assert "MEGAMOE_CUTEDSL" in panel and "routing (dispatch pattern)\tbalanced" in panel
     assert f"point={known}%3A3" in page.url
+    # the confidence panel says what the Best API says of this workload
+    best = httpx.get(
+        f"{base}/api/v1/best",
+        params={"model": "deepseek_v4_pro", "hardware": "GB300", "quant": "NVFP4",
+                "world_size": 8, "phase": "decode", "attention": "dp"},
+    ).json()["items"]  # fmt: skip
+    (row,) = [r for r in best if r["num_tokens"] == 1024]
+    confidence = page.inner_text("[data-testid=pareto-confidence]")
+    assert row["confidence"] in confidence and row["confidence_note"] in confidence
 
     name, body = _download(page, "#pareto-download-btn")
     assert name == f"moe_config_deepseek_v4_pro_GB300_NVFP4_ws8_1024tok_run{known}_cand3.yaml"
