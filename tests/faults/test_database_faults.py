@@ -10,6 +10,7 @@ keeps every request waiting as long as it stays frozen."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -18,6 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from db.store import open_store
+from ingest import lenient_json
 from tests.factories import EXAMPLE
 from tests.factories.pg_cluster import Cluster, private_cluster
 from tests.factories.servers import running_server
@@ -32,6 +34,10 @@ ENV = {
     "MOEDASH_WARM_CACHE": "false",
     "MOEDASH_ENABLE_DASHBOARD": "false",
     "MOEDASH_PARSE_WORKERS": "0",
+    # a short grace and a high minimum body pace (loopback is fast): a pace clock that
+    # counted the server's own wait on the database would cut a waiting upload with 408
+    "MOEDASH_BODY_GRACE_S": "0.5",
+    "MOEDASH_BODY_MIN_RATE": str(1024 * 1024),
 }
 HANG = 60.0  # an answer later than this is a hang, not a bounded wait
 
@@ -125,3 +131,30 @@ def test_lock_wait_is_bounded(server: str, cluster: Cluster) -> None:
     finally:
         engine.dispose()
     assert httpx.get(f"{server}/api/v1/runs", timeout=HANG).status_code == 200
+
+
+def test_upload_waiting_on_a_slow_database_is_not_cut_as_a_slow_body(
+    server: str, cluster: Cluster, token: str
+) -> None:
+    # a report of several MiB (many body chunks), sent at once while the database is
+    # frozen for about a second: the token check waits, then the body is read from the
+    # socket where it has been waiting all along
+    doc = lenient_json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    doc["notes_padding"] = "x" * (4 * 1024 * 1024)
+    body = lenient_json.dumps(doc).encode()
+    cluster.freeze()
+    thaw = threading.Timer(1.0, cluster.thaw)
+    thaw.start()
+    try:
+        resp = httpx.post(
+            f"{server}/api/v1/runs",
+            content=body,
+            params={"trtllm_version": "v1.3.0rc27", "hardware": "GB300"},
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            timeout=HANG,
+        )
+    finally:
+        thaw.join()
+    # stored (the database answered in time) or 503 (it did not): never 408
+    assert resp.status_code in (200, 201, 503), resp.text
+    assert resp.status_code != 408
