@@ -1,24 +1,29 @@
-"""Property-based requests from the OpenAPI document (schemathesis): every GET operation,
-on a store holding something for each of them, answers no 5xx, only statuses it
-documents, in media types it documents, with bodies that match its schemas, and refuses
-(4xx) every request its parameters' schemas forbid.
+"""Property-based requests from the OpenAPI document (schemathesis), on DuckDB and (in
+the PostgreSQL tier, `make test-pg`) on PostgreSQL: every GET operation, on a store
+holding something for each of them, answers no 5xx, only statuses it documents, in media
+types it documents, with bodies that match its schemas, and refuses (4xx) every request
+its parameters' schemas forbid; every POST operation, sent generated and
+schema-violating bodies without a token, answers no 5xx and only documented statuses.
 
-The requests are of three kinds: generated from the parameters' schemas alone (mostly
+The GET requests are of three kinds: generated from the parameters' schemas alone (mostly
 refusals: unknown models, values the store does not hold); with the parameters that name
 stored data pinned (:data:`KNOWN`) and the rest generated, so the answers with data are
 checked against their schemas too; and schema-violating ones (negative mode: a number
 out of range, a string too long), which must be refused.
 
 Bounded: :data:`EXAMPLES` requests of each kind per operation (fewer for the slow ones),
-derandomized (the same requests on every run), no example database. The operations are
-read from the committed docs/openapi.json, which tests/api/test_openapi_snapshot.py
-keeps equal to the app's document."""
+:data:`POST_EXAMPLES` bodies of each kind per POST operation, derandomized (the same
+requests on every run), no example database. The operations are read from the committed
+docs/openapi.json, which tests/api/test_openapi_snapshot.py keeps equal to the app's
+document. ``MOEDASH_FUZZ_COUNTS=file.json`` writes the answers by status per database."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,9 +39,9 @@ from moedash.settings import Settings
 from scripts.openapi_snapshot import SNAPSHOT
 from tests.factories import routing, version_sweeps
 from tests.factories.api_contract import seed_every_route
-from tests.factories.stores import DuckDBTemplates
 
 EXAMPLES = 4  # requests of each kind per operation
+POST_EXAMPLES = 10  # bodies of each kind per POST operation
 SLOW = {"/api/v1/planner/plan", "/api/v1/agreement", "/api/v1/thresholds"}
 SLOW_PREFIX = ("/api/v1/crossval/", "/api/v1/thresholds/")
 CHECKS = [
@@ -93,17 +98,35 @@ def examples_for(path: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def seeded(
-    duckdb_templates: DuckDBTemplates, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[FastAPI, dict[str, int]]]:
-    """The app over a store seeded for every route, and the seeded run ids by name."""
-    url = duckdb_templates.copy(tmp_path_factory.mktemp("fuzz") / "store.duckdb")
-    store = open_store(url, upgrade=False)
+def seeded(module_db_url: str) -> Iterator[tuple[FastAPI, dict[str, int]]]:
+    """The app over a store seeded for every route, and the seeded run ids by name; on
+    DuckDB (a copy of the migrated template) and, in the PostgreSQL tier, on a fresh
+    PostgreSQL schema (module_db_url)."""
+    store = open_store(module_db_url, upgrade=not module_db_url.startswith("duckdb"))
     try:
         ids = seed_every_route(store)
-        yield create_app(Settings(database_url=url, enable_dashboard=False), store=store), ids
+        settings = Settings(database_url=module_db_url, enable_dashboard=False)
+        yield create_app(settings, store=store), ids
     finally:
         store.close()
+
+
+# Requests sent and answers by status, over the module (written to the JSON file named by
+# MOEDASH_FUZZ_COUNTS when set: the figures of docs/security.md)
+TALLY: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tally(module_db_url: str) -> Iterator[None]:
+    TALLY.clear()
+    yield
+    out = os.environ.get("MOEDASH_FUZZ_COUNTS")
+    if out:
+        kind = "duckdb" if module_db_url.startswith("duckdb") else "postgresql"
+        path = Path(out)
+        old = json.loads(path.read_text()) if path.exists() else {}
+        old[kind] = dict(TALLY)
+        path.write_text(json.dumps(old, indent=1, sort_keys=True))
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +177,47 @@ def test_get_operation_keeps_its_contract(
         def requests(case: Any) -> None:
             response = case.call_and_validate(checks=checks_for(path))
             seen[response.status_code] += 1
+            TALLY[f"GET {response.status_code}"] += 1
 
         requests()
     # a run of refusals alone would check the error envelope only
     assert seen[200] > 0 or path in NOTHING_STORED, seen
+
+
+POST_PATHS = sorted(
+    path
+    for path, ops in json.loads(SNAPSHOT.read_text(encoding="utf-8"))["paths"].items()
+    if "post" in ops
+)
+
+
+@pytest.mark.parametrize("path", POST_PATHS)
+def test_post_operation_never_answers_5xx(schema: Any, path: str) -> None:
+    """Bodies generated from the POST operations' schemas, without a token (what anyone
+    can send): no 5xx, only documented statuses. (Uploads answer 401 before reading the
+    body; the planner computes or refuses.)"""
+    operation = schema[path]["POST"]
+    post_checks = [
+        checks.not_a_server_error,
+        checks.status_code_conformance,
+        checks.content_type_conformance,
+    ]
+    for kind in (
+        operation.as_strategy(),
+        operation.as_strategy(generation_mode=GenerationMode.NEGATIVE),
+    ):
+
+        @settings(
+            max_examples=POST_EXAMPLES,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            phases=[Phase.explicit, Phase.generate, Phase.shrink],
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(case=kind)
+        def requests(case: Any) -> None:
+            response = case.call_and_validate(checks=post_checks)
+            TALLY[f"POST {response.status_code}"] += 1
+
+        requests()
