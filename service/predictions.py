@@ -25,6 +25,7 @@ from analysis import predict_validate as V
 from analysis.confidence import verdict
 from analysis.predict_next import measure_next
 from analysis.tables import to_json_records
+from service import predictions_shape as X
 from service.errors import NoData
 from service.frames import Cell, DashData
 
@@ -77,11 +78,15 @@ def prediction(
     the neighbours have different winners, ``split`` names both, the crossover and the
     bench_moe command that settles it."""
     cell = _cell(data, model, hardware, quant)
+    frame = data.cell_frame(cell)
+    if X.missing_world_size(frame, world_size):
+        return _other_world_size(data, cell, frame, num_tokens, world_size, attention, phase,
+                                 confidence)  # fmt: skip
     adp = None if attention is None else attention == "dp"
     graph = None if phase is None else phase == "decode"
 
     def fit() -> P.GroupModel:
-        return P.fit_group(data.cell_frame(cell), world_size, dispatch, confidence, adp, graph)
+        return P.fit_group(frame, world_size, dispatch, confidence, adp, graph)
 
     def compute() -> dict[str, Any]:
         # the group's curves and intervals are fitted once per cell version; a token
@@ -148,6 +153,39 @@ def _measure_next(
     return every.head(limit).reset_index(drop=True)
 
 
+def _other_world_size(
+    data: DashData,
+    cell: Cell,
+    frame: pd.DataFrame,
+    num_tokens: int,
+    world_size: int,
+    attention: str | None,
+    phase: str | None,
+    confidence: float,
+) -> dict[str, Any]:
+    """A world size the cell did not measure: the shape model of its GPU and quant, for
+    the cell's own shape (``service.predictions_shape``)."""
+    shape = X.cell_shape(frame)
+    stored = sorted({int(w) for w in frame[C.WORLD_SIZE].dropna().unique()})
+    if shape is None:
+        raise NoData("world_size", f"nothing measured at world size {world_size} (stored: "
+                     f"{stored}) and the model's shape is not recorded", "no_data")  # fmt: skip
+
+    def compute() -> dict[str, Any]:
+        fit = X.shape_fit(data, cell.hardware, cell.quant, confidence)
+        got = X.answer_from_shape(fit, shape, cell.quant, world_size, num_tokens, attention, phase)
+        got["notes"] = [f"world size {world_size} not stored for this model (stored: {stored}): "
+                        "predicted by the shape model", *got["notes"]]  # fmt: skip
+        names = {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant}
+        return {"cell": names, **got}
+
+    key = ("prediction_other_ws", cell, num_tokens, world_size, attention, phase, confidence)
+    out: dict[str, Any] = data.cached(
+        key, compute, {"hardware": cell.hardware, "quant": cell.quant}
+    )
+    return out
+
+
 def validation(
     data: DashData, model: str, hardware: str, quant: str, confidence: float = P.CONFIDENCE
 ) -> dict[str, Any]:
@@ -167,7 +205,18 @@ def validation(
             "summary": V.summarize(table),
             "items": to_json_records(table),
             "measure_next": to_json_records(_measure_next(data, cell, frame, confidence)),
+            "leave_one_model_out": _models(data, cell, confidence),
         }
 
-    out: dict[str, Any] = data.cached(("prediction_validation", cell, confidence), compute, cell)
+    where = {"hardware": cell.hardware, "quant": cell.quant}  # the other models count too
+    key = ("prediction_validation", cell, confidence)
+    out: dict[str, Any] = data.cached(key, compute, where)
     return out
+
+
+def _models(data: DashData, cell: Cell, confidence: float) -> dict[str, Any]:
+    """The leave-one-model-out validation of the cell's GPU and quant: the slice's summary
+    and this model's held-out workloads (empty with one model stored)."""
+    got = X.model_validation(data, cell.hardware, cell.quant, confidence)
+    items = [r for r in got["items"] if r.get("model") == cell.model]
+    return {"summary": got["summary"], "items": items}

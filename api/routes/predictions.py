@@ -16,6 +16,7 @@ from api.routes.analysis import Data, _answer
 from api.schemas.errors import read_errors
 from api.schemas.predictions import PredictionAnswer, ValidationAnswer
 from service import predictions as S
+from service import predictions_shape as SX
 from service.scope import Attention, Phase
 
 router = APIRouter(tags=["predictions"], dependencies=[Depends(require_read)])
@@ -30,7 +31,8 @@ Confidence = Annotated[
 
 @router.get(
     "/predictions",
-    summary="Each configuration's score at an unmeasured token count, with an interval",
+    summary="Each configuration's score at an unmeasured token count or world size, with an "
+    "interval",
     response_model=PredictionAnswer,
     responses=read_errors(),
 )
@@ -79,3 +81,33 @@ def predictions_validation(
     data: Data, model: Model, hardware: Hardware, quant: Quant, confidence: Confidence = 0.9
 ) -> Response:
     return FastJSONResponse(_answer(lambda: S.validation(data, model, hardware, quant, confidence)))
+
+
+@router.get(
+    "/predictions/shape",
+    summary="Each configuration's predicted score for a model given by its shape",
+    response_model=PredictionAnswer,
+    responses=read_errors(),
+)
+def predictions_shape(
+    data: Data,
+    hardware: Hardware,
+    quant: Quant,
+    num_experts: Annotated[int, Query(ge=1, le=65536, description="routed experts")],
+    top_k: Annotated[int, Query(ge=1, le=1024, description="experts per token")],
+    hidden_size: Annotated[int, Query(ge=1, le=1_000_000)],
+    intermediate_size: Annotated[int, Query(ge=1, le=1_000_000, description="per expert")],
+    num_tokens: Annotated[int, Query(ge=1, le=10_000_000)],
+    world_size: Annotated[int, Query(ge=1, le=4096)],
+    attention: Annotated[Attention | None, Query(description="dp (default) or tp")] = None,
+    phase: Annotated[Phase | None, Query(description="decode (default) or prefill")] = None,
+    confidence: Confidence = 0.9,
+) -> Response:
+    shape = (num_experts, top_k, hidden_size, intermediate_size)
+    return FastJSONResponse(
+        _answer(
+            lambda: SX.shape_prediction(
+                data, hardware, quant, shape, world_size, num_tokens, attention, phase, confidence
+            )
+        )
+    )

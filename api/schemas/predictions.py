@@ -53,6 +53,11 @@ class PredictionAnswer(Open):
     )
 
     kind: str = Field(description="measured (the token count was measured) or predicted")
+    source: str | None = Field(
+        None,
+        description="shape model: answered by the model across shapes (a model given by "
+        "its shape, or a world size the cell did not measure); absent: the cell's curves",
+    )
     pick: str = Field(description="the configuration with the smallest score")
     verdict: str = Field(
         description="deploy / tie: either / measure first (analysis.confidence): how far "
@@ -98,6 +103,12 @@ class ValidationAnswer(Open):
     items: list[dict[str, Any]] = Field(
         description="per held-out query: world_size, dispatch, num_tokens, n_predicted, "
         "n_measured, regret_pct, nearest_tokens, nearest_regret_pct, n_covered, edge"
+    )
+    leave_one_model_out: dict[str, Any] = Field(
+        description="the cell's GPU and quant, each stored model held out in turn and "
+        "answered by the shape model: summary (predicted, tree, nearest model: n, censored, "
+        "median/p90/worst regret %, wrong picks; paired with the tree; coverage) and this "
+        "model's held-out workloads"
     )
     measure_next: list[dict[str, Any]] = Field(
         description="what to measure next: unmeasured token counts ranked by the expected "

@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 
 from db.store import Store
 from service import predictions as S
+from service import predictions_shape as X
 from service.frames import DashData
 from tests.factories import prediction_frames as F
 
@@ -63,3 +64,34 @@ def test_validation_equals_the_service(client: TestClient, store: Store) -> None
     assert 0 < len(nxt) <= 10 and all("bench_moe" in r["command"] for r in nxt)
     regrets = [r["expected_regret_pct"] for r in nxt]
     assert regrets == sorted(regrets, reverse=True)
+
+
+def test_a_world_size_not_stored_is_answered_by_the_shape_model(
+    client: TestClient, store: Store
+) -> None:
+    F.seed_demo_cell(store, world_sizes=(4, 16))
+    params = {**CELL, "num_tokens": 512, "world_size": 8}
+    resp = client.get("/api/v1/predictions", params=params)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body == S.prediction(DashData(store), "deepseek_v4_pro", "GB300", "NVFP4", 512, 8)
+    assert body["kind"] == "predicted" and body["source"] == "shape model"
+    assert "world size 8 not stored" in body["notes"][0]
+    first = body["items"][0]
+    assert first["config"] == body["pick"] and first["moe_ep_size"] in (8, 1)
+    assert first["lo_ms"] <= first["score_ms"] <= first["hi_ms"]
+
+
+def test_a_model_given_by_its_shape(client: TestClient, store: Store) -> None:
+    F.seed_demo_cell(store, world_sizes=(4, 8))
+    shape = {"num_experts": 256, "top_k": 8, "hidden_size": 6144, "intermediate_size": 2048}
+    params = {"hardware": "GB300", "quant": "NVFP4", **shape, "num_tokens": 300, "world_size": 8}
+    resp = client.get("/api/v1/predictions/shape", params=params)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    want = X.shape_prediction(DashData(store), "GB300", "NVFP4", (256, 8, 6144, 2048), 8, 300)
+    assert body == want and body["shape"] == shape and body["source"] == "shape model"
+    assert body["items"] and body["pick"] == body["items"][0]["config"]
+    other = client.get("/api/v1/predictions/shape", params={**params, "hardware": "H200"})
+    assert other.status_code == 404 and other.json()["detail"][0]["loc"] == ["query", "hardware"]
+    assert client.get("/api/v1/predictions/shape", params={**params, "top_k": 0}).status_code == 422

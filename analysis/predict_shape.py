@@ -1,0 +1,333 @@
+"""Answers for a model or world size the store has not measured: one model across shapes.
+
+A configuration's score on a GPU and quant is explained by what one rank has to do, so
+the model reads every measured row of a (hardware, quant) slice -- all models, all world
+sizes -- through physically meaningful features, in natural logs:
+
+* ``activated tokens per rank`` (``analysis.derived``: num_tokens x top_k / world size
+  under attention DP, / moe_ep_size under attention TP);
+* ``FLOPs per rank``: activated tokens per rank x 6 x hidden x intermediate / moe_tp_size
+  (gate, up and down projections, 2 FLOPs a multiply-add);
+* ``weight bytes read per rank``: the rank's experts (num_experts / moe_ep_size) times
+  the share of experts a batch touches (1 - exp(-tokens x top_k / num_experts), tokens
+  routed uniformly) x 3 x hidden x intermediate / moe_tp_size x bytes per element;
+* ``dispatch volume per rank``: activated tokens per rank x hidden;
+* the world size.
+
+Each configuration **kind** (backend, comm, layout -- pure EP, pure TP or TP k x EP --,
+attention DP or TP, CUDA graph) has its own intercept and its own slopes on those
+features (scikit-learn ``Ridge`` over kind-by-feature interactions, lightly shrunk
+towards the common slopes). Intervals are conformal (MAPIE ``CrossConformalRegressor``,
+CV+ leaving one **model** out): the band is the error of predicting a model the fit did
+not see. A world size the store lacks is answered by the same fit for the cell's own
+shape (the kinds re-laid out for that world size).
+
+Pure and deterministic; inputs are not modified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from mapie.regression import CrossConformalRegressor
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import LeaveOneGroupOut
+
+from analysis import columns as C
+from analysis.derived import as_float
+from analysis.identity import configuration_frame
+
+FEATURES = ("log_tokens_rank", "log_flops_rank", "log_weight_bytes_rank", "log_dispatch_rank",
+            "log_world_size")  # fmt: skip
+SHAPE = (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE, C.INTERMEDIATE_SIZE)
+KIND = "kind"
+CONFIDENCE = 0.9
+SHAPE_SCALE = 0.1  # a model's weight in the local correction: 1 / (this + shape distance)
+ALPHA = 1.0  # ridge shrinkage of the kind-by-feature terms (features are O(1) logs)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A model as the shape model sees it."""
+
+    num_experts: int
+    top_k: int
+    hidden_size: int
+    intermediate_size: int
+
+
+def layout(ep: np.ndarray, tp: np.ndarray) -> np.ndarray:
+    """ "EP" (moe_tp_size 1), "TP" (moe_ep_size 1) or "TP<k>" (a hybrid of TP k)."""
+    return np.where(
+        tp <= 1, "EP", np.where(ep <= 1, "TP", np.char.add("TP", tp.astype(int).astype(str)))
+    )
+
+
+def kinds(frame: pd.DataFrame) -> np.ndarray:
+    """Each row's configuration kind (module docstring), as text."""
+    ep, tp = as_float(frame[C.MOE_EP_SIZE]), as_float(frame[C.MOE_TP_SIZE])
+    adp = frame[C.ATTENTION_DP].astype(object).to_numpy()
+    graph = frame[C.CUDA_GRAPH].astype(object).to_numpy()
+    parts = [frame[C.BACKEND].astype(str).to_numpy(), frame[C.COMM].astype(str).to_numpy(),
+             layout(ep, tp), np.where(adp == True, "D", "T"),  # noqa: E712
+             np.where(graph == False, "eager", "graph")]  # noqa: E712  # fmt: skip
+    out: np.ndarray = np.char.add(parts[0], "|")
+    for p in parts[1:]:
+        out = np.char.add(np.char.add(out, p), "|")
+    return out
+
+
+def features(frame: pd.DataFrame) -> pd.DataFrame:
+    """The :data:`FEATURES` of each row (needs the shape, quant, world size, num_tokens,
+    attention DP, moe_ep_size and moe_tp_size columns). NaN where a value is missing or
+    the quant has no known byte size."""
+    n, k = as_float(frame[C.NUM_TOKENS]), as_float(frame[C.TOP_K])
+    e, h, i = (
+        as_float(frame[C.NUM_EXPERTS]),
+        as_float(frame[C.HIDDEN_SIZE]),
+        as_float(frame[C.INTERMEDIATE_SIZE]),
+    )
+    ws, ep, tp = (
+        as_float(frame[C.WORLD_SIZE]),
+        as_float(frame[C.MOE_EP_SIZE]),
+        as_float(frame[C.MOE_TP_SIZE]),
+    )
+    adp = frame[C.ATTENTION_DP].astype(object).to_numpy() == True  # noqa: E712
+    bpe = frame[C.QUANT].astype(str).str.upper().map(C.BYTES_PER_ELEM).to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tokens_rank = n * k / np.where(adp, ws, ep)
+        flops = tokens_rank * 6.0 * h * i / tp
+        touched = -np.expm1(-n * k / e)
+        weights = (e / ep) * touched * 3.0 * h * i / tp * bpe
+        out = pd.DataFrame(
+            {
+                "log_tokens_rank": np.log(tokens_rank),
+                "log_flops_rank": np.log(flops),
+                "log_weight_bytes_rank": np.log(weights),
+                "log_dispatch_rank": np.log(tokens_rank * h),
+                "log_world_size": np.log(ws),
+            },  # fmt: skip
+            index=frame.index,
+        )
+    return out.replace([np.inf, -np.inf], np.nan)
+
+
+class KindRidge(Ridge):  # type: ignore[misc]
+    """``Ridge`` on kind-by-feature interactions: ``X`` column 0 is the kind's integer
+    code, the rest the features; a kind the fit has not seen uses the common terms."""
+
+    def __init__(self, alpha: float = ALPHA, n_kinds: int = 1) -> None:
+        super().__init__(alpha=alpha)
+        self.n_kinds = n_kinds
+
+    def _design(self, X: Any) -> np.ndarray:
+        x = np.asarray(X, dtype=float)
+        code, f = x[:, 0].astype(int), x[:, 1:]
+        onehot = np.zeros((len(x), self.n_kinds))
+        onehot[np.arange(len(x)), np.clip(code, 0, self.n_kinds - 1)] = code < self.n_kinds
+        inter = (onehot[:, :, None] * np.c_[np.ones(len(x)), f][:, None, :]).reshape(len(x), -1)
+        out: np.ndarray = np.c_[f * 10.0, inter]  # common slopes barely shrunk
+        return out
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> KindRidge:
+        super().fit(self._design(X), y, sample_weight)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        out: np.ndarray = super().predict(self._design(X))
+        return out
+
+
+@dataclass(frozen=True)
+class ShapeModel:
+    """A (hardware, quant) slice's fit (:func:`fit_shapes`): the kinds it knows (code =
+    position), each kind's measured layouts (kind -> moe_ep_size, moe_tp_size, world
+    size rows) and the MAPIE model (None: too little to fit)."""
+
+    kinds: list[str]
+    layouts: pd.DataFrame
+    model: Any
+    confidence: float
+    models: list[str]
+    seen: pd.DataFrame = field(
+        default_factory=pd.DataFrame
+    )  # model, kind, world size, family, log tokens/rank
+
+
+def slice_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows the shape model can read: a configuration frame with kind and features."""
+    cfg = configuration_frame(frame) if len(frame) else frame
+    if cfg.empty:
+        return cfg
+    cfg = cfg.reset_index(drop=True)
+    out = pd.concat([cfg, features(cfg)], axis=1)
+    out[KIND] = kinds(cfg)
+    ok = np.isfinite(out[list(FEATURES)].to_numpy(float)).all(axis=1) & (
+        as_float(out[C.SCORE_MS]) > 0
+    )
+    return out[ok].reset_index(drop=True)
+
+
+def fit_shapes(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> ShapeModel:
+    """The shape model of one (hardware, quant) slice's candidate frame (all models and
+    world sizes): intervals from leaving one model out when it has two or more models,
+    else one world size out."""
+    rows = slice_rows(frame)
+    names = sorted(rows[KIND].unique()) if len(rows) else []
+    models = sorted(rows[C.MODEL].astype(str).unique()) if len(rows) else []
+    if len(rows) < 20:
+        return ShapeModel(names, pd.DataFrame(), None, confidence, models)
+    code = pd.Categorical(rows[KIND], categories=names).codes
+    x = np.c_[code, rows[list(FEATURES)].to_numpy(float)]
+    groups = rows[C.MODEL].astype(str) if len(models) > 1 else rows[C.WORLD_SIZE].astype(str)
+    if groups.nunique() < 2:
+        return ShapeModel(names, pd.DataFrame(), None, confidence, models)
+    mapie = CrossConformalRegressor(KindRidge(n_kinds=len(names)), confidence_level=confidence,
+                                    method="plus", cv=LeaveOneGroupOut())  # fmt: skip
+    mapie.fit_conformalize(x, np.log(as_float(rows[C.SCORE_MS])), groups=groups.to_numpy())
+    lay = rows[[KIND, C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.WORLD_SIZE, C.ATTENTION_DP, C.CUDA_GRAPH,
+                C.BACKEND, C.COMM, C.PARALLEL_MODE]].drop_duplicates(KIND)  # fmt: skip
+    seen = rows[[C.MODEL, KIND, C.WORLD_SIZE, C.ATTENTION_DP, C.CUDA_GRAPH, C.SCORE_MS,
+                 C.NUM_TOKENS, *SHAPE]]  # fmt: skip
+    seen = seen.assign(routed=as_float(seen[C.NUM_TOKENS]) * as_float(seen[C.TOP_K]))
+    return ShapeModel(names, lay.reset_index(drop=True), mapie, confidence, models, seen)
+
+
+def candidates(
+    fit: ShapeModel, world_size: int, attention_dp: bool, cuda_graph: bool
+) -> pd.DataFrame:
+    """The kinds of the family, laid out for ``world_size`` (EP: ep = world size; TP: tp
+    = world size; TP k: ep = world size / k, when it divides): backend, comm, parallel
+    mode, moe_ep_size, moe_tp_size, kind."""
+    lay = fit.layouts
+    if lay.empty:
+        return lay
+    mine = lay[(lay[C.ATTENTION_DP].astype(object) == attention_dp)
+               & (lay[C.CUDA_GRAPH].astype(object) == cuda_graph)].copy()  # fmt: skip
+    a = "D" if attention_dp else "T"
+    ep, tp, mode = [], [], []
+    for k in mine[KIND].str.split("|").str[2]:
+        if k == "EP":
+            t, e = 1, world_size
+        elif k == "TP":
+            t, e = world_size, 1
+        else:
+            t = int(k[2:])
+            e = world_size // t if world_size % t == 0 and world_size // t > 1 else 0
+        ep.append(e)
+        tp.append(t)
+        mode.append(f"{a}EP" if t == 1 else f"{a}TP" if e == 1 else f"{a}TP{t}EP{e}")
+    mine[C.MOE_EP_SIZE], mine[C.MOE_TP_SIZE], mine[C.PARALLEL_MODE] = ep, tp, mode
+    mine[C.WORLD_SIZE] = world_size
+    return mine[np.asarray(ep, dtype=int) > 0].reset_index(drop=True)
+
+
+def _with_shape(rows: pd.DataFrame, shape: Shape, quant: str, num_tokens: Any) -> pd.DataFrame:
+    values = (shape.num_experts, shape.top_k, shape.hidden_size, shape.intermediate_size)
+    return rows.assign(**dict(zip(SHAPE, values, strict=True)), **{C.NUM_TOKENS: num_tokens,
+                                                                  C.QUANT: quant})  # fmt: skip
+
+
+def _point(fit: ShapeModel, rows: pd.DataFrame) -> np.ndarray:
+    code = pd.Categorical(rows[KIND], categories=fit.kinds).codes
+    out: np.ndarray = fit.model.predict(np.c_[code, features(rows).to_numpy(float)])
+    return out
+
+
+def distance(a: Shape, b: Shape) -> float:
+    """How far apart two shapes are: the sum of absolute log ratios of experts, top-k,
+    hidden and intermediate size."""
+    va = np.log(np.array([a.num_experts, a.top_k, a.hidden_size, a.intermediate_size], float))
+    vb = np.log(np.array([b.num_experts, b.top_k, b.hidden_size, b.intermediate_size], float))
+    return float(np.abs(va - vb).sum())
+
+
+def local_residuals(fit: ShapeModel, rows: pd.DataFrame, quant: str, routed: float,
+                    attention_dp: bool, cuda_graph: bool, query: Shape) -> np.ndarray:  # fmt: skip
+    """Per candidate row (laid out for the query's world size): how much faster or
+    slower than the fit each fitted model measured that kind near the query's load --
+    its ``log(score_ms)`` interpolated log-log between the model's measured activated
+    tokens per rank below and above (``analysis.predict.neighbour_estimate``, a kind
+    dropped by a top-3 source counting as the slowest kept) minus the fit's prediction
+    for that model there -- averaged over the models. NaN for a kind no model measured
+    at its neighbours: not a contender, a top-3 source says nothing of it."""
+    from analysis.predict import TOP_KEPT, neighbour_estimate
+
+    seen = fit.seen
+    ws = int(as_float(rows[C.WORLD_SIZE])[0])
+    same = seen[(as_float(seen[C.WORLD_SIZE]) == ws)
+                & (seen[C.ATTENTION_DP].astype(object) == attention_dp)
+                & (seen[C.CUDA_GRAPH].astype(object) == cuda_graph)]  # fmt: skip
+    found, weights = [], []
+    for _, part in same.groupby(C.MODEL, observed=True):
+        tokens = part["routed"].to_numpy(float)
+        at = routed
+        score = as_float(part[C.SCORE_MS])
+        per = pd.Series(tokens).round(9).value_counts()
+        censored = bool(per.max() <= TOP_KEPT)
+        # a query on a measured load: the neighbours are that load on both sides
+        bump = np.isclose(tokens, at, rtol=1e-9)
+        t_all = np.r_[tokens, tokens[bump] * (1 - 1e-6), tokens[bump] * (1 + 1e-6)]
+        s_all = np.r_[score, score[bump], score[bump]]
+        lab = np.r_[part[KIND].to_numpy(), part[KIND].to_numpy()[bump], part[KIND].to_numpy()[bump]]
+        keep = ~np.isclose(t_all, at, rtol=1e-12) | ~np.r_[bump, np.zeros(2 * bump.sum(), bool)]
+        est = neighbour_estimate(
+            t_all[keep], s_all[keep], lab[keep], rows[KIND].to_numpy(), at, censored
+        )
+        if not np.isfinite(est).any():
+            continue
+        first = part.iloc[0]
+        shape = Shape(*(int(first[c]) for c in SHAPE))
+        tokens_there = at / shape.top_k
+        found.append(est - _point(fit, _with_shape(rows, shape, quant, tokens_there)))
+        weights.append(1.0 / (SHAPE_SCALE + distance(shape, query)))
+    if not found:
+        return np.full(len(rows), np.nan)
+    stacked = np.vstack(found)
+    w = np.where(np.isfinite(stacked), np.asarray(weights)[:, None], 0.0)
+    with np.errstate(all="ignore"):
+        out: np.ndarray = np.nansum(np.where(w > 0, stacked, 0.0) * w, axis=0) / w.sum(axis=0)
+    return out
+
+
+def predict_shape(
+    fit: ShapeModel,
+    shape: Shape,
+    quant: str,
+    world_size: int,
+    num_tokens: int,
+    attention_dp: bool = True,
+    cuda_graph: bool = True,
+) -> pd.DataFrame:
+    """Each candidate kind's predicted score at the workload, with its conformal
+    interval: backend, comm, parallel_mode, moe_ep_size, moe_tp_size, kind, config,
+    score_ms, lo_ms, hi_ms; fastest first. Empty when the slice has no fit or no kind
+    of the family."""
+    rows = candidates(fit, world_size, attention_dp, cuda_graph)
+    if fit.model is None or rows.empty:
+        return pd.DataFrame(columns=["config", "score_ms", "lo_ms", "hi_ms"])
+    rows = _with_shape(rows, shape, quant, num_tokens)
+    f = features(rows)
+    code = pd.Categorical(rows[KIND], categories=fit.kinds).codes
+    pred, pis = fit.model.predict_interval(np.c_[code, f.to_numpy(float)])
+    pred = np.asarray(pred, float)
+    resid = local_residuals(fit, rows, quant, float(num_tokens * shape.top_k), attention_dp,
+                            cuda_graph, shape)  # fmt: skip
+    rows["contender"] = np.isfinite(resid) if np.isfinite(resid).any() else True
+    shift = np.where(np.isfinite(resid), resid, 0.0)
+    rows["model_ms"] = np.exp(pred)
+    rows["score_ms"] = np.exp(pred + shift)
+    rows["lo_ms"], rows["hi_ms"] = np.exp(pis[:, 0, 0] + shift), np.exp(pis[:, 1, 0] + shift)
+    rows["config"] = (rows[C.BACKEND].astype(str) + " · " + rows[C.COMM].astype(str) + " · "
+                      + rows[C.PARALLEL_MODE] + " EP" + rows[C.MOE_EP_SIZE].astype(str)
+                      + " TP" + rows[C.MOE_TP_SIZE].astype(str))  # fmt: skip
+    keep = ["config", C.BACKEND, C.COMM, C.PARALLEL_MODE, C.MOE_EP_SIZE, C.MOE_TP_SIZE, KIND,
+            "score_ms", "lo_ms", "hi_ms", "model_ms", "contender"]  # fmt: skip
+    out = rows[keep].sort_values(
+        ["contender", "score_ms"], ascending=[False, True], kind="mergesort"
+    )
+    out = out.reset_index(drop=True)
+    return out

@@ -1,0 +1,168 @@
+"""Predictions for a model given by its shape, or a world size the store lacks, and the
+leave-one-model-out validation of those answers.
+
+Reads every stored cell of one (hardware, quant) slice through
+:meth:`service.frames.DashData.cell_frame` (a bounded number of cells: the models
+measured on that GPU and quant), fits :mod:`analysis.predict_shape` once per version of
+those cells (cached with ``where`` = the slice, shared by replicas), and answers from it.
+A slice with nothing stored is :class:`~service.errors.NoData` on ``hardware``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import columns as C
+from analysis import predict as P
+from analysis import predict_shape as S
+from analysis import predict_shape_validate as L
+from analysis.confidence import verdict
+from analysis.tables import to_json_records
+from service.errors import NoData
+from service.frames import DashData
+
+METHOD = (
+    "one model across shapes on one GPU and quant: per configuration kind a ridge fit of "
+    "log(score) on log activated tokens, FLOPs, weight bytes read and dispatch volume per "
+    "rank and log world size, corrected by what the stored models measured for that kind "
+    "near the same routed tokens; intervals by cross-conformal prediction leaving one "
+    "model out"
+)
+
+
+def _slice(hardware: str, quant: str) -> dict[str, Any]:
+    return {"hardware": hardware.upper(), "quant": quant}
+
+
+def slice_frame(data: DashData, hardware: str, quant: str) -> pd.DataFrame:
+    """Every stored candidate of one (hardware, quant) slice, all models."""
+    cells = data.cells_matching(_slice(hardware, quant))
+    if not cells:
+        raise NoData("hardware", f"nothing stored for {hardware.upper()} · {quant}", "no_data")
+    return pd.concat([data.cell_frame(c) for c in cells], ignore_index=True)
+
+
+def shape_fit(data: DashData, hardware: str, quant: str, confidence: float) -> S.ShapeModel:
+    """The slice's shape model, fitted once per version of its cells."""
+
+    def fit() -> S.ShapeModel:
+        return S.fit_shapes(slice_frame(data, hardware, quant), confidence)
+
+    where = _slice(hardware, quant)
+    key = ("prediction_shape_fit", where["hardware"], quant, float(confidence))
+    out: S.ShapeModel = data.cached(key, fit, where)
+    return out
+
+
+def answer_from_shape(
+    fit: S.ShapeModel,
+    shape: S.Shape,
+    quant: str,
+    world_size: int,
+    num_tokens: int,
+    attention: str | None,
+    phase: str | None,
+) -> dict[str, Any]:
+    """The JSON-ready answer of :func:`analysis.predict_shape.predict_shape` (the fields
+    of ``service.predictions.prediction``: kind, pick, verdict, items …)."""
+    adp = attention != "tp"
+    graph = phase != "prefill"
+    rows = S.predict_shape(fit, shape, quant, world_size, num_tokens, adp, graph)
+    if rows.empty:
+        raise NoData("world_size", "no configuration of this family stored on this GPU", "no_data")
+    contender = rows["contender"].to_numpy(bool)
+    log_pred = np.log(rows["score_ms"].to_numpy(float))
+    p = np.zeros(len(rows))
+    p[contender] = P.p_fastest(
+        log_pred[contender],
+        np.log(rows["lo_ms"].to_numpy(float))[contender],
+        np.log(rows["hi_ms"].to_numpy(float))[contender],
+        fit.confidence,
+        0,
+    )
+    rows["p_fastest"] = p
+    rows["kind"] = P.PREDICTED
+    margin = (
+        100.0 * (rows["score_ms"].iat[1] / rows["score_ms"].iat[0] - 1.0) if len(rows) > 1 else None
+    )
+    return {
+        "workload": {"num_tokens": num_tokens, "world_size": world_size, "dispatch": "balanced",
+                     "attention": "dp" if adp else "tp", "phase": "decode" if graph else "prefill"},
+        "shape": {"num_experts": shape.num_experts, "top_k": shape.top_k,
+                  "hidden_size": shape.hidden_size, "intermediate_size": shape.intermediate_size},
+        "kind": P.PREDICTED,
+        "source": "shape model",
+        "pick": str(rows["config"].iat[0]),
+        "verdict": verdict(False, margin, None, float(p[0]), False),
+        "confidence": fit.confidence,
+        "below": None,
+        "above": None,
+        "split": None,
+        "notes": [f"fitted on {', '.join(fit.models)} on this GPU and quant; only configuration "
+                  "kinds measured near this load on some model are contenders"],
+        "method": METHOD,
+        "items": to_json_records(rows),
+    }  # fmt: skip
+
+
+def shape_prediction(
+    data: DashData,
+    hardware: str,
+    quant: str,
+    dims: tuple[int, int, int, int],
+    world_size: int,
+    num_tokens: int,
+    attention: str | None = None,
+    phase: str | None = None,
+    confidence: float = P.CONFIDENCE,
+) -> dict[str, Any]:
+    """Each configuration kind's predicted score for a model given by its shape
+    (``dims``: num_experts, top_k, hidden_size, intermediate_size) on a stored GPU and
+    quant (JSON-ready, fastest contender first)."""
+    shape = S.Shape(*dims)
+
+    def compute() -> dict[str, Any]:
+        fit = shape_fit(data, hardware, quant, confidence)
+        got = answer_from_shape(fit, shape, quant, world_size, num_tokens, attention, phase)
+        return {"cell": {"model": None, "hardware": hardware.upper(), "quant": quant}, **got}
+
+    key = ("prediction_shape", hardware.upper(), quant, shape, world_size, num_tokens, attention,
+           phase, float(confidence))  # fmt: skip
+    out: dict[str, Any] = data.cached(key, compute, _slice(hardware, quant))
+    return out
+
+
+def model_validation(
+    data: DashData, hardware: str, quant: str, confidence: float = P.CONFIDENCE
+) -> dict[str, Any]:
+    """Leave-one-model-out validation of one (hardware, quant) slice
+    (``analysis.predict_shape_validate``): summary (predicted pick, tree, nearest model;
+    paired with the tree) and one row per held-out workload."""
+
+    def compute() -> dict[str, Any]:
+        table = L.validate_models(slice_frame(data, hardware, quant), confidence)
+        return {"summary": L.summarize_models(table), "items": to_json_records(table)}
+
+    where = _slice(hardware, quant)
+    key = ("prediction_model_validation", where["hardware"], quant, float(confidence))
+    out: dict[str, Any] = data.cached(key, compute, where, share=True)
+    return out
+
+
+def cell_shape(frame: pd.DataFrame) -> S.Shape | None:
+    """The shape a cell's rows record (None when they do not)."""
+    if frame.empty or any(c not in frame for c in S.SHAPE):
+        return None
+    first = frame[list(S.SHAPE)].dropna()
+    if first.empty:
+        return None
+    row = first.iloc[0]
+    return S.Shape(*(int(row[c]) for c in S.SHAPE))
+
+
+def missing_world_size(frame: pd.DataFrame, world_size: int) -> bool:
+    """Whether the cell measured nothing at ``world_size`` (but something elsewhere)."""
+    return bool(len(frame)) and not (frame[C.WORLD_SIZE].astype(float) == world_size).any()
