@@ -175,18 +175,24 @@ def agreement_summary(
     detail: pd.DataFrame, group_cols: Sequence[str] = SUMMARY_GROUP_COLS
 ) -> pd.DataFrame:
     """Aggregate ``agreement_detail`` per group_cols (default model, hardware, phase):
-    n_workloads, n_agree, agreement_pct (100 * n_agree / n_workloads),
-    n_pick_measured, n_pick_unmeasured, median_regret, mean_regret, max_regret
-    (fractions over measured picks; NaN when none), n_within_3pct (measured picks
-    with regret <= 0.03). Pass ``group_cols=()`` for one overall row."""
-    d = detail.assign(_one=1, _within=(detail["regret"] <= 0.03).astype(int))
+    n_workloads, n_pick_measured (workloads where the tree's pick was measured: the
+    only ones where the tree and the data were compared), n_pick_unmeasured, n_agree
+    (measured picks that agree), agreement_pct = 100 * n_agree / n_pick_measured (NaN,
+    shown N/A, when nothing was compared), median_regret_pct, mean_regret_pct,
+    max_regret_pct (regret in %, over measured picks; NaN when none) and n_within_3pct
+    (measured picks with regret <= 3 %). Pass ``group_cols=()`` for one overall row."""
+    d = detail.assign(
+        _one=1,
+        _within=(detail["regret"] <= 0.03).astype(int),
+        _agree=(detail["agrees"].astype(bool) & detail["pick_measured"].astype(bool)).astype(int),
+    )
     agg = {
         "n_workloads": ("_one", "sum"),
-        "n_agree": ("agrees", "sum"),
+        "n_agree": ("_agree", "sum"),
         "n_pick_measured": ("pick_measured", "sum"),
-        "median_regret": ("regret", "median"),
-        "mean_regret": ("regret", "mean"),
-        "max_regret": ("regret", "max"),
+        "median_regret_pct": ("regret_pct", "median"),
+        "mean_regret_pct": ("regret_pct", "mean"),
+        "max_regret_pct": ("regret_pct", "max"),
         "n_within_3pct": ("_within", "sum"),
     }
     if group_cols:
@@ -199,17 +205,21 @@ def agreement_summary(
             res[c] = res[c].fillna(0).astype(int)
     res["n_pick_unmeasured"] = res["n_workloads"] - res["n_pick_measured"]
     with np.errstate(invalid="ignore", divide="ignore"):
-        res["agreement_pct"] = 100.0 * res["n_agree"] / res["n_workloads"]
+        res["agreement_pct"] = np.where(
+            res["n_pick_measured"] > 0,
+            100.0 * res["n_agree"] / res["n_pick_measured"].where(res["n_pick_measured"] > 0),
+            np.nan,
+        )
     cols = [
         *group_cols,
         "n_workloads",
-        "n_agree",
-        "agreement_pct",
         "n_pick_measured",
         "n_pick_unmeasured",
-        "median_regret",
-        "mean_regret",
-        "max_regret",
+        "n_agree",
+        "agreement_pct",
+        "median_regret_pct",
+        "mean_regret_pct",
+        "max_regret_pct",
         "n_within_3pct",
     ]
     return res[cols]

@@ -28,7 +28,8 @@ spread of a difference of two independent measurements:
 went in ("run_to_run", "iteration_spread", "run_to_run+iteration_spread"). When either
 spread is unknown (e.g. NVIDIA dashboard rows carry none) the band is
 :data:`DEFAULT_NOISE_PCT` (3 %, the guide's "flat" band) and the source "default".
-``is_tie`` is ``margin_pct <= noise_band_pct``.
+``is_tie`` is ``margin_pct <= noise_band_pct``; ``tie_state`` says the same in words,
+with "no runner-up" its own state (one candidate: nothing compared, not "no tie").
 
 With a noise model (``noise``: :mod:`analysis.noise` estimated over the slice's runs),
 a pair whose two configurations both have a modelled run-to-run spread gets the band a
@@ -81,6 +82,13 @@ MARGIN_PCT = "margin_pct"
 NOISE_BAND_PCT = "noise_band_pct"
 NOISE_SOURCE = "noise_source"  # "run_to_run" | "iteration_spread" | both joined | "default"
 IS_TIE = "is_tie"
+# The tie verdict as one of three states: a workload with one candidate has no runner-up,
+# which is not "no tie" (nothing was compared); sorted last (TIE_STATE_ORDER).
+TIE_STATE = "tie_state"
+TIE = "tie"
+NO_TIE = "no tie"
+NO_RUNNER_UP = "no runner-up"
+TIE_STATE_ORDER: tuple[str, ...] = (TIE, NO_TIE, NO_RUNNER_UP)
 REL_SPREAD = "rel_spread"
 SPREAD_PCT = "spread_pct"  # per side: best_spread_pct, runner_up_spread_pct
 # Per-side recipe columns of best_by_workload: "best_<col>" and "runner_up_<col>".
@@ -245,6 +253,7 @@ def best_by_workload(
         sources = _joined(a[N.SOURCE].to_numpy(object), b[N.SOURCE].to_numpy(object))
         out[NOISE_SOURCE] = np.where(modelled, sources, out[NOISE_SOURCE])
     out[IS_TIE] = np.where(has, out[MARGIN_PCT].to_numpy() <= out[NOISE_BAND_PCT].to_numpy(), False)
+    out[TIE_STATE] = np.where(has, np.where(out[IS_TIE].astype(bool), TIE, NO_TIE), NO_RUNNER_UP)
     return out.reset_index(drop=True)
 
 

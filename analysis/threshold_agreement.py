@@ -27,21 +27,21 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
-from analysis.agreement import agreement_report
+from analysis.agreement import agreement_report, agreement_summary
 from analysis.threshold_validation import AGGRESSIVE, CONSERVATIVE
 from analysis.thresholds import GuideCheck, thresholds_from_check
 from analysis.tree import Thresholds
 
 SETS: tuple[str, ...] = ("published", "derived", "validated")
 GROUP_COLS: tuple[str, ...] = (C.MODEL, C.HARDWARE, C.PHASE)
-_METRICS: tuple[str, ...] = ("n_agree", "agreement_pct", "median_regret", "mean_regret")
+_METRICS: tuple[str, ...] = ("n_agree", "agreement_pct", "median_regret_pct", "mean_regret_pct")
 
 
 @dataclass(frozen=True)
 class TreeComparison:
     """``thresholds``: the three sets by name; ``summary``: one row per model x hardware x
-    phase with n_workloads and, per set s, n_agree_s, agreement_pct_s, median_regret_s,
-    mean_regret_s (regret = pick / best - 1, a fraction); ``overall``: one row per set
+    phase with n_workloads and, per set s, n_agree_s, agreement_pct_s (of measured
+    picks), median_regret_pct_s, mean_regret_pct_s (regret in %); ``overall``: one row per set
     over all workloads; ``decisions``: one row per threshold (name, published, derived,
     verdict, loo_helps, candidate, used, reason)."""
 
@@ -57,17 +57,9 @@ def _summary(df: pd.DataFrame, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFra
 
 
 def _overall(detail: pd.DataFrame) -> pd.DataFrame:
-    n = len(detail)
-    regret = detail["regret"] if n else pd.Series(dtype=float)
-    return pd.DataFrame(
-        {
-            "n_workloads": [n],
-            "n_agree": [int(detail["agrees"].sum()) if n else 0],
-            "agreement_pct": [100.0 * detail["agrees"].mean() if n else np.nan],
-            "median_regret": [regret.median()],
-            "mean_regret": [regret.mean()],
-        }
-    )
+    # the same definitions as analysis.agreement.agreement_summary (one overall row)
+    overall = agreement_summary(detail, ())
+    return overall[["n_workloads", *_METRICS]]
 
 
 def _worst_drop(base: pd.DataFrame, trial: pd.DataFrame) -> tuple[float, str]:
@@ -160,8 +152,8 @@ def compare_trees(
                 "n_workloads",
                 "n_agree",
                 "agreement_pct",
-                "median_regret",
-                "mean_regret",
+                "median_regret_pct",
+                "mean_regret_pct",
             ]
         ],
         pd.DataFrame(decisions),

@@ -153,8 +153,13 @@ class AgreementRow(Row):
     hardware: str | None = None
     phase: str | None = None
     n_workloads: int | None = None
-    agreement_pct: float | None = Field(None, description="% of workloads where they agree")
-    median_regret: float | None = Field(None, description="Tree pick slower by, fraction")
+    n_pick_measured: int | None = Field(
+        None, description="Workloads where the tree's pick was measured (compared)"
+    )
+    agreement_pct: float | None = Field(
+        None, description="% of measured picks where they agree (null: nothing compared, N/A)"
+    )
+    median_regret_pct: float | None = Field(None, description="Tree pick slower by, %")
 
 
 class Agreement(Answer):
@@ -172,8 +177,9 @@ class Agreement(Answer):
                     "hardware": "GB300",
                     "phase": "decode",
                     "n_workloads": 2,
+                    "n_pick_measured": 2,
                     "agreement_pct": 50.0,
-                    "median_regret": 0.12,
+                    "median_regret_pct": 12.0,
                 }
             ],
         }

@@ -16,7 +16,16 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis import confidence as CF
-from analysis.best import IS_TIE, MARGIN_PCT, N_CANDIDATES, NOISE_BAND_PCT, NOISE_SOURCE
+from analysis.best import (
+    IS_TIE,
+    MARGIN_PCT,
+    N_CANDIDATES,
+    NO_RUNNER_UP,
+    NOISE_BAND_PCT,
+    NOISE_SOURCE,
+    TIE,
+    TIE_STATE,
+)
 from dashboard import components as ui
 from dashboard import grid_state as gs
 
@@ -41,6 +50,7 @@ HEADERS = {
     NOISE_BAND_PCT: "noise band (%)",
     NOISE_SOURCE: "noise from",
     IS_TIE: "tie (within noise)",
+    TIE_STATE: "tie (within noise)",
     CF.CONFIDENCE: "confidence",
     CF.EVIDENCE_VERSIONS: "TensorRT-LLM version(s)",
     CF.EVIDENCE_DATE: "run date",
@@ -96,6 +106,7 @@ WIDTHS: dict[str, int] = {
     MARGIN_PCT: 105,
     RUNNER_UP: 240,
     IS_TIE: 95,
+    TIE_STATE: 110,
     CF.CONFIDENCE: 125,
     "best_score_ms": 150,
 }
@@ -112,7 +123,7 @@ def workload_columns(grouping: str) -> list[str]:
 def lead_columns(grouping: str) -> list[str]:
     """Workload, winner, margin, runner-up, tie, confidence (deploy / tie: either /
     measure first)."""
-    return [*workload_columns(grouping), WINNER, MARGIN_PCT, RUNNER_UP, IS_TIE, CF.CONFIDENCE]
+    return [*workload_columns(grouping), WINNER, MARGIN_PCT, RUNNER_UP, TIE_STATE, CF.CONFIDENCE]
 
 
 def detail_columns(grouping: str) -> list[str]:
@@ -157,13 +168,21 @@ def with_decision_columns(table: pd.DataFrame, grouping: str) -> pd.DataFrame:
     )
 
 
+TIE_COMPARATOR = (
+    f"((valueA === '{NO_RUNNER_UP}') - (valueB === '{NO_RUNNER_UP}')) * (isDescending ? -1 : 1)"
+    " || (valueA < valueB ? -1 : (valueA > valueB ? 1 : 0))"
+)
+
+
 def column_defs(table: pd.DataFrame, grouping: str) -> list[dict[str, Any]]:
     """Lead columns, then the collapsed "details" group (its first column always
     shown)."""
     overrides: dict[str, dict[str, Any]] = {c: {"headerName": h} for c, h in HEADERS.items()}
-    overrides[IS_TIE] = {
-        "headerName": HEADERS[IS_TIE],
-        "cellClassRules": {"tie-cell": "params.value === true"},
+    overrides[TIE_STATE] = {
+        "headerName": HEADERS[TIE_STATE],
+        "cellClassRules": {"tie-cell": f"params.value === '{TIE}'"},
+        # "no runner-up" (nothing compared) sorts last in either direction
+        "comparator": {"function": TIE_COMPARATOR},
     }
     # the verdict's reasons (margin vs band, runs, versions, source) on hover
     overrides[CF.CONFIDENCE] = {

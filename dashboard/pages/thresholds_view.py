@@ -181,8 +181,8 @@ def agreement_table(report: ThresholdReport) -> Any:
         cells = [html.Td(ui.fmt(r[c])) for c in (C.MODEL, C.HARDWARE, C.PHASE, "n_workloads")]
         for metric, scale in (
             ("agreement_pct", 1.0),
-            ("median_regret", 100.0),
-            ("mean_regret", 100.0),
+            ("median_regret_pct", 1.0),
+            ("mean_regret_pct", 1.0),
         ):
             base = r[f"{metric}_published"]
             for name in SETS:

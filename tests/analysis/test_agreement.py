@@ -37,8 +37,17 @@ def test_detail_and_summary() -> None:
     assert math.isnan(d.loc[("deepseek_v4_pro", 4096), "regret"])
     s = summary.set_index(C.MODEL).loc["deepseek_v4_pro"]
     assert (s["n_workloads"], s["n_agree"], s["n_pick_unmeasured"]) == (3, 1, 1)
-    assert s["agreement_pct"] == pytest.approx(100 / 3)
-    assert s["max_regret"] == pytest.approx(0.25) and s["phase"] == "decode"
+    # % of measured picks: the 4096 workload's pick was never measured, so 1 of 2
+    assert s["agreement_pct"] == pytest.approx(50.0)
+    assert s["max_regret_pct"] == pytest.approx(25.0) and s["phase"] == "decode"
+
+
+def test_nothing_compared_is_na_not_zero() -> None:
+    _, summary = agreement_report(frame())
+    other = summary.set_index(C.MODEL).loc["other"]
+    # the tree's pick for "other" was never measured: N/A (NaN), not 0 %
+    assert other["n_pick_measured"] == 0 and math.isnan(other["agreement_pct"])
+    assert math.isnan(other["median_regret_pct"])
 
 
 def test_forced_comm_must_match() -> None:

@@ -165,3 +165,19 @@ def test_best_properties(rows: list[tuple[int, str, int, str]]) -> None:
     assert (out["margin_pct"].dropna() >= 0).all()
     perm = np.random.default_rng(len(rows)).permutation(len(df))
     pd.testing.assert_frame_equal(best_by_workload(df.iloc[perm]), out)
+
+
+def test_tie_state_names_no_runner_up_as_its_own_state() -> None:
+    from analysis.best import NO_RUNNER_UP, NO_TIE, TIE_STATE, TIE_STATE_ORDER, best_by_workload
+
+    df = make_candidates(
+        [
+            {C.NUM_TOKENS: 64, C.BACKEND: "TRTLLM", C.SCORE_MS: 1.0},
+            {C.NUM_TOKENS: 64, C.BACKEND: "CUTLASS", C.SCORE_MS: 2.0},
+            {C.NUM_TOKENS: 128, C.BACKEND: "TRTLLM", C.SCORE_MS: 1.0},
+        ]
+    )
+    out = best_by_workload(df, [C.NUM_TOKENS]).set_index(C.NUM_TOKENS)
+    assert out.loc[64, TIE_STATE] == NO_TIE
+    assert out.loc[128, TIE_STATE] == NO_RUNNER_UP  # one candidate: nothing compared
+    assert TIE_STATE_ORDER[-1] == NO_RUNNER_UP

@@ -45,7 +45,7 @@ def test_grid_leads_with_the_decision_and_collapses_the_details(
     assert groups[0]["openByDefault"] is False
     lead = [d["field"] for d in defs if "children" not in d]
     assert lead == lead_columns(grouping)
-    assert lead[-4:] == ["winner", "margin_pct", "runner_up", "is_tie"]
+    assert lead[-4:] == ["winner", "margin_pct", "runner_up", "tie_state"]
     children = groups[0]["children"]
     assert children[0]["field"] == "best_score_ms" and "columnGroupShow" not in children[0]
     assert all(c["columnGroupShow"] == "open" for c in children[1:])
@@ -100,11 +100,11 @@ def test_sort_and_filter_go_to_the_url_and_come_back(data: DashData) -> None:
 
 def test_url_state_of_unknown_columns_or_bad_json_is_dropped() -> None:
     fields = best.grid_fields()
-    state = gs.parse({"sort": "nope:asc,margin_pct:sideways,is_tie:asc", "filter": "{"}, fields)
-    assert state.sort == (("is_tie", "asc"),) and dict(state.filter) == {}
-    state = gs.parse({"filter": json.dumps({"nope": {}, "is_tie": {"type": "x"}})}, fields)
-    assert dict(state.filter) == {"is_tie": {"type": "x"}}
-    huge = json.dumps({"is_tie": {"filter": "x" * (gs.MAX_FILTER_CHARS + 1)}})
+    state = gs.parse({"sort": "nope:asc,margin_pct:sideways,tie_state:asc", "filter": "{"}, fields)
+    assert state.sort == (("tie_state", "asc"),) and dict(state.filter) == {}
+    state = gs.parse({"filter": json.dumps({"nope": {}, "tie_state": {"type": "x"}})}, fields)
+    assert dict(state.filter) == {"tie_state": {"type": "x"}}
+    huge = json.dumps({"tie_state": {"filter": "x" * (gs.MAX_FILTER_CHARS + 1)}})
     assert dict(gs.parse({"filter": huge}, fields).filter) == {}
     assert gs.from_store("garbage", fields) == gs.GridState()
     assert gs.from_grid(None, None, fields) == gs.GridState()
@@ -114,9 +114,9 @@ def test_a_grid_reporting_only_its_filter_keeps_the_sort_held_so_far() -> None:
     """A just-mounted grid reports its empty filterModel before its columnState: the
     sort from the URL must survive that first report (it used to drop for ~0.1 s)."""
     fields = best.grid_fields()
-    kept = gs.GridState((("margin_pct", "desc"),), {"is_tie": {"type": "x"}}).to_store()
+    kept = gs.GridState((("margin_pct", "desc"),), {"tie_state": {"type": "x"}}).to_store()
     assert gs.from_grid(None, {}, fields, kept) == gs.GridState((("margin_pct", "desc"),), {})
-    assert gs.from_grid([], None, fields, kept) == gs.GridState((), {"is_tie": {"type": "x"}})
+    assert gs.from_grid([], None, fields, kept) == gs.GridState((), {"tie_state": {"type": "x"}})
     stored, search = best.grid_changed(None, {}, KNOWN.key, "bench_moe", "all", kept=kept)
     assert parse_qs(search[1:])["sort"] == ["margin_pct:desc"] and stored["filter"] == {}
 
@@ -133,8 +133,34 @@ def test_first_table_comes_with_the_page_on_the_cell_with_most_data(data: DashDa
 def test_gridstate_callback_is_registered_and_writes_the_url(data: DashData) -> None:
     app = create_dash(data)
     fn = callback(app, "best-gridstate.data")
-    state = [{"colId": "is_tie", "sort": "asc", "sortIndex": 0}]
+    state = [{"colId": "tie_state", "sort": "asc", "sortIndex": 0}]
     # Dash passes the five controls, then the state held so far (none yet)
     stored, search = fn(state, None, KNOWN.key, "bench_moe", "all", None, "latest", None)
-    assert stored["sort"] == [["is_tie", "asc"]] and "sort=is_tie%3Aasc" in search
+    assert stored["sort"] == [["tie_state", "asc"]] and "sort=tie_state%3Aasc" in search
     assert "repeats=latest" in search  # the controls are not shifted into the held state
+
+
+def test_no_runner_up_sorts_last_in_either_direction() -> None:
+    # the grid's comparator, run as AG Grid runs it (node: the expression as a function)
+    import shutil
+    import subprocess
+
+    from dashboard.pages.best_grid import TIE_COMPARATOR
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    values = ["no runner-up", "tie", "no tie", "no runner-up", "tie"]
+    if node is None:  # the expression still names the state it keeps last
+        assert "'no runner-up'" in TIE_COMPARATOR
+        return
+    js = (
+        f"const f=(valueA,valueB,nodeA,nodeB,isDescending)=>({TIE_COMPARATOR});"
+        f"const v={json.dumps(values)};"
+        "const asc=[...v].sort((a,b)=>f(a,b,null,null,false));"
+        "const desc=[...v].sort((a,b)=>-f(a,b,null,null,true));"
+        "console.log(JSON.stringify([asc,desc]));"
+    )
+    asc, desc = json.loads(
+        subprocess.run([node, "-e", js], capture_output=True, text=True, check=True).stdout
+    )
+    assert asc[-2:] == ["no runner-up", "no runner-up"] and desc[-2:] == asc[-2:]
+    assert asc[:3] == ["no tie", "tie", "tie"] and desc[:3] == ["tie", "tie", "no tie"]

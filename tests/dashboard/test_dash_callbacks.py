@@ -173,7 +173,7 @@ def test_best_table_has_margin_tie_and_derived_columns(seeded: Any) -> None:
     rows = {r[C.NUM_TOKENS]: r for r in grid.rowData}
     assert rows[256]["best_backend"] == "MEGAMOE_CUTEDSL"
     assert rows[256]["margin_pct"] == pytest.approx(25.0)  # 1.0 ms vs 0.8 ms
-    assert rows[256]["is_tie"] is False
+    assert rows[256]["tie_state"] == "no tie"
     assert rows[256][C.ACTIVATED_TOKENS_PER_RANK] == pytest.approx(256 * 6 / 8)
     assert rows[256][C.DISPATCH_KB] == pytest.approx(192 * 7168 * 0.5 / 1024)
     headers = {d["field"]: d["headerName"] for d in leaf_defs(grid.columnDefs)}
@@ -189,7 +189,7 @@ def test_best_dashboard_grouping_and_csv(seeded: Any) -> None:
     rows = list(csv.DictReader(io.StringIO(dl["content"])))
     # decode 256, decode 1024, prefill 256: three dashboard workloads
     assert len(rows) == 3
-    assert {"margin_pct", "is_tie", C.DISPATCH_KB, C.ACTIVATED_TOKENS_PER_RANK} <= set(rows[0])
+    assert {"margin_pct", "tie_state", C.DISPATCH_KB, C.ACTIVATED_TOKENS_PER_RANK} <= set(rows[0])
 
 
 def test_best_empty_world_size_says_so(seeded: Any) -> None:

@@ -50,10 +50,12 @@ def test_b300_mnnvl_is_read_from_the_data(frame: pd.DataFrame) -> None:
 
 
 def test_b300_agreement_with_the_data_s_mnnvl(frame: pd.DataFrame) -> None:
-    def pct(mnnvl: dict[str, int] | None) -> tuple[int, int]:
+    def pct(mnnvl: dict[str, int] | None) -> tuple[int, int, int]:
         _, s = agreement_report(frame, mnnvl=mnnvl, group_cols=(C.HARDWARE,))
         row = s[s[C.HARDWARE] == "B300"].iloc[0]
-        return int(row["n_agree"]), int(row["n_workloads"])
+        return int(row["n_agree"]), int(row["n_pick_measured"]), int(row["n_workloads"])
 
-    assert pct({}) == (416, 560)  # the hand table: no MNNVL on B300
-    assert pct(None) == (446, 560)  # the data's MNNVL (up to world size 8)
+    # agreement of measured picks: 407/495 (82.2 %) with the hand table's "no MNNVL" on
+    # B300, 439/520 (84.4 %) with the data's MNNVL (up to world size 8); 560 workloads
+    assert pct({}) == (407, 495, 560)
+    assert pct(None) == (439, 520, 560)
