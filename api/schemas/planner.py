@@ -151,7 +151,9 @@ class Plan(Open):
         "range and meets the three ping-pong pipeline constraints"
     )
     n_broken_plans: int = Field(0, description="Plans that fit but break a pipeline constraint")
-    broken_plan_columns: list[str] = Field(default_factory=list)
+    broken_plan_columns: list[str] = Field(
+        default_factory=list, description="Columns of broken_plans (alternatives' + broken)"
+    )
     broken_plans: list[dict[str, Any]] = Field(
         default_factory=list,
         description="The best of those, not offered; ``broken`` names the constraints broken",
