@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from db.errors import StoreError
-from moedash.cli import admin, files, upload
+from moedash.cli import admin, answers, files, upload
 from moedash.cli.console import Output
 from moedash.cli.options import FAILED, OK
 
@@ -77,6 +77,7 @@ def _root(
 
 
 app.command("serve")(admin.serve)
+app.command("best")(answers.best)
 app.command("migrate")(admin.migrate)
 app.command("demo")(files.demo)
 app.command("ingest")(files.ingest)
