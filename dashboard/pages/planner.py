@@ -133,7 +133,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
                     "Plans a MegaScale-Infer deployment (arXiv 2504.02263): attention on na "
                     "data-parallel nodes, experts on their own nodes, m micro-batches ping-ponging "
                     "between them. Te is fitted from stored sweeps of the same model shape and "
-                    "GPU where there are enough points, else a roofline estimate. Formulas and "
+                    "GPU by one stated rule (decode, attention DP, MoE TP 1, the model's expert "
+                    "quant) where there are enough plausible points, else a roofline estimate; "
+                    "only plans meeting the ping-pong constraints are offered. Formulas and "
                     "assumptions: docs/planner.md; the same plan as JSON: ",
                     html.Code("POST /api/v1/planner/plan"),
                     ".",
@@ -244,7 +246,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
                                 sorted(set(quants) | ({form.fq} if form.fq else set()))
                             ),
                             value=form.fq,
-                            placeholder="any quant",
+                            placeholder="the model's expert quant (the fit rule)",
                         ),
                     ),
                     _ctl(
