@@ -74,8 +74,13 @@ WORLD_SIZES = (4, 8)
 
 
 def cells(n: int = 10) -> list[tuple[str, str, str]]:
-    """``n`` distinct (model, hardware, quant) cells, in a fixed order."""
+    """``n`` distinct (model, hardware, quant) cells, in a fixed order (beyond the named
+    models', synthetic ``moe_NNN`` models: a team's year spans many)."""
     out = [(m, h, q) for m in MODELS for h in HARDWARE for q in QUANTS]
+    i = 0
+    while len(out) < n:
+        out += [(f"moe_{i:03d}", h, q) for h in HARDWARE for q in QUANTS]
+        i += 1
     return out[:n]
 
 
@@ -134,14 +139,16 @@ def _next(conn: sa.Connection, seq: str) -> int:
     return int(conn.execute(sa.text(f"SELECT nextval('{seq}')")).scalar_one())
 
 
-def build(store: Store, total: int, versions: int) -> dict[str, Any]:
-    """Fill an empty store with ``total`` candidates (see module docstring); returns
-    the build times and the cells."""
-    per_run = max(1, total // (10 * len(WORLD_SIZES) * versions))
+def build(store: Store, total: int, versions: int, n_cells: int = 10) -> dict[str, Any]:
+    """Fill an empty store with ``total`` candidates in ``n_cells`` cells (see module
+    docstring); returns the build times and the cells. The measurements table is
+    bulk-loaded beside the candidates (the same rows with their run's cell keys, as
+    ``StatsRepository.record_runs`` writes them)."""
+    per_run = max(1, total // (n_cells * len(WORLD_SIZES) * versions))
     engine = store.engine
     t0 = time.perf_counter()
     made: list[dict[str, Any]] = []
-    for k, (model, hardware, quant) in enumerate(cells()):
+    for k, (model, hardware, quant) in enumerate(cells(n_cells)):
         with engine.begin() as conn:
             upload_id = _next(conn, "upload_id_seq")
             conn.execute(
@@ -157,7 +164,7 @@ def build(store: Store, total: int, versions: int) -> dict[str, Any]:
                     uploaded_at=sa.func.now(),
                 )
             )
-            tables = []
+            tables, measured = [], []
             for v in range(versions):
                 for ws in WORLD_SIZES:
                     run_id = _next(conn, "run_id_seq")
@@ -180,12 +187,15 @@ def build(store: Store, total: int, versions: int) -> dict[str, Any]:
                     )
                     conn.execute(schema.runs.insert().values(**run))
                     tables.append(_arrow(run_id, cols))
+                    keys = {c: run[c] for c in schema.MEASUREMENT_RUN_KEYS}
+                    measured.append(_measurement_arrow(run_id, cols, keys))
             _bulk(conn, pa.concat_tables(tables))
+            _bulk(conn, pa.concat_tables(measured), "measurements")
             made.append({"cell": [model, hardware, quant], "runs": len(tables)})
     t_cand = time.perf_counter() - t0
     t1 = time.perf_counter()
-    for model, hardware, quant in cells():
-        store.stats.ensure_cell(model, hardware, quant)
+    for model, hardware, quant in cells(n_cells):
+        store.stats.ensure_cell(model, hardware, quant)  # nothing left to copy: a check
     t_meas = time.perf_counter() - t1
     plan = ""
     if store.dialect == "postgresql":
@@ -200,7 +210,7 @@ def build(store: Store, total: int, versions: int) -> dict[str, Any]:
             plan = " / ".join(str(r[0]).strip() for r in rows[:2])
     return {
         "one_cell_plan": plan,
-        "candidates": per_run * len(WORLD_SIZES) * versions * 10,
+        "candidates": per_run * len(WORLD_SIZES) * versions * n_cells,
         "per_run": per_run,
         "load_candidates_s": round(t_cand, 1),
         "fill_measurements_s": round(t_meas, 1),
@@ -208,16 +218,29 @@ def build(store: Store, total: int, versions: int) -> dict[str, Any]:
     }
 
 
-def _bulk(conn: sa.Connection, table: pa.Table) -> None:
+def _measurement_arrow(run_id: int, cols: dict[str, np.ndarray], keys: dict[str, Any]) -> pa.Table:
+    n = len(cols[C.CANDIDATE_INDEX])
+    data = {C.RUN_ID: pa.array(np.full(n, run_id, np.int64))}
+    for name, value in keys.items():
+        data[name] = pa.array([value] * n)
+    for name in schema.MEASUREMENT_COLUMNS:
+        values = cols.get(name)
+        data[name] = (
+            pa.array(values, from_pandas=True) if values is not None else pa.nulls(n, pa.string())
+        )
+    return pa.table(data)
+
+
+def _bulk(conn: sa.Connection, table: pa.Table, name: str = "candidates") -> None:
     """The engine's bulk path: DuckDB inserts from Arrow, PostgreSQL takes COPY CSV."""
     raw: Any = conn.connection.driver_connection
     if dialects.is_duckdb(conn):
-        dialects.insert_arrow(raw, "candidates", table)
+        dialects.insert_arrow(raw, name, table)
         return
     buf = io.BytesIO()
     pacsv.write_csv(table, buf, pacsv.WriteOptions(include_header=False))
     cols = ", ".join(f'"{c}"' for c in table.column_names)
-    with raw.cursor() as cur, cur.copy(f"COPY candidates ({cols}) FROM STDIN (FORMAT csv)") as cp:
+    with raw.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN (FORMAT csv)") as cp:
         view = buf.getbuffer()
         for start in range(0, len(view), 1 << 22):
             cp.write(view[start : start + (1 << 22)])
@@ -416,7 +439,7 @@ def one(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         try:
             store = open_store(url)
             try:
-                built = build(store, size, args.versions)
+                built = build(store, size, args.versions, args.cells)
             finally:
                 store.close()
             n = args.replicas if engine == "postgresql" else 1
@@ -487,6 +510,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--versions", type=int, default=60)
     ap.add_argument("--replicas", type=int, default=1)
+    ap.add_argument("--cells", type=int, default=10, help="cells the candidates spread over")
     ap.add_argument("--pg-url", default=PG_URL)
     ap.add_argument(
         "--duckdb-memory-limit",
