@@ -42,7 +42,13 @@ from analysis.planner import (
 )
 from analysis.planner.colocated import SHARED_COSTS
 from analysis.planner.feasibility import BROKEN_COLUMNS, CONSTRAINT_LABELS, REASON_LABELS
-from analysis.planner.fit_rule import EXTRAPOLATION_FACTOR, be_limits, deviations, implausible
+from analysis.planner.fit_rule import (
+    EXTRAPOLATION_FACTOR,
+    be_limits,
+    deviations,
+    implausible,
+    implausible_attention,
+)
 from analysis.planner.perf_model import expert_time_roofline
 from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
 from analysis.tables import to_json_records
@@ -186,6 +192,21 @@ def expert_fits(
     return fits, records
 
 
+def check_attention_fits(req: PlanRequest, res: Resolved) -> None:
+    """Refuse (:class:`PlanInputError`, 422) a caller's attention law that is physically
+    impossible for its GPU (``fit_rule.implausible_attention``)."""
+    by_name = {g.name: g for g in res.gpus}
+    for i, af in enumerate(req.attention_fits):
+        gpu = by_name.get(af.gpu.upper())
+        if gpu is None:
+            continue
+        why = implausible_attention(
+            af.slope_ms, af.intercept_ms, res.model, gpu, af.tpa, res.workload.seq_len
+        )
+        if why:
+            raise PlanInputError(["attention_fits", i], "; ".join(why))
+
+
 def search(
     req: PlanRequest, res: Resolved, efits: Mapping[str, Fit], budget: Budget | None = None
 ) -> PlanResult:
@@ -322,6 +343,7 @@ def run_plan(
     :func:`~service.planner_request.resolve` refuses (including one over the cap)."""
     started = time.perf_counter()
     res = resolve(req)
+    check_attention_fits(req, res)
     efits, fit_records = expert_fits(req, res, load)
     budget = Budget(MAX_EVALUATIONS, time.monotonic() + WALL_BUDGET_S, cancelled)
     result = search(req, res, efits, budget)

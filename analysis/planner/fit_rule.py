@@ -150,6 +150,32 @@ def implausible(slope_ms: float, intercept_ms: float, model: ModelSpec, gpu: GPU
     return out
 
 
+def implausible_attention(
+    slope_ms: float, intercept_ms: float, model: ModelSpec, gpu: GPUSpec, tpa: int, seq_len: float
+) -> list[str]:
+    """Why an attention law ``Ta = slope_ms*ba + intercept_ms`` for one node of ``tpa``
+    ``gpu`` at ``seq_len`` tokens of KV is impossible (empty: plausible): per token it
+    must at least read that token's KV cache, and per layer the attention-side weights,
+    at :data:`BANDWIDTH_CEILING` x the node's peak bandwidth."""
+    bw = BANDWIDTH_CEILING * gpu.bandwidth_gb_s * 1e9 * tpa  # bytes/s
+    kv = seq_len * model.kv_bytes_per_token_layer * model.kv_layers / model.num_layers
+    floor_slope = 1e3 * kv / bw
+    floor_icpt = 1e3 * model.attention_param_bytes / model.num_layers / bw
+    out = []
+    if not slope_ms >= floor_slope:
+        out.append(
+            f"slope k1 = {slope_ms:.3g} ms/sequence is below the KV read of one sequence "
+            f"({kv / 1e6:.2f} MB at {BANDWIDTH_CEILING:g}x the peak of {tpa} {gpu.name}: "
+            f"{floor_slope:.3g} ms)"
+        )
+    if not intercept_ms >= floor_icpt:
+        out.append(
+            f"intercept k2 = {intercept_ms:.3g} ms is below the attention weights' read "
+            f"({floor_icpt:.3g} ms per layer on {tpa} {gpu.name})"
+        )
+    return out
+
+
 def _big(x: float) -> str:
     return f"{x:,.0f}" if x < 1e9 else f"{x:.3g}"
 

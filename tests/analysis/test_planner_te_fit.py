@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from analysis import columns as C
 from analysis.planner.catalog import GPUS, MODELS
-from analysis.planner.fit_rule import implausible
+from analysis.planner.fit_rule import implausible, implausible_attention
 from analysis.planner.perf_model import expert_time_roofline
 from analysis.planner.te_fit import MIN_R2, dispatch_combine_ms, fit_te
 
@@ -233,3 +233,14 @@ def test_implausible_names_the_bound() -> None:
     (bw,) = implausible(K3, 1e-4, SHAPE, GPU)
     assert "8,000 GB/s" in bw
     assert len(implausible(0.0, -1.0, SHAPE, GPU)) == 2
+
+
+def test_implausible_attention_needs_the_kv_and_weight_reads() -> None:
+    """One GB300, s = 650: a sequence's MLA latent over 61 KV layers is ~0.77 MB per MoE
+    layer (~0.09 µs at 8 TB/s); the attention weights ~0.29 GB per layer (~0.03 ms)."""
+    assert implausible_attention(1e-3, 0.1, SHAPE, GPU, 1, 650) == []
+    slope, icpt = implausible_attention(1e-6, 1e-4, SHAPE, GPU, 1, 650)
+    assert "KV read" in slope and "attention weights" in icpt
+    # four GPUs read four times faster: the same law becomes possible
+    assert implausible_attention(3e-5, 0.01, SHAPE, GPU, 1, 650)
+    assert implausible_attention(3e-5, 0.01, SHAPE, GPU, 4, 650) == []

@@ -93,3 +93,21 @@ def test_plans_breaking_a_constraint_are_listed_apart(client: TestClient) -> Non
     assert body["n_broken_plans"] > 0 and body["broken_plan_columns"][-1] == "broken"
     for row in body["broken_plans"]:
         assert not row["constraints_met"] and row["broken"]
+
+
+def test_own_impossible_attention_law_is_refused(client: TestClient) -> None:
+    """Ta must at least read each sequence's KV cache (650 tokens x 4 KiB x 56 layers of
+    Mixtral: 2.7 MB per layer, ~0.6 ms/1000 sequences on one H20): 1e-6 ms per sequence
+    is refused naming the entry; a plausible law is used."""
+    bad = {"gpu": "H20", "tpa": 1, "slope_ms": 1e-6, "intercept_ms": 0.2}
+    resp = client.post(f"{URL}/plan", json={"attention_fits": [bad]})
+    assert resp.status_code == 422
+    detail = resp.json()["detail"][0]
+    assert detail["loc"] == ["body", "attention_fits", 0] and "KV read" in detail["msg"]
+    good = {**bad, "slope_ms": 0.002}
+    resp = client.post(
+        f"{URL}/plan", json={"attention_fits": [good], "options": {"tp_choices": [1]}}
+    )
+    assert resp.status_code == 200
+    best = resp.json()["best"]
+    assert best is not None and best["tpa"] == 1 and best["attention_fit"] == "user"
