@@ -143,4 +143,5 @@ def entry_limits(config: ApiConfig) -> EntryLimits:
         body_min_rate=config.body_min_rate,
         max_uploads=config.max_concurrent_uploads,
         max_uploads_per_token=config.max_uploads_per_token,
+        max_expensive=config.max_expensive_requests,
     )

@@ -19,6 +19,8 @@ class ApiConfig:
     many bytes/s after ``body_grace_s``, answers 408;
     ``max_concurrent_uploads``: uploads in flight before 429 (``Retry-After``);
     ``max_uploads_per_token``: uploads in flight with one credential before 429;
+    ``max_expensive_requests``: planner / cross-validation / thresholds requests in
+    flight before 429;
     ``parse_budget_bytes``: upload bytes parsed at once (more wait their turn; one
     upload larger than the budget is parsed alone);
     ``read_requires_token``: reads (GET, /docs, the OpenAPI schema) need a valid token
@@ -37,6 +39,7 @@ class ApiConfig:
     body_min_rate: float = 16 * 1024
     max_concurrent_uploads: int = 32
     max_uploads_per_token: int = 8
+    max_expensive_requests: int = 4
     parse_budget_bytes: int = 256 * 1024 * 1024
     read_requires_token: bool = False
     auth_failures_per_minute: int = 30

@@ -45,7 +45,10 @@ class EntryLimits:
     ``route_body_bytes`` names the path; ``page_body_bytes``: largest body anywhere else
     (Dash callbacks are a few KiB); ``buffered_bytes``: bytes of non-upload bodies held in
     memory at once before 429; ``max_uploads``: concurrent uploads before 429;
-    ``max_uploads_per_token``: concurrent uploads with one credential (the
+    ``max_expensive``: requests in progress at once to the routes that compute for
+    seconds (``expensive_prefixes``) before 429, so anonymous readers cannot take every
+    worker thread and core; ``max_uploads_per_token``: concurrent uploads with one
+    credential (the
     ``Authorization`` header as sent; before it is checked) before 429, so one token holder
     trickling bodies cannot take every upload slot;
     ``retry_after_s``: the ``Retry-After`` sent with 429.
@@ -63,6 +66,20 @@ class EntryLimits:
     max_uploads_per_token: int = 8
     retry_after_s: int = 2
     upload_paths: tuple[str, ...] = ("/api/v1/runs", "/api/v1/serving-configs")
+    # reads that compute for seconds (the planner's search, the cross-validation ledger,
+    # threshold re-derivation, the guide's agreement): at most ``max_expensive`` at once
+    expensive_prefixes: tuple[str, ...] = (
+        "/api/v1/planner/",
+        "/api/v1/crossval/",
+        "/api/v1/thresholds",
+        "/api/v1/agreement",
+    )
+    max_expensive: int = 4
+
+    def is_expensive(self, method: str, path: str) -> bool:
+        """A request that may compute for seconds (not an upload: those have their own
+        cap)."""
+        return method in ("GET", "HEAD", "POST") and path.startswith(self.expensive_prefixes)
 
     def body_limit(self, method: str, path: str) -> tuple[int, str, bool]:
         """(largest body, the setting that sets it, whether it is an upload) for a
@@ -120,6 +137,7 @@ class EntryMiddleware:
         self.uploads = 0  # in flight
         self.per_credential: dict[bytes, int] = {}  # in flight per Authorization digest
         self.buffered = 0  # bytes of bodies read whole and not yet answered
+        self.expensive = 0  # expensive reads in progress
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -162,11 +180,24 @@ class EntryMiddleware:
                 if left:
                     self.per_credential[credential] = left
             return
+        expensive = self.limits.is_expensive(scope["method"], scope["path"])
+        if expensive and self.expensive >= self.limits.max_expensive:
+            exc = _busy(
+                f"{self.expensive} expensive requests (planner, cross-validation, "
+                f"thresholds) are in progress (limit {self.limits.max_expensive}, setting "
+                "MOEDASH_MAX_EXPENSIVE_REQUESTS)",
+                "too_many_expensive",
+                self.limits.retry_after_s,
+            )
+            await send_refusal(send, 429, _refusal_body(exc), exc.headers())
+            return
         held = _Held(self)
+        self.expensive += expensive
         try:
             await self._serve_buffered(scope, receive, send, limit, setting, held, declared)
         finally:
             held.release()
+            self.expensive -= expensive
 
     async def _serve_upload(
         self, scope: Scope, receive: Receive, send: Send, limit: int, setting: str

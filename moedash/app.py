@@ -54,6 +54,7 @@ def create_app(
         body_min_rate=settings.body_min_rate,
         max_concurrent_uploads=settings.max_concurrent_uploads,
         max_uploads_per_token=settings.max_uploads_per_token,
+        max_expensive_requests=settings.max_expensive_requests,
         parse_budget_bytes=settings.parse_budget_bytes,
         read_requires_token=settings.read_requires_token,
         auth_failures_per_minute=settings.auth_failures_per_minute,

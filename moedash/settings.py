@@ -98,6 +98,14 @@ class Settings(BaseSettings):
         "Authorization header as sent) before 429, so one token holder cannot take every "
         "upload slot; each body must also keep body_min_rate.",
     )
+    max_expensive_requests: int = Field(
+        4,
+        ge=1,
+        description="API requests in progress at once to the routes that compute for "
+        "seconds (/api/v1/planner/, /api/v1/crossval/, /api/v1/thresholds, "
+        "/api/v1/agreement) before 429 with Retry-After; the dashboard's own pages are not "
+        "counted.",
+    )
     parse_budget_bytes: int = Field(
         256 * 1024 * 1024,
         ge=1024,

@@ -162,7 +162,11 @@ def _barrage(server: str, path: str, n: int, size: int) -> tuple[list[int], int]
     for answer in answers.values():
         if answer.status == 429:
             assert int(answer.headers["retry-after"]) >= 1
-            assert b"MOEDASH_MAX_BUFFERED_BODY_BYTES" in answer.body
+            # the buffer budget, or (planner) the cap on expensive requests
+            assert (
+                b"MOEDASH_MAX_BUFFERED_BODY_BYTES" in answer.body
+                or b"MOEDASH_MAX_EXPENSIVE_REQUESTS" in answer.body
+            ), answer.body
         if answer.status:
             _json_error(answer.status, answer.headers, answer.body)
     return [a.status for a in answers.values()], at_once

@@ -22,6 +22,7 @@ ENV = {
     "MOEDASH_MAX_UPLOAD_BYTES": str(256 * 1024),
     "MOEDASH_MAX_CONCURRENT_UPLOADS": "2",
     "MOEDASH_MAX_UPLOADS_PER_TOKEN": "1",
+    "MOEDASH_MAX_EXPENSIVE_REQUESTS": "1",
     "MOEDASH_BODY_IDLE_S": "2",
     "MOEDASH_BODY_GRACE_S": "1",
     "MOEDASH_WARM_CACHE": "false",
@@ -224,3 +225,16 @@ def test_one_token_cannot_take_every_upload_slot(server: str) -> None:
             timeout=5,
         )
         assert resp.status_code == 400, resp.text
+
+
+def test_expensive_reads_are_capped_and_cheap_ones_still_answer(server: str) -> None:
+    with _connect(server) as holder:  # a planner request in progress, its body arriving
+        holder.sendall(_head("POST", "/api/v1/planner/plan", 1000) + b"{")
+        time.sleep(0.3)
+        resp = httpx.get(f"{server}/api/v1/crossval/workloads", timeout=5)
+        assert resp.status_code == 429, resp.text
+        assert int(resp.headers["retry-after"]) >= 1
+        assert resp.json()["detail"][0]["type"] == "too_many_expensive"
+        assert httpx.get(f"{server}/api/v1/runs", timeout=5).status_code == 200
+    time.sleep(0.5)  # the holder went away: its slot is free again
+    assert httpx.get(f"{server}/api/v1/crossval/workloads", timeout=5).status_code == 200
