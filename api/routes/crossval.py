@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 import pandas as pd
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
@@ -400,7 +400,17 @@ class OutcomeIn(BaseModel):
     source: str | None = Field(None, max_length=2000, description="Where the numbers come from")
     notes: str | None = Field(None, max_length=4000)
 
+    @field_validator("workload_id", "source", "notes")
+    @classmethod
+    def _no_control_characters(cls, value: str | None) -> str | None:
+        # PostgreSQL text cannot hold NUL (a 503 from the store otherwise); other control
+        # characters do not belong in an id or a one-line source either (notes: \n, \t)
+        if value is not None and _CONTROL.search(value.replace("\n", "").replace("\t", "")):
+            raise ValueError("contains control characters (only \\n and \\t in text)")
+        return value
 
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _RECORD_ERR = re.compile(r"^records\[(?P<i>\d+)\]\.(?P<field>\w+): (?P<msg>.*)$", re.S)
 
 

@@ -37,3 +37,18 @@ def test_run_id_lists_are_bounded(client: TestClient, query: str) -> None:
     resp = client.get(f"/api/v1/best?{query}")
     assert resp.status_code == 422, resp.text
     assert resp.json()["detail"][0]["loc"][:2] == ["query", "run_id"]
+
+
+@pytest.mark.parametrize("field", ["workload_id", "source", "notes"])
+def test_outcome_text_with_nul_is_422_not_a_store_error(
+    client: TestClient, upload_token: str, field: str
+) -> None:
+    record = {"workload_id": "w", "tps_per_user_deployed": 1.0, "tps_per_user_candidate": 2.0}
+    record[field] = "a\u0000b"
+    resp = client.post(
+        "/api/v1/crossval/outcomes",
+        json=[record],
+        headers={"Authorization": f"Bearer {upload_token}"},
+    )
+    assert resp.status_code == 422, resp.text
+    assert resp.json()["detail"][0]["loc"] == ["body", 0, field]
