@@ -238,3 +238,18 @@ def test_expensive_reads_are_capped_and_cheap_ones_still_answer(server: str) -> 
         assert httpx.get(f"{server}/api/v1/runs", timeout=5).status_code == 200
     time.sleep(0.5)  # the holder went away: its slot is free again
     assert httpx.get(f"{server}/api/v1/crossval/workloads", timeout=5).status_code == 200
+
+
+def test_failure_limit_sees_clients_behind_a_trusted_proxy(server: str) -> None:
+    # the served process trusts X-Forwarded-For from 127.0.0.1 (MOEDASH_FORWARDED_ALLOW_IPS'
+    # default), as from the nginx in front of it: each client behind the proxy has its
+    # own failure count
+    def attempt(client_ip: str) -> int:
+        headers = {"Authorization": "Bearer mdt_same_bad_guess", "X-Forwarded-For": client_ip}
+        return httpx.post(
+            f"{server}/api/v1/runs", content=b"{}", headers=headers, timeout=5
+        ).status_code
+
+    statuses = [attempt("198.51.100.7") for _ in range(31)]
+    assert statuses[:30] == [401] * 30 and statuses[30] == 429
+    assert attempt("198.51.100.8") == 401  # another client behind the same proxy
