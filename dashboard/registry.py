@@ -20,6 +20,7 @@ from dashboard.pages import (
     overview,
     pareto,
     planner,
+    predictions,
     recommend,
     routing,
     run,
@@ -55,6 +56,7 @@ REGISTRY: tuple[Page, ...] = (
     Page("/agreement", agreement, "Tree vs data"),
     Page("/history", history, "History", chart=True),
     Page("/compare", compare, "Compare", chart=True),
+    Page("/predictions", predictions, "Predictions"),
     # reached from links (a run id), not from the navigation bar
     Page("/run", run, "Run", nav=False),
 )
