@@ -19,6 +19,7 @@ from analysis.planner.plans import ALTERNATIVE_COLUMNS, NA_SWEEP_COLUMNS
 from db.store import Store
 from service import planner as S
 from service.frames import DashData
+from service.planner_fits import FIT_COLUMNS
 from service.planner_request import (
     HETERO_MAX_GPUS,
     PlanInputError,
@@ -156,7 +157,7 @@ def test_store_loader_reads_one_shape_on_the_labels(store: Store) -> None:
     load = S.store_loader(store)
     frame = load(MODELS["mixtral_8x22b"], ["H20"])
     assert set(frame[C.HARDWARE]) == {"H20"} and set(frame[C.STATUS]) == {"success"}
-    assert set(S.FIT_COLUMNS) <= set(frame.columns)
+    assert set(FIT_COLUMNS) <= set(frame.columns)
     assert load(MODELS["dbrx"], ["H20", "L20"]).empty
 
 
