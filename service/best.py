@@ -23,6 +23,7 @@ from analysis.confidence import with_evidence
 from analysis.identity import REPEATS, Repeats
 from analysis.noise import estimate_noise
 from service.frames import Cell, DashData
+from service.noise_model import cell_noise
 from service.scope import Routing, Scope, provenance, routed_frame
 from service.shared_answers import shareable
 
@@ -116,7 +117,10 @@ def best_table(
         df, routing = routed_frame(data, scope)
         if df.empty:
             return BestTable(pd.DataFrame(), grouping, provenance(df), routing, repeats)
-        noise = estimate_noise(df)  # the scope's runs: repeats and history of its cells
+        # the cell's noise model (shared per cell version); a scope over several cells
+        # estimates its own from its runs
+        cell = scope.cell()
+        noise = cell_noise(data, cell) if cell is not None else estimate_noise(df)
         table = best_by_workload(df, grouping=grouping, repeats=repeats, noise=noise)
         items = with_winner_columns(table, df, API_WINNER_COLUMNS[grouping])
         items = with_evidence(items, df)  # the confidence panel, per workload
@@ -164,7 +168,7 @@ def cell_best(
         frame, routing = routed_frame(data, scope)
         if frame.empty:
             return CellBest(pd.DataFrame(), routing)
-        table = best_by_workload(frame, grouping, repeats=repeats, noise=estimate_noise(frame))
+        table = best_by_workload(frame, grouping, repeats=repeats, noise=cell_noise(data, cell))
         table = with_winner_columns(table, frame, PAGE_WINNER_COLUMNS)
         return CellBest(with_evidence(table, frame), routing)
 
