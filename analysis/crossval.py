@@ -253,6 +253,9 @@ def _ledger_row(w: Mapping[str, Any], shapes: _Shapes, tolerance: float) -> dict
         row[cc.DEPLOYED_SCORE_MS] = dep_score
         row[cc.DEPLOYED_RANK] = 1 + sum(1 for x in cands if float(x[c.SCORE_MS]) < dep_score)
         row[cc.DEPLOYED_GAP_PCT] = (dep_score - row[cc.BEST_SCORE_MS]) / row[cc.BEST_SCORE_MS] * 100
+        row[cc.FASTER_THAN_DEPLOYED] = " ".join(
+            str(x[c.BACKEND]) for x in cands if float(x[c.SCORE_MS]) < dep_score
+        )
     family = layout_family(w[c.MOE_EP_SIZE], w[c.MOE_TP_SIZE])
     fam = [x for x in cands if layout_family(x[c.MOE_EP_SIZE], x[c.MOE_TP_SIZE]) == family]
     if fam:

@@ -157,6 +157,9 @@ BEST_SCORE_MS = "best_score_ms"
 DEPLOYED_SCORE_MS = "deployed_score_ms"  # best score among candidates equal to deployed
 DEPLOYED_RANK = "deployed_rank"  # 1-based rank of that candidate, None if not measured
 DEPLOYED_GAP_PCT = "deployed_gap_pct"  # (deployed - best) / best * 100
+# backends of the candidates faster than the deployed config, fastest first, space-joined
+# ("" when it is the fastest; None when not measured): what a candidate filter removes
+FASTER_THAN_DEPLOYED = "faster_than_deployed"
 # Best candidate within the deployed layout family (EP / TP / hybrid; rule same_layout).
 LAYOUT_BEST_BACKEND = "layout_best_backend"
 LAYOUT_BEST_MOE_EP_SIZE = "layout_best_moe_ep_size"
@@ -174,6 +177,7 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     POINT_ID,
     PHASE,
     ENTRY,
+    SCENARIO,
     CONC,
     c.MODEL,
     c.QUANT,
@@ -203,6 +207,7 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     DEPLOYED_SCORE_MS,
     DEPLOYED_RANK,
     DEPLOYED_GAP_PCT,
+    FASTER_THAN_DEPLOYED,
     LAYOUT_BEST_BACKEND,
     LAYOUT_BEST_MOE_EP_SIZE,
     LAYOUT_BEST_MOE_TP_SIZE,

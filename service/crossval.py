@@ -24,6 +24,7 @@ from analysis import columns as C
 from analysis import crossval_columns as cc
 from analysis.crossval import DEFAULT_TOKEN_TOLERANCE, ledger, outcomes_frame
 from analysis.crossval import summary as summary_of
+from analysis.crossval_fit import GuideFit, guide_fit
 from analysis.crossval_guide import compare
 from analysis.crossval_rules import DEFAULT_NOISE_PCT, DEFAULT_RULE, RULES, apply_rule, match_flags
 from analysis.crossval_sweeps import row_command
@@ -305,3 +306,10 @@ def guide_compare(
     """The guide's table beside ours (``analysis.crossval_guide.compare``): our Match
     count under ``rule``, causes from the exact-rule ledger of ``filters``."""
     return compare(compute_ledger(store, filters, tol, "exact", noise), rule, noise)
+
+
+def guide_fit_answer(store: Store, tol: float, noise: float, fixed_only: bool = True) -> GuideFit:
+    """Which rule reproduces each row of the guide's table
+    (``analysis.crossval_fit.guide_fit``) over every imported workload's exact-rule
+    ledger; ``fixed_only`` leaves the agentic-coding traces out, as the guide does."""
+    return guide_fit(compute_ledger(store, {}, tol, "exact", noise), fixed_only)

@@ -31,6 +31,7 @@ import pandas as pd
 from analysis import crossval_columns as cc
 from analysis.crossval import DEFAULT_BAND_PCT, DEFAULT_TOKEN_TOLERANCE
 from analysis.crossval import summary as summary_of
+from analysis.crossval_fit import GuideFit, guide_fit
 from analysis.crossval_guide import compare
 from analysis.crossval_rules import DEFAULT_NOISE_PCT, DEFAULT_RULE
 from service.crossval import (
@@ -178,6 +179,7 @@ class CrossvalView:
     rules: pd.DataFrame  # rules_side_by_side
     guide: pd.DataFrame  # analysis.crossval_guide.compare under the chosen rule
     state: LedgerState | None = None  # which stored ledger (None: built by hand, tests)
+    fit: GuideFit | None = None  # analysis.crossval_fit.guide_fit, fixed ISL/OSL only
 
 
 def crossval_view(
@@ -207,11 +209,14 @@ def crossval_view(
         view = view[view[cc.STATUS] != cc.NOT_MAPPABLE].reset_index(drop=True)
     table = visible_summary(summary_of(led, outcomes, band), show_empty)
 
-    def tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    def tables() -> tuple[pd.DataFrame, pd.DataFrame, GuideFit]:
         # the guide's rows span models and hardware: every imported workload, as GET /guide
         exact = cached_ledger(data, model, hardware, tol, "exact", noise, st)
         everything = cached_ledger(data, None, None, tol, "exact", noise, st)
-        return rules_side_by_side(exact, noise), compare(everything, rule, noise)
+        fit = guide_fit(everything, fixed_only=True)
+        return rules_side_by_side(exact, noise), compare(everything, rule, noise), fit
 
-    rules, guide = page_cached(data, ("tables", st.key, model, hardware, tol, rule, noise), tables)
-    return CrossvalView(led, view, table, rules, guide, st)
+    rules, guide, fit = page_cached(
+        data, ("tables", st.key, model, hardware, tol, rule, noise), tables
+    )
+    return CrossvalView(led, view, table, rules, guide, st, fit)

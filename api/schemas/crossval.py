@@ -286,3 +286,34 @@ class Outcomes(Open):
 
     band_pct: float = Field(description="±band (%) within which an outcome is Flat")
     items: list[Row]
+
+
+class GuideFit(Open):
+    """Which match rule reproduces each row of the guide's table, and the rule that fits
+    it best overall."""
+
+    model_config = examples(
+        {
+            "fixed_only": True,
+            "headline": "Ours 25.1 % Match (exact) vs the guide's 79.8 % ...",
+            "default_rule": "within_noise 3 %, no MegaMoE in prefill",
+            "fit": [
+                {
+                    "spec": "within_noise 3 %, no MegaMoE in prefill",
+                    "mean_error_points": 8.4,
+                    "n_rows": 5,
+                    "n_reproduced": 4,
+                }
+            ],
+            "items": [],
+        }
+    )
+
+    fixed_only: bool = Field(description="Agentic-coding traces left out (the guide's table)")
+    headline: str = Field(description="The gap between ours and the guide, explained")
+    default_rule: str = Field(description="The rule with the smallest mean error")
+    fit: list[Row] = Field(description="Per rule: mean error (percentage points), rows reproduced")
+    items: list[Row] = Field(
+        description="Per guide row: our Match count under every rule, the rules that "
+        "reproduce it, or why none does"
+    )

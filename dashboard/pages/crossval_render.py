@@ -78,9 +78,10 @@ def render_summary(res: CrossvalView, f: Filters) -> Any:
             ["choose “all” models or hardware"],
             test_id="cv-no-workloads",
         )
+    headline = headline_of(res)
     if not comparable:
-        return html.Div([head, _no_candidates(f)])
-    return html.Div([head, summary_grid(res.summary)])
+        return html.Div([headline, head, _no_candidates(f)])
+    return html.Div([headline, head, summary_grid(res.summary)])
 
 
 def render_ledger(res: CrossvalView, all_rows: bool = False, first: int = FIRST_ROWS) -> Any:
@@ -237,9 +238,76 @@ def render_rules(res: CrossvalView) -> Any:
     return rules_grid(res.rules)
 
 
+def headline_of(res: CrossvalView) -> Any:
+    """The gap between ours and the guide, explained: the first line of the summary
+    area, above every table."""
+    if res.fit is None:
+        return None
+    return html.P(res.fit.headline, className="status", **ui.attrs(data_testid="cv-headline"))
+
+
+def _fit_tables(res: CrossvalView) -> list[Any]:
+    """Per rule its fit to the guide; per guide row the rules reproducing it or why none."""
+    fit = res.fit
+    if fit is None:
+        return []
+    rules = html.Table(
+        [html.Tr([html.Th(h) for h in ("rule", "mean error (points)", "rows", "reproduced")])]
+        + [
+            html.Tr(
+                [
+                    html.Td(r["spec"] + (" (default)" if r["spec"] == fit.default else "")),
+                    html.Td(ui.fmt(r["mean_error_points"])),
+                    html.Td(r["n_rows"]),
+                    html.Td(r["n_reproduced"]),
+                ]
+            )
+            for r in fit.fit.to_dict("records")
+        ],
+        **ui.attrs(data_testid="cv-guide-fit"),
+    )
+    rows = html.Table(
+        [
+            html.Tr(
+                [
+                    html.Th(h)
+                    for h in (
+                        "model",
+                        "hardware",
+                        "phase",
+                        "guide",
+                        "ours",
+                        "reproduced by / why not",
+                    )
+                ]
+            )
+        ]
+        + [
+            html.Tr(
+                [
+                    html.Td(r["model"]),
+                    html.Td(r["hardware"]),
+                    html.Td(r["phase"]),
+                    html.Td(f"{r['guide_match']}/{r['guide_n']}"),
+                    html.Td(f"{r['exact']}/{r['ours_n']} exact"),
+                    html.Td(r["reproduced_by"] or r["explanation"]),
+                ]
+            )
+            for r in fit.rows.to_dict("records")
+        ],
+        **ui.attrs(data_testid="cv-guide-rows"),
+    )
+    return [
+        html.H3(f"Which rule reproduces the guide (fixed ISL/OSL; default: {fit.default})"),
+        rules,
+        html.H3("Each guide row: the rules that reproduce it, or why none does"),
+        rows,
+    ]
+
+
 def render_guide(res: CrossvalView, f: Filters) -> Any:
-    """The guide's rows with ours (under the page's rule) and the causes, then the
-    guide's table as published."""
+    """The guide's rows with ours (under the page's rule) and the causes, the rules that
+    reproduce each row, then the guide's table as published."""
     return html.Div(
         [
             html.P(
@@ -249,6 +317,7 @@ def render_guide(res: CrossvalView, f: Filters) -> Any:
                 **ui.attrs(data_testid="cv-guide-scope"),
             ),
             guide_grid(res.guide),
+            *_fit_tables(res),
             html.H3("The guide's table as published"),
             published_grid(guide_summary()),
         ]

@@ -245,3 +245,13 @@ def test_sweeps_script_download_equals_the_api(seeded: Store, client: TestClient
         assert f'filename="{page["filename"]}"' in api.headers["content-disposition"]
         plan = client.get("/api/v1/crossval/sweeps", params=params).json()
         assert plan["n_commands"] == page["content"].count("python3 -m bench_moe")
+
+
+def test_guide_fit_headline_is_the_same_on_page_and_api(seeded: Store, client: TestClient) -> None:
+    data = DashData(seeded, version_ttl=0.0)
+    _notes, summary, *_ = P.update(data, *CASES[0][0])
+    shown = _by_testid(summary, "cv-headline").children
+    api = client.get("/api/v1/crossval/guide-fit").json()
+    assert shown == api["headline"] and api["fixed_only"] is True
+    assert api["default_rule"] == api["fit"][0]["spec"]
+    assert {r["phase"] for r in api["items"]} == {"prefill", "decode"}
