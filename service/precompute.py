@@ -3,8 +3,8 @@ stored for every replica (:mod:`service.shared_answers`): at start for the cells
 warm-up loads, and right after an upload for the cells it changed.
 
 :func:`precompute_cell` is that list of answers: the API's and the Best page's Best
-tables (both groupings), the Pareto table of the cell and of each world size x phase,
-and the cell's per-configuration statistics. :class:`Precomputer` runs it on a single
+tables (both groupings, with the cell's noise model they read) and the Pareto table of
+the cell and of each world size x phase. :class:`Precomputer` runs it on a single
 background thread per read path, a cell queued once however many uploads arrive while
 it waits, stepping aside while a visitor is being answered (``service.foreground``).
 """
@@ -23,7 +23,6 @@ from analysis import columns as C
 from service import foreground
 from service import shared_answers as shared
 from service.best import Grouping, best_table, cell_best
-from service.config_stats import cell_config_stats
 from service.errors import ServiceError
 from service.frames import Cell, DashData
 from service.pareto import pareto_table
@@ -50,7 +49,6 @@ def precompute_cell(data: DashData, cell: Cell) -> float:
             _safe(partial(best_table, data, scope, grouping))
             _safe(partial(cell_best, data, cell, grouping))
         _safe(partial(pareto_table, data, scope))
-        _safe(partial(cell_config_stats, data, cell))
         for ws in _safe(partial(_world_sizes, data, cell)) or []:
             for phase in PHASES:
                 _safe(partial(pareto_table, data, cell_scope(cell, world_size=ws, phase=phase)))

@@ -189,7 +189,7 @@ def test_an_upload_over_http_has_its_cells_answers_computed_for_every_replica(
     run = store.get_run(resp.json()["run_ids"][0])
     cell = Cell(run["model"], run["hardware"], run["quant"])
     kinds = {k for k, _ in _stored(store)}
-    assert {"best-scope", "best", "pareto-table", "config-stats", "noise-model"} <= kinds
+    assert {"best-scope", "best", "pareto-table", "noise-model"} <= kinds
 
     replica = DashData(store, version_ttl=0.0)  # another process on the same database
     _no_cell_reads(replica)
