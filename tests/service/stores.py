@@ -31,3 +31,15 @@ def seed_tie_sweep(store: Store) -> int:
     """Store :func:`tie_sweep`; returns its run id."""
     result = store.ingest([tie_sweep()], b"tie-sweep", UploadMeta(hardware="GB300"))
     return result.runs[0].run_id
+
+
+def upload_generated(store: Store, cell: Cell, seed: int) -> int:
+    """Store one generated 24-candidate sweep of ``cell`` (distinct bytes per seed);
+    returns its run id."""
+    sweep = sweeps.make_sweep(
+        24, seed=seed, model=cell.model, hardware=cell.hardware, quant=cell.quant
+    )
+    result = store.ingest(
+        [sweep], f"{cell.key}-{seed}".encode(), UploadMeta(hardware=cell.hardware)
+    )
+    return result.runs[0].run_id

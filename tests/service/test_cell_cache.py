@@ -14,25 +14,16 @@ from service.config_stats import cell_config_stats
 from service.frames import Cell, DashData
 from service.scope import Scope
 from tests.factories import sweeps
+from tests.service.stores import upload_generated
 
 CELL_A = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 CELL_B = Cell("kimi_k2", "B300", "NVFP4")
 
 
-def _upload(store: Store, cell: Cell, seed: int) -> int:
-    sweep = sweeps.make_sweep(
-        24, seed=seed, model=cell.model, hardware=cell.hardware, quant=cell.quant
-    )
-    result = store.ingest(
-        [sweep], f"{cell.key}-{seed}".encode(), UploadMeta(hardware=cell.hardware)
-    )
-    return result.runs[0].run_id
-
-
 @pytest.fixture
 def data(store: Store) -> DashData:
-    _upload(store, CELL_A, 1)
-    _upload(store, CELL_B, 2)
+    upload_generated(store, CELL_A, 1)
+    upload_generated(store, CELL_B, 2)
     return DashData(store, version_ttl=0.0)
 
 
@@ -41,7 +32,7 @@ def test_upload_to_one_cell_keeps_the_other_cells_frame(data: DashData) -> None:
     best_b = cell_best_table(data, CELL_B, "dashboard")
     version_b = data.cell_version(CELL_B)
 
-    new_run = _upload(data.store, CELL_A, 3)
+    new_run = upload_generated(data.store, CELL_A, 3)
 
     assert data.cell_version(CELL_B) == version_b
     assert data.cell_frame(CELL_B) is frame_b
@@ -65,14 +56,14 @@ def test_scope_answers_follow_the_cells_they_read(data: DashData) -> None:
     only_b = {C.MODEL: CELL_B.model}
     first_b = data.cached("answer-b", lambda: compute("b"), where=only_b)
     first_all = data.cached("answer-all", lambda: compute("all"))
-    _upload(data.store, CELL_A, 4)
+    upload_generated(data.store, CELL_A, 4)
     assert data.cached("answer-b", lambda: compute("b"), where=only_b) is first_b
     assert data.cached("answer-all", lambda: compute("all")) is not first_all
     assert calls == ["b", "all", "all"]
 
 
 def test_delete_changes_the_cells_version(data: DashData) -> None:
-    extra = _upload(data.store, CELL_B, 5)
+    extra = upload_generated(data.store, CELL_B, 5)
     before = data.cell_version(CELL_B)
     data.store.delete_run(extra)
     assert data.cell_version(CELL_B) != before
@@ -85,7 +76,7 @@ def test_delete_changes_the_cells_version(data: DashData) -> None:
 
 def test_an_upload_is_appended_to_its_cells_frame_as_a_full_read_gives(data: DashData) -> None:
     before = data.cell_frame(CELL_A)
-    run = _upload(data.store, CELL_A, 6)
+    run = upload_generated(data.store, CELL_A, 6)
     # a new backend and comm: categories the cached frame does not know yet
     extra = sweeps.make_sweep(
         12, seed=7, model=CELL_A.model, hardware=CELL_A.hardware, quant=CELL_A.quant
@@ -109,8 +100,8 @@ def test_config_stats_are_cached_per_cell_version(data: DashData) -> None:
     stats_b = cell_config_stats(data, CELL_B)
     assert len(stats_b) and (stats_b["n_runs"] == 1).all()
     assert cell_config_stats(data, CELL_B) is stats_b
-    _upload(data.store, CELL_A, 8)
+    upload_generated(data.store, CELL_A, 8)
     assert cell_config_stats(data, CELL_B) is stats_b
-    _upload(data.store, CELL_B, 9)
+    upload_generated(data.store, CELL_B, 9)
     again = cell_config_stats(data, CELL_B)
     assert again is not stats_b and again["n_runs"].max() == 2

@@ -12,7 +12,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from db.store import Store
-from ingest.records import UploadMeta
 from service import shared_answers as shared
 from service.best import best_table, cell_best
 from service.config_stats import cell_config_stats
@@ -20,28 +19,19 @@ from service.frames import Cell, DashData
 from service.pareto import pareto_table
 from service.precompute import precomputer
 from service.scope import Scope
-from tests.factories import EXAMPLE, sweeps
+from tests.factories import EXAMPLE
+from tests.service.stores import upload_generated
 
 CELL = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 OTHER = Cell("kimi_k2", "B300", "NVFP4")
 SCOPE = Scope(model=CELL.model, hardware=CELL.hardware, quant=CELL.quant)
 
 
-def _upload(store: Store, cell: Cell, seed: int) -> int:
-    sweep = sweeps.make_sweep(
-        24, seed=seed, model=cell.model, hardware=cell.hardware, quant=cell.quant
-    )
-    result = store.ingest(
-        [sweep], f"{cell.key}-{seed}".encode(), UploadMeta(hardware=cell.hardware)
-    )
-    return result.runs[0].run_id
-
-
 @pytest.fixture
 def seeded(store: Store) -> Store:
-    _upload(store, CELL, 1)
-    _upload(store, CELL, 2)
-    _upload(store, OTHER, 3)
+    upload_generated(store, CELL, 1)
+    upload_generated(store, CELL, 2)
+    upload_generated(store, OTHER, 3)
     return store
 
 
@@ -107,7 +97,7 @@ def test_an_upload_makes_the_stored_answer_stale_for_its_cell_only(seeded: Store
     with shared.writing():
         best_table(first, SCOPE)
         other_before = best_table(first, other_scope)
-    new_run = _upload(seeded, CELL, 4)
+    new_run = upload_generated(seeded, CELL, 4)
 
     second = DashData(seeded, version_ttl=0.0)
     fresh = best_table(second, SCOPE)  # computed again: the stored one is of the old version
