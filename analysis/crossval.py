@@ -180,7 +180,9 @@ _LEDGER_DTYPES: dict[str, str] = {
         "Int64",
     ),
     **dict.fromkeys(
-        (c.CUDA_GRAPH, c.ATTENTION_DP, cc.COMM_FORCED, cc.NEAREST_TOKENS_USED), "boolean"
+        (c.CUDA_GRAPH, c.ATTENTION_DP, cc.COMM_FORCED, cc.NEAREST_TOKENS_USED,
+         c.LOW_PRECISION_COMBINE),
+        "boolean",
     ),
     **dict.fromkeys(
         (cc.BEST_SCORE_MS, cc.DEPLOYED_SCORE_MS, cc.DEPLOYED_GAP_PCT, cc.LAYOUT_BEST_SCORE_MS),

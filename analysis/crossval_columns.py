@@ -192,6 +192,7 @@ LEDGER_COLUMNS: tuple[str, ...] = (
     c.MOE_TP_SIZE,
     c.COMM,
     COMM_FORCED,
+    c.LOW_PRECISION_COMBINE,
     STATUS,
     DIFFERS,
     REASON,

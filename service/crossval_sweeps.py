@@ -13,7 +13,13 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis import crossval_columns as cc
-from analysis.crossval_sweeps import coverage, script_name, sweep_plan, sweep_script
+from analysis.crossval_sweeps import (
+    coverage,
+    script_name,
+    sweep_plan,
+    sweep_script,
+    unfillable,
+)
 from service.crossval_page import LedgerState, cached_ledger, ledger_state, page_cached
 from service.frames import DashData
 
@@ -27,6 +33,7 @@ class SweepReport:
     coverage: pd.DataFrame
     script: str
     filename: str
+    cannot: pd.DataFrame | None = None  # crossval_sweeps.unfillable: no command, a reason
 
 
 def sweep_report(
@@ -36,9 +43,10 @@ def sweep_report(
     ledger is already narrowed to model and hardware; they name the slice)."""
     lg = ledger_df if not phase else ledger_df[ledger_df[cc.PHASE] == phase]
     plan = sweep_plan(lg)
+    cannot = unfillable(lg)
     name = script_name(model, hardware, phase)
     label = name.removeprefix("crossval-sweeps-").removesuffix(".sh")
-    return SweepReport(plan, coverage(lg), sweep_script(plan, label), name)
+    return SweepReport(plan, coverage(lg), sweep_script(plan, label, cannot), name, cannot)
 
 
 def cached_sweep_report(

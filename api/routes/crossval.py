@@ -403,6 +403,7 @@ def get_sweeps(
             "n_commands": len(rep.plan),
             "items": frame_records(rep.plan),
             "coverage": frame_records(rep.coverage),
+            "cannot_fill": frame_records(rep.cannot) if rep.cannot is not None else [],
         }
     )
 

@@ -242,6 +242,11 @@ class Sweeps(Open):
     n_commands: int
     items: list[Row] = Field(description="One command per row")
     coverage: list[Row] = Field(description="Workloads covered per sweep group")
+    cannot_fill: list[Row] = Field(
+        default_factory=list,
+        description="No-data workloads bench_moe cannot fill (a deployed backend it does "
+        "not build, e.g. WIDEEP): no command, the reason",
+    )
 
 
 class OutcomeState(BaseModel):

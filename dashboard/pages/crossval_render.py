@@ -11,6 +11,7 @@ from typing import Any
 
 from dash import Input, Output, State, dcc, html
 
+from analysis import columns as C
 from analysis import crossval_columns as cc
 from analysis.crossval_guide import guide_summary
 from analysis.crossval_sweeps import N_ROWS
@@ -324,6 +325,24 @@ def render_guide(res: CrossvalView, f: Filters) -> Any:
     )
 
 
+def _cannot_fill(rep: SweepReport) -> list[Any]:
+    """The no-data rows bench_moe cannot fill (a deployed backend it does not build)."""
+    if rep.cannot is None or rep.cannot.empty:
+        return []
+    counts = rep.cannot.groupby([C.HARDWARE, C.BACKEND]).size()
+    return [
+        html.H3("Rows bench_moe cannot fill (no command)"),
+        html.Ul(
+            [
+                html.Li(f"{hw} {backend}: {n} workload(s), bench_moe does not build {backend}")
+                for (hw, backend), n in counts.items()
+            ],
+            className="notes",
+            **ui.attrs(data_testid="cv-sweeps-cannot"),
+        ),
+    ]
+
+
 def render_sweeps(rep: SweepReport) -> Any:
     """The plan (one bench_moe command per group) and the coverage map."""
     head = html.P(
@@ -348,5 +367,6 @@ def render_sweeps(rep: SweepReport) -> Any:
             plan,
             html.H3("Coverage: what the serving configs need vs what is measured"),
             coverage_grid(rep.coverage),
+            *_cannot_fill(rep),
         ]  # fmt: skip
     )

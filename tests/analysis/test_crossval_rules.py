@@ -96,7 +96,11 @@ def test_reason_on_every_row_and_command_for_no_data() -> None:
     assert "moe_ep_size: 8->4; moe_tp_size: 1->2" in reasons["w_hybk"]
     cmd = by_id(ruled, cc.SWEEP_COMMAND)["w_none"]
     assert reasons["w_none"].endswith("; run: " + cmd)
-    assert "--world_size 16" in cmd and "-np 16" in cmd
+    # 16 ranks on 8-GPU H200 nodes: two hosts under srun, not a single-host mpirun
+    assert (
+        "--world_size 16" in cmd and "srun --mpi=pmix -N 2 --ntasks 16 --ntasks-per-node 8" in cmd
+    )
+    assert "mpirun" not in cmd
     assert "--parallel_mode DEP DTP DTP4EP4" in cmd and "--balanced_total_num_tokens 192" in cmd
     assert "--no_cuda_graph" not in cmd  # decode: CUDA graph on
     assert ruled[cc.SWEEP_COMMAND].notna().sum() == 1

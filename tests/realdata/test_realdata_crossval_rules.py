@@ -8,6 +8,8 @@ the report, and checked against each other (a looser rule never matches fewer)."
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -15,10 +17,11 @@ import pytest
 
 from analysis import columns as C
 from analysis import crossval_columns as cc
+from analysis.capabilities import gpus_per_node
 from analysis.crossval import ledger, summary
 from analysis.crossval_guide import compare
 from analysis.crossval_rules import RULES, apply_rule, causes
-from analysis.crossval_sweeps import row_command, sweep_plan
+from analysis.crossval_sweeps import BENCH_MOE_FLAGS, row_command, sweep_plan, unfillable
 from analysis.derived import add_derived
 from analysis.serving_map import map_workloads
 from ingest.detect import parse_path
@@ -94,13 +97,37 @@ def test_every_no_data_row_has_a_command_and_the_plan_covers_them(
 ) -> None:
     ruled = apply_rule(real_ledger, "exact", command=row_command)
     nd = ruled[ruled[cc.STATUS] == cc.NO_DATA]
-    assert nd[cc.SWEEP_COMMAND].str.contains("python3 -m bench_moe").all()
-    assert nd[cc.REASON].str.contains("; run: ").all()
+    cannot = unfillable(ruled)
+    fillable = nd[~nd[cc.WORKLOAD_ID].isin(cannot[cc.WORKLOAD_ID])]
+    assert fillable[cc.SWEEP_COMMAND].str.contains("python3 -m bench_moe").all()
+    assert fillable[cc.REASON].str.contains("; run: ").all()
+    # WIDEEP (and any backend bench_moe does not build) is marked, never given a command
+    assert set(cannot[C.BACKEND]) == {"WIDEEP"} and len(cannot) > 0
+    marked = nd[nd[cc.WORKLOAD_ID].isin(cannot[cc.WORKLOAD_ID])]
+    assert marked[cc.SWEEP_COMMAND].str.startswith("bench_moe cannot measure").all()
     plan = sweep_plan(ruled)
-    assert int(plan["n_rows"].sum()) == len(nd)
+    assert int(plan["n_rows"].sum()) == len(fillable)
+    for cmd in plan["command"]:
+        flags = {w for w in shlex.split(cmd.split(" -m bench_moe", 1)[1]) if w.startswith("--")}
+        assert flags <= BENCH_MOE_FLAGS
+        ws = int(cmd.split("--world_size ")[1].split()[0])
+        hw = cmd.rsplit("_", 1)[1].removesuffix(".json").upper()
+        per_node = gpus_per_node(hw)
+        # no single-host mpirun wider than one node: srun with GPUs-per-node ranks instead
+        if per_node is not None and ws > per_node:
+            assert f"--ntasks-per-node {per_node}" in cmd and "mpirun" not in cmd
+    print(f"\n{len(plan)} commands, {len(cannot)} rows bench_moe cannot fill (WIDEEP)")
     # Every GB200 row is empty (NVIDIA published only B300 / GB300), and the GLM-5 GB300
     # prefill workloads run at world size 2, never swept.
     assert (ruled[ruled[C.HARDWARE] == "GB200"][cc.STATUS] != cc.MATCH).all()
     glm = plan[(plan[C.MODEL] == "glm_5") & (plan[C.HARDWARE] == "GB300")]
     assert glm[C.WORLD_SIZE].tolist() == [2] and "--no_cuda_graph" in glm["command"].iloc[0]
     print(f"\n{len(plan)} commands cover {len(nd)} no-data workloads")
+
+
+def test_documented_flags_are_bench_moe_s_own() -> None:
+    """Every flag the commands may use is in bench_moe's documented CLI table
+    (shared/reference/bench_moe_schema.md 5.1) or the guide's example."""
+    doc = require(DATA.parent / "reference" / "bench_moe_schema.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"--[a-z_]+", doc))
+    assert documented >= BENCH_MOE_FLAGS, BENCH_MOE_FLAGS - documented
