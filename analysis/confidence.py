@@ -105,9 +105,9 @@ TOP3_SOURCES = frozenset({"nvidia_dashboard"})  # sources that keep the top 3 pe
 def _run_ids(value: object, fallback: object) -> list[int]:
     text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
     ids = [int(x) for x in text.replace(" ", "").split(",") if x.strip().lstrip("-").isdigit()]
-    if not ids and isinstance(fallback, int | float | np.integer | np.floating):
-        if not math.isnan(float(fallback)):
-            ids = [int(fallback)]
+    numeric = isinstance(fallback, int | float | np.integer | np.floating)
+    if not ids and numeric and not math.isnan(float(fallback)):  # type: ignore[arg-type]
+        ids = [int(fallback)]  # type: ignore[call-overload]
     return ids
 
 

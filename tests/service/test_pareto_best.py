@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from analysis import columns as C
-from analysis.confidence import EVIDENCE_COLUMNS
 from analysis.best import best_by_workload
+from analysis.confidence import EVIDENCE_COLUMNS
 from analysis.frontier import FrontierAxes, FrontierFilter
 from db.store import Store
 from service.best import best_table, cell_best_table, row_positions, with_winner_columns
