@@ -37,7 +37,6 @@ from service.crossval import (
     TOL_RANGE,
     compute_ledger,
     guide_compare,
-    guide_fit_answer,
     narrow,
     outcome_table,
     rules_side_by_side,
@@ -345,31 +344,6 @@ def get_guide(
             "noise_pct": noise_pct,
             "published": frame_records(guide_summary()),
             "items": frame_records(table),
-        }
-    )
-
-
-@_cv.get(
-    "/guide-fit",
-    summary="Which rule reproduces each row of the guide's table, and the best-fitting rule",
-    dependencies=[Depends(require_read)],
-    response_model=X.GuideFit,
-    responses=errors(*READ),
-)
-def get_guide_fit(
-    store: Store = Depends(get_store),
-    token_tolerance: TokenTolerance = DEFAULT_TOKEN_TOLERANCE,
-    noise_pct: NoisePct = DEFAULT_NOISE_PCT,
-    fixed_only: bool = True,
-) -> Response:
-    fit = guide_fit_answer(store, token_tolerance, noise_pct, fixed_only)
-    return FastJSONResponse(
-        {
-            "fixed_only": fixed_only,
-            "headline": fit.headline,
-            "default_rule": fit.default,
-            "fit": frame_records(fit.fit),
-            "items": frame_records(fit.rows),
         }
     )
 
