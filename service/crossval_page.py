@@ -179,7 +179,7 @@ class CrossvalView:
     rules: pd.DataFrame  # rules_side_by_side
     guide: pd.DataFrame  # analysis.crossval_guide.compare under the chosen rule
     state: LedgerState | None = None  # which stored ledger (None: built by hand, tests)
-    fit: GuideFit | None = None  # analysis.crossval_fit.guide_fit, fixed ISL/OSL only
+    fit: GuideFit | None = None  # analysis.crossval_fit.guide_fit (fixed ISL/OSL by default)
 
 
 def crossval_view(
@@ -194,13 +194,15 @@ def crossval_view(
     noise: float = DEFAULT_NOISE_PCT,
     show_empty: bool = False,
     state: LedgerState | None = None,
+    fixed_only: bool = True,
 ) -> CrossvalView:
     """Ledger (under ``rule``), narrowed view, summary, every rule's Match side by side
     and the guide's table beside ours, for one model and hardware, from the shown ledger
     (``state``, else :func:`ledger_state`). Phase and status narrow the view only; the
     summary always splits prefill and decode (``summary_table``'s function). Without
     ``show_empty``, not-mappable rows and summary rows with nothing compared are hidden.
-    The view lists mappable rows first."""
+    The view lists mappable rows first. ``fixed_only``: the guide fit leaves the
+    agentic-coding traces out, as the guide's table does."""
     st = state if state is not None else ledger_state(data, tol)
     led = cached_ledger(data, model, hardware, tol, rule, noise, st)
     outcomes = outcome_table(data.store, band)
@@ -213,10 +215,10 @@ def crossval_view(
         # the guide's rows span models and hardware: every imported workload, as GET /guide
         exact = cached_ledger(data, model, hardware, tol, "exact", noise, st)
         everything = cached_ledger(data, None, None, tol, "exact", noise, st)
-        fit = guide_fit(everything, fixed_only=True)
+        fit = guide_fit(everything, fixed_only=fixed_only)
         return rules_side_by_side(exact, noise), compare(everything, rule, noise), fit
 
     rules, guide, fit = page_cached(
-        data, ("tables", st.key, model, hardware, tol, rule, noise), tables
+        data, ("tables", st.key, model, hardware, tol, rule, noise, fixed_only), tables
     )
     return CrossvalView(led, view, table, rules, guide, st, fit)

@@ -35,6 +35,7 @@ from analysis.tables import to_csv_text
 from dashboard import components as ui
 from dashboard import crossval_figures as XF
 from dashboard.pages.crossval_filters import (
+    AGENTIC,
     ALL,
     ALL_ROWS,
     SHOW_ALL,
@@ -86,12 +87,17 @@ NO_IMPORT_HINTS: tuple[str, ...] = (
 )
 
 
+def _shown(f: Filters) -> list[str]:
+    """The "show" checklist's value: its toggles that are on."""
+    return [v for v, on in ((SHOW_ALL, f.show_empty), (AGENTIC, f.agentic)) if on]
+
+
 def compute(data: DashData, f: Filters, state: LedgerState | None = None) -> CrossvalView:
     """Ledger, view, summaries and the guide's table for the page's filters
     (``service.crossval_page``)."""
     return crossval_view(
         data, f.model, f.hardware, f.phase, f.status, f.tol, f.band, f.rule, f.noise,
-        f.show_empty, state,
+        f.show_empty, state, fixed_only=not f.agentic,
     )  # fmt: skip
 
 
@@ -327,8 +333,15 @@ def layout(data: DashData, **query: Any) -> html.Div:
             html.Div(
                 dcc.Checklist(
                     id="cv-show",
-                    options=[{"label": "show rows without mapped workloads", "value": SHOW_ALL}],
-                    value=[SHOW_ALL] if f.show_empty else [],
+                    options=[
+                        {"label": "show rows without mapped workloads", "value": SHOW_ALL},
+                        {
+                            "label": "guide fit: include agentic-coding traces (the guide's "
+                            "table has fixed ISL/OSL only)",
+                            "value": AGENTIC,
+                        },
+                    ],
+                    value=_shown(f),
                 ),
                 className="control",
             ),
@@ -341,7 +354,7 @@ def layout(data: DashData, **query: Any) -> html.Div:
         *(v if v in opts else ALL for v, opts in ((f.model, models), (f.hardware, hardware),
                                                   (f.phase, PHASES), (f.status, STATUSES))),
         f.tol, f.band, f.rule, f.noise,
-        [SHOW_ALL] if f.show_empty else [], [ALL_ROWS] if f.all_rows else [],
+        _shown(f), [ALL_ROWS] if f.all_rows else [],
     )  # fmt: skip
     keys = [*(i for i, _ in OUTPUTS), "stale", "poll_off"]
     out = dict(zip(keys, page_update(data, *values), strict=True))

@@ -22,6 +22,7 @@ from service.crossval import BAND_RANGE, NOISE_RANGE, PHASES, STATUSES, TOL_RANG
 
 ALL = "all"
 SHOW_ALL = "all"  # the "show rows without mapped workloads" toggle's value
+AGENTIC = "agentic"  # the "include agentic-coding traces" toggle's value (guide fit)
 ALL_ROWS = "all"  # the "every ledger row in the grid" toggle's value
 
 
@@ -39,6 +40,7 @@ class Filters:
     noise: float = DEFAULT_NOISE_PCT
     show_empty: bool = False
     all_rows: bool = False
+    agentic: bool = False  # the guide fit counts agentic traces (the guide: fixed ISL/OSL)
 
     def query(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,7 @@ class Filters:
             "noise": None if self.noise == DEFAULT_NOISE_PCT else _txt(self.noise),
             "show": SHOW_ALL if self.show_empty else None,
             "rows": ALL_ROWS if self.all_rows else None,
+            "traces": AGENTIC if self.agentic else None,
         }
 
     def search(self) -> str:
@@ -86,6 +89,7 @@ def make_filters(
     noise: Any = None,
     show: Any = None,
     rows: Any = None,
+    traces: Any = None,
 ) -> tuple[Filters, list[str]]:
     """Filters from raw control or query values, and notes on values that were replaced
     by their default (out of range or not a number). Unknown phase/status -> all."""
@@ -131,11 +135,15 @@ def make_filters(
         noise=noise_v,
         show_empty=SHOW_ALL in shown,
         all_rows=ALL_ROWS in all_rows,
+        agentic=AGENTIC in shown or ui.choice(traces) == AGENTIC,
     ), notes
 
 
 def parse_query(query: dict[str, Any]) -> tuple[Filters, list[str]]:
     """:func:`make_filters` of a parsed query string (first value of each key)."""
-    keys = ("model", "hardware", "phase", "status", "tol", "band", "rule", "noise", "show", "rows")
+    keys = (
+        "model", "hardware", "phase", "status", "tol", "band", "rule", "noise", "show", "rows",
+        "traces",
+    )  # fmt: skip
     q = {k: ui.first(query, k) for k in keys}
     return make_filters(**q)

@@ -255,3 +255,19 @@ def test_guide_fit_headline_is_the_same_on_page_and_api(seeded: Store, client: T
     assert shown == api["headline"] and api["fixed_only"] is True
     assert api["default_rule"] == api["fit"][0]["spec"]
     assert {r["phase"] for r in api["items"]} == {"prefill", "decode"}
+
+
+def test_agentic_switch_reaches_the_guide_fit_on_page_and_api(
+    seeded: Store, client: TestClient
+) -> None:
+    data = DashData(seeded, version_ttl=0.0)
+    f, notes = CF.parse_query({"traces": ["agentic"]})
+    assert f.agentic and not notes and "traces=agentic" in f.search()
+    page = P.compute(data, f).fit
+    api = client.get("/api/v1/crossval/guide-fit", params={"fixed_only": False}).json()
+    assert page is not None and page.headline == api["headline"]
+    fixed = P.compute(data, CF.parse_query({})[0]).fit
+    assert (
+        fixed is not None
+        and fixed.headline == client.get("/api/v1/crossval/guide-fit").json()["headline"]
+    )
