@@ -48,6 +48,14 @@ class AgreementView:
     median_regret_pct: float
     show: Show
     provenance: dict[str, Any]
+    n_compared: int = 0  # workloads whose tree pick was measured (compared)
+    n_agree: int = 0  # of those, where the tree agrees with the measured best
+
+    @property
+    def agreement_pct(self) -> float:
+        """% of compared workloads that agree; NaN (N/A) when nothing was compared --
+        the agreement API's ``agreement_pct``."""
+        return 100.0 * self.n_agree / self.n_compared if self.n_compared else float("nan")
 
 
 def with_regret_pct(items: pd.DataFrame) -> pd.DataFrame:
@@ -74,6 +82,11 @@ def disagreements(
         return AgreementView(items, 0, 0, 0, float("nan"), show, ans.provenance)
     agrees = items["agrees"].astype("boolean").fillna(False).to_numpy(bool)
     off = items.loc[~agrees]
+    compared = (
+        items["pick_measured"].astype("boolean").fillna(False).to_numpy(bool)
+        if "pick_measured" in items
+        else np.ones(len(items), bool)
+    )
     regret = as_float(off[REGRET_PCT])
     measured = regret[np.isfinite(regret)]
     rows = items if show == "all" else off
@@ -88,6 +101,8 @@ def disagreements(
         median_regret_pct=float(np.median(measured)) if len(measured) else float("nan"),
         show=show,
         provenance=ans.provenance,
+        n_compared=int(compared.sum()),
+        n_agree=int((compared & agrees).sum()),
     )
 
 

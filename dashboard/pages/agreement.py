@@ -88,11 +88,14 @@ def update(data: DashData, values: dict[str, Any], gridstate: Any = None) -> tup
             test_id="agreement-empty",
         ), search
     median = ans.median_regret_pct
+    pct = ans.agreement_pct
     counts = (
-        f"The tree's pick differs from the measured best in {ans.n_disagree:,} of "
-        f"{ans.n_workloads:,} workloads ({100.0 * ans.n_disagree / ans.n_workloads:.1f} %); "
-        f"median regret {'—' if math.isnan(median) else f'{median:.1f} %'} over the "
-        f"{ans.n_pick_measured:,} whose pick was measured."
+        f"Agreement {'N/A' if math.isnan(pct) else f'{pct:.1f} %'}: the tree's pick agrees "
+        f"with the measured best in {ans.n_agree:,} of the {ans.n_compared:,} workloads "
+        f"whose pick was measured ({ans.n_workloads - ans.n_compared:,} of "
+        f"{ans.n_workloads:,} not compared); it differs in {ans.n_disagree:,}; median "
+        f"regret {'—' if math.isnan(median) else f'{median:.1f} %'} over the "
+        f"{ans.n_pick_measured:,} disagreements whose pick was measured."
     )
     summary = html.P(
         ui.with_synthetic_note(bool(ans.provenance.get("synthetic")), counts),

@@ -96,3 +96,23 @@ def test_page_rows_are_the_api_disagreements(
         # regret in % is the API's fraction x 100
         if row["regret"] is not None:
             assert page[key]["regret_pct"] == pytest.approx(100 * row["regret"])
+
+
+def test_page_agreement_pct_is_the_api_s_of_measured_picks(api: TestClient, seeded: Store) -> None:
+    from service.agreement_view import disagreements
+    from service.scope import Scope
+
+    data = DashData(seeded, version_ttl=0.0)
+    scope = Scope(model="kimi_k2", hardware="GB300", phase="decode")
+    view = disagreements(data, scope)
+    summary = api.get(
+        "/api/v1/agreement", params={"model": "kimi_k2", "hardware": "GB300", "phase": "decode"}
+    ).json()["items"]
+    assert len(summary) == 1
+    row = summary[0]
+    # one vocabulary: % of the workloads whose pick was measured, on page and API
+    assert (view.n_agree, view.n_compared) == (row["n_agree"], row["n_pick_measured"])
+    if row["agreement_pct"] is None:
+        assert view.n_compared == 0
+    else:
+        assert view.agreement_pct == pytest.approx(row["agreement_pct"])
