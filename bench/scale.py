@@ -38,7 +38,7 @@ SQL. The PostgreSQL store lives in its own schema, dropped afterwards.
 from __future__ import annotations
 
 import argparse
-import io
+import contextlib
 import json
 import os
 import subprocess
@@ -50,200 +50,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from analysis import columns as C  # noqa: E402
-from bench._common import MODELS, run_dict  # noqa: E402
-from db import dialects, schema  # noqa: E402
+from bench._common import run_dict  # noqa: E402
+from bench.scale_store import build, cells, run_candidates  # noqa: E402
+from db import dialects  # noqa: E402
 from db.store import Store, open_store  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "scale.json"
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
-HARDWARE = ("GB300", "B300", "H200")
-QUANTS = ("NVFP4", "FP8")
-BACKENDS = np.array(["TRTLLM", "CUTEDSL", "CUTLASS", "MEGAMOE_CUTEDSL", "DENSEGEMM"], object)
-COMMS = np.array(["NVLINK_ONE_SIDED", "NVLINK_TWO_SIDED", "NONE"], object)
-DISPATCH = np.array(["balanced", "random"], object)
-TOKENS = 2 ** np.arange(14)
-WORLD_SIZES = (4, 8)
-
-
-def cells(n: int = 10) -> list[tuple[str, str, str]]:
-    """``n`` distinct (model, hardware, quant) cells, in a fixed order (beyond the named
-    models', synthetic ``moe_NNN`` models: a team's year spans many)."""
-    out = [(m, h, q) for m in MODELS for h in HARDWARE for q in QUANTS]
-    i = 0
-    while len(out) < n:
-        out += [(f"moe_{i:03d}", h, q) for h in HARDWARE for q in QUANTS]
-        i += 1
-    return out[:n]
-
-
-def run_candidates(n: int, ws: int, seed: int) -> dict[str, np.ndarray]:
-    """``n`` candidates of one run: the first ``n`` of a fixed grid of workloads x
-    configurations (so runs of a cell measure the same configurations), scores from the
-    configuration plus per-run noise, one in ten failed."""
-    i = np.arange(n)
-    tokens = TOKENS[i % len(TOKENS)]
-    j = i // len(TOKENS)
-    backend = BACKENDS[j % 5]
-    comm = COMMS[(j // 5) % 3]
-    dep = (j // 15) % 2 == 0
-    graph = (j // 30) % 2 == 0
-    dispatch = DISPATCH[(j // 60) % 2]
-    chunks = 1 + (j // 120) % 64
-    rng = np.random.default_rng(seed)
-    base = 0.02 * tokens**0.8 * (1 + 0.15 * (j % 5)) * (1 + 0.01 * chunks)
-    score = base * rng.lognormal(0.0, 0.03, n)
-    failed = i % 10 == 9
-    stdev = score * rng.uniform(0.005, 0.05, n)
-    return {
-        C.CANDIDATE_INDEX: i.astype(np.int64),
-        C.NUM_TOKENS: tokens.astype(np.int64),
-        C.PARALLEL_MODE: np.where(dep, "DEP", "TEP").astype(object),
-        C.ATTENTION_DP: dep,
-        C.ATTN: np.where(dep, "D", "T").astype(object),
-        C.MOE_EP_SIZE: np.where(dep, ws, 1).astype(np.int64),
-        C.MOE_TP_SIZE: np.where(dep, 1, ws).astype(np.int64),
-        C.BACKEND: backend,
-        C.REQUESTED_BACKEND: backend,
-        C.COMM: comm,
-        C.COMM_REQUESTED: comm,
-        C.CUDA_GRAPH: graph,
-        C.LOW_PRECISION_COMBINE: np.zeros(n, bool),
-        C.NUM_CHUNKS: chunks.astype(np.int64),
-        C.DISPATCH: dispatch,
-        C.STATUS: np.where(failed, "failed", "success").astype(object),
-        C.SCORE_MS: np.where(failed, np.nan, score),
-        C.ITER_MEDIAN_MS: np.where(failed, np.nan, score),
-        C.ITER_STDEV_MS: np.where(failed, np.nan, stdev),
-        C.ITER_P90_MS: np.where(failed, np.nan, score + 1.28 * stdev),
-        C.OUTLIER_COUNT: np.zeros(n, np.int64),
-    }
-
-
-def _arrow(run_id: int, cols: dict[str, np.ndarray]) -> pa.Table:
-    n = len(cols[C.CANDIDATE_INDEX])
-    data = {C.RUN_ID: pa.array(np.full(n, run_id, np.int64))}
-    for name, values in cols.items():
-        data[name] = pa.array(values, from_pandas=True)
-    return pa.table(data)
-
-
-def _next(conn: sa.Connection, seq: str) -> int:
-    return int(conn.execute(sa.text(f"SELECT nextval('{seq}')")).scalar_one())
-
-
-def build(store: Store, total: int, versions: int, n_cells: int = 10) -> dict[str, Any]:
-    """Fill an empty store with ``total`` candidates in ``n_cells`` cells (see module
-    docstring); returns the build times and the cells. The measurements table is
-    bulk-loaded beside the candidates (the same rows with their run's cell keys, as
-    ``StatsRepository.record_runs`` writes them)."""
-    per_run = max(1, total // (n_cells * len(WORLD_SIZES) * versions))
-    engine = store.engine
-    t0 = time.perf_counter()
-    made: list[dict[str, Any]] = []
-    for k, (model, hardware, quant) in enumerate(cells(n_cells)):
-        with engine.begin() as conn:
-            upload_id = _next(conn, "upload_id_seq")
-            conn.execute(
-                schema.uploads.insert().values(
-                    upload_id=upload_id,
-                    sha256=uuid.uuid4().hex,
-                    filename=f"bench-{k}.json",
-                    source_format="bench_moe",
-                    size_bytes=0,
-                    compression="zstd",
-                    content=b"",
-                    meta_json="{}",
-                    uploaded_at=sa.func.now(),
-                )
-            )
-            tables, measured = [], []
-            for v in range(versions):
-                for ws in WORLD_SIZES:
-                    run_id = _next(conn, "run_id_seq")
-                    cols = run_candidates(per_run, ws, seed=run_id)
-                    n_fail = int((cols[C.STATUS] == "failed").sum())
-                    run = run_dict(model, hardware, quant, ws, f"2026-{1 + v // 28:02d}-01")
-                    run.update(
-                        {
-                            C.RUN_ID: run_id,
-                            C.TRTLLM_VERSION: f"1.{v // 20}.{v % 20}",
-                            "upload_id": upload_id,
-                            "run_key": f"bench-{run_id}",
-                            "sweep_key": f"ws={ws}",
-                            "n_candidates": per_run,
-                            "n_success": per_run - n_fail,
-                            "n_failed": n_fail,
-                            "n_skipped": 0,
-                            "created_at": sa.func.now(),
-                        }
-                    )
-                    conn.execute(schema.runs.insert().values(**run))
-                    tables.append(_arrow(run_id, cols))
-                    keys = {c: run[c] for c in schema.MEASUREMENT_RUN_KEYS}
-                    measured.append(_measurement_arrow(run_id, cols, keys))
-            _bulk(conn, pa.concat_tables(tables))
-            _bulk(conn, pa.concat_tables(measured), "measurements")
-            made.append({"cell": [model, hardware, quant], "runs": len(tables)})
-    t_cand = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    for model, hardware, quant in cells(n_cells):
-        store.stats.ensure_cell(model, hardware, quant)  # nothing left to copy: a check
-    t_meas = time.perf_counter() - t1
-    plan = ""
-    if store.dialect == "postgresql":
-        with engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
-            model, hardware, quant = cells()[0]
-            rows = conn.exec_driver_sql(
-                "EXPLAIN SELECT * FROM measurements WHERE model = %s AND hardware = %s "
-                "AND quant = %s ORDER BY model, hardware, quant, run_id, candidate_index",
-                (model, hardware, quant),
-            ).all()
-            plan = " / ".join(str(r[0]).strip() for r in rows[:2])
-    return {
-        "one_cell_plan": plan,
-        "candidates": per_run * len(WORLD_SIZES) * versions * n_cells,
-        "per_run": per_run,
-        "load_candidates_s": round(t_cand, 1),
-        "fill_measurements_s": round(t_meas, 1),
-        "cells": made,
-    }
-
-
-def _measurement_arrow(run_id: int, cols: dict[str, np.ndarray], keys: dict[str, Any]) -> pa.Table:
-    n = len(cols[C.CANDIDATE_INDEX])
-    data = {C.RUN_ID: pa.array(np.full(n, run_id, np.int64))}
-    for name, value in keys.items():
-        data[name] = pa.array([value] * n)
-    for name in schema.MEASUREMENT_COLUMNS:
-        values = cols.get(name)
-        data[name] = (
-            pa.array(values, from_pandas=True) if values is not None else pa.nulls(n, pa.string())
-        )
-    return pa.table(data)
-
-
-def _bulk(conn: sa.Connection, table: pa.Table, name: str = "candidates") -> None:
-    """The engine's bulk path: DuckDB inserts from Arrow, PostgreSQL takes COPY CSV."""
-    raw: Any = conn.connection.driver_connection
-    if dialects.is_duckdb(conn):
-        dialects.insert_arrow(raw, name, table)
-        return
-    buf = io.BytesIO()
-    pacsv.write_csv(table, buf, pacsv.WriteOptions(include_header=False))
-    cols = ", ".join(f'"{c}"' for c in table.column_names)
-    with raw.cursor() as cur, cur.copy(f"COPY {name} ({cols}) FROM STDIN (FORMAT csv)") as cp:
-        view = buf.getbuffer()
-        for start in range(0, len(view), 1 << 22):
-            cp.write(view[start : start + (1 << 22)])
 
 
 # ---------------------------------------------------------------- replica process
@@ -252,6 +71,22 @@ def _status_mb(field: str) -> float:
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024.0
     return float("nan")
+
+
+class _Peak:
+    """The process's peak RSS per phase: ``phase()`` reads the peak since the last
+    phase (VmHWM, then reset through ``/proc/self/clear_refs``) and keeps the overall
+    maximum, so each route's own peak shows, not the largest one before it."""
+
+    def __init__(self) -> None:
+        self.max_mb = _status_mb("VmHWM")
+
+    def phase(self) -> dict[str, float]:
+        peak = _status_mb("VmHWM")
+        self.max_mb = max(self.max_mb, peak)
+        with contextlib.suppress(OSError):  # not Linux: the peaks stay cumulative
+            Path("/proc/self/clear_refs").write_text("5")
+        return {"peak_mb": round(peak), "rss_mb": round(_status_mb("VmRSS"))}
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -279,7 +114,9 @@ def replica(url: str, repeats: int, versions: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         warm_all(data)
         out["warm_up_s"] = round(time.perf_counter() - t0, 2)
-        out["warm_up_peak_mb"] = round(_status_mb("VmHWM"))
+        peaks = _Peak()
+        out["warm_up_peak_mb"] = round(peaks.max_mb)
+        out["memory"] = {"warm_up": peaks.phase()}
         base, head = "1.0.1", f"1.{(versions - 1) // 20}.{(versions - 1) % 20}"
         routes = {
             "pareto": ("/api/v1/pareto", {**cell_a, "world_size": 8, "phase": "decode"}),
@@ -306,13 +143,15 @@ def replica(url: str, repeats: int, versions: int) -> dict[str, Any]:
                 "p95_ms": round(_pct(times, 95), 1),
                 "bytes": len(res.content),
             }
+            out["memory"][name] = peaks.phase()
         out["routes"] = timings
-        out["peak_after_routes_mb"] = round(_status_mb("VmHWM"))
+        out["peak_after_routes_mb"] = round(peaks.max_mb)
         # cell B's first visit (cold: not warmed), then an upload to it, then the
         # first visits of cell A (other) and cell B (same: its frame is appended to)
         t = time.perf_counter()
         client.get("/api/v1/pareto", params={**cell_b, "world_size": 8, "phase": "decode"})
         out["first_visit_cold_cell_ms"] = round((time.perf_counter() - t) * 1000, 1)
+        out["memory"]["cold_cell"] = peaks.phase()
         upload = _upload_sweep(store, bm, bh, bq)
         # what the upload route does next: the cell's first answers, off-request
         t_up = time.perf_counter()
@@ -323,11 +162,13 @@ def replica(url: str, repeats: int, versions: int) -> dict[str, Any]:
         out["first_visit_other_cell_ms"] = round((time.perf_counter() - t) * 1000, 1)
         precomputer(data).wait()
         out["precompute_after_upload_s"] = round(time.perf_counter() - t_up, 2)
-        out["peak_after_precompute_mb"] = round(_status_mb("VmHWM"))
+        out["memory"]["upload_precompute"] = peaks.phase()
+        out["peak_after_precompute_mb"] = round(peaks.max_mb)
         t = time.perf_counter()
         client.get("/api/v1/pareto", params={**cell_b, "world_size": 8, "phase": "decode"})
         client.get("/api/v1/best", params=cell_b)
         out["first_visit_same_cell_ms"] = round((time.perf_counter() - t) * 1000, 1)
+        out["memory"]["same_cell_after_upload"] = peaks.phase()
         # another replica (its own read path, same database): the stored answers
         other = create_app(Settings(database_url=url, enable_dashboard=False), store=store)
         other.state.data = DashData(store)
@@ -357,8 +198,9 @@ def replica(url: str, repeats: int, versions: int) -> dict[str, Any]:
     import gc
 
     gc.collect()
+    out["memory"]["rest"] = peaks.phase()
     out["rss_steady_mb"] = round(_status_mb("VmRSS"))
-    out["rss_peak_mb"] = round(_status_mb("VmHWM"))
+    out["rss_peak_mb"] = round(peaks.max_mb)
     store.close()
     return out
 
@@ -500,6 +342,17 @@ def table(results: list[dict[str, Any]]) -> str:
             f"{rep['first_visit_cold_cell_ms']} | "
             f"{unf} | {rep['engine_sql_best_p50_ms']} | {rep['ratio_best_vs_sql']} |"
         )
+    lines += [
+        "",
+        "| engine | candidates | phase | peak MB | RSS after MB |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        for phase, m in r["replicas"][0].get("memory", {}).items():
+            lines.append(
+                f"| {r['engine']} | {r['build']['candidates']:,} | {phase} | {m['peak_mb']} | "
+                f"{m['rss_mb']} |"
+            )
     return "\n".join(lines)
 
 
