@@ -11,10 +11,14 @@ repeats pooled by their median) and one workload group (world size x routing pat
 * the interval is conformal (MAPIE ``CrossConformalRegressor``, CV+ with
   ``LeaveOneGroupOut`` over token counts): every token count of the group is left out in
   turn, the curves refitted without it, and the residuals at the left-out count
-  calibrate the band -- the error of exactly this kind of answer on this data;
+  calibrate the band -- the error of exactly this kind of answer on this data. Only the
+  :data:`MAX_INTERVALS` configurations that can be the pick (fastest by their curve or
+  their neighbours) get one; the others keep the curve's point prediction (NaN band,
+  P(fastest) 0): MAPIE's CV+ quantiles cost per row, and a slow configuration's band
+  changes no answer;
 * ``p_fastest``: the share of joint draws (``scipy.stats.norm``, log scale, each
   configuration's interval read as a normal band, drawn independently) in which a
-  configuration is the fastest. The pick is the smallest predicted score.
+  configuration is the fastest. The pick: see :func:`predict_workload`.
 
 A workload group is one world size, routing pattern and **family** (attention DP or TP,
 CUDA graph on or off): bench_moe's ``num_tokens`` is a global count under attention DP
@@ -50,6 +54,7 @@ from analysis.identity import CONFIG_COLUMNS, configuration_frame, default_dispa
 from analysis.predict_curves import LogLogCurves
 
 TOP_KEPT = 3  # a source keeping at most this many configurations per count is top-k
+MAX_INTERVALS = 32  # configurations given an interval and P(fastest) per answer
 MIN_POINTS = 3  # token counts a configuration needs to be predicted (2 left when one is held out)
 CONFIDENCE = 0.9
 N_DRAWS = 4000
@@ -222,6 +227,7 @@ class GroupModel:
     labels: np.ndarray  # the group's config labels, row by row
     attention_dp: bool | None = None
     cuda_graph: bool | None = None
+    curves: Any = None  # LogLogCurves on every training row: point predictions
 
 
 def fit_group(
@@ -238,12 +244,14 @@ def fit_group(
     chosen = None if group.empty else str(group[C.DISPATCH].iloc[0])
     adp, graph = family(group, attention_dp, cuda_graph) if len(group) else (None, None)
     train, code, lx = _curves(group)
-    model = None
+    model = curves = None
     if _enough(train, lx, confidence):
-        model = _conformal(code, lx, np.log(as_float(train[C.SCORE_MS])), confidence)
+        y = np.log(as_float(train[C.SCORE_MS]))
+        model = _conformal(code, lx, y, confidence)
+        curves = LogLogCurves().fit(np.c_[code, lx], y)
     labels = config_label(group).to_numpy() if len(group) else np.zeros(0, dtype=object)
     return GroupModel(group, world_size, chosen, train, code, model, confidence, labels,
-                      adp, graph)  # fmt: skip
+                      adp, graph, curves)  # fmt: skip
 
 
 def split_neighbours(
@@ -403,22 +411,30 @@ def predict_workload(
     code, train = fit.code, fit.train
     first = np.unique(code, return_index=True)[1]
     rows = train.iloc[first][cols].reset_index(drop=True)
-    pred, lo, hi = _intervals(fit.model, code[first], float(np.log(num_tokens)))
     rows[CONFIG] = fit.labels[train.index.to_numpy()[first]]
-    rows[KIND] = PREDICTED
-    rows[PRED_MS], rows[LO_MS], rows[HI_MS] = np.exp(pred), np.exp(lo), np.exp(hi)
-    rows[P_FASTEST] = p_fastest(pred, lo, hi, conf, seed)
-    rows[N_POINTS] = np.bincount(code)[code[first]]
     labels = rows[CONFIG].to_numpy()
     censored = top_kept(group) is not None
     near = neighbour_estimate(tokens, as_float(group[C.SCORE_MS]), fit.labels, labels,
                               num_tokens, censored)  # fmt: skip
-    rows[NEIGHBOUR_MS] = np.exp(near)
+    at = float(np.log(num_tokens))
+    pred = fit.curves.predict(np.c_[code[first], np.full(len(first), at)])
+    # intervals and P(fastest) for the configurations that can be the pick: the
+    # MAX_INTERVALS fastest by their curve or their neighbours (the rest: P(fastest) 0)
     if np.isfinite(near).any():  # between two measured counts: the neighbours decide
         ok = near == np.nanmin(near)
     else:
         ok = bracketed(as_float(train[C.NUM_TOKENS]), code, code[first], num_tokens)
         ok &= pred == pred[ok].min() if ok.any() else ok
+    key = np.where(np.isfinite(near), np.fmin(near, pred), pred)
+    top = np.union1d(np.argsort(key, kind="mergesort")[:MAX_INTERVALS], np.flatnonzero(ok))
+    lo, hi, chance = np.full(len(first), np.nan), np.full(len(first), np.nan), np.zeros(len(first))
+    pred[top], lo[top], hi[top] = _intervals(fit.model, code[first][top], at)
+    chance[top] = p_fastest(pred[top], lo[top], hi[top], conf, seed)
+    rows[KIND] = PREDICTED
+    rows[PRED_MS], rows[LO_MS], rows[HI_MS] = np.exp(pred), np.exp(lo), np.exp(hi)
+    rows[P_FASTEST] = chance
+    rows[N_POINTS] = np.bincount(code)[code[first]]
+    rows[NEIGHBOUR_MS] = np.exp(near)
     notes = []
     if censored:
         notes.append(

@@ -74,7 +74,7 @@ def measure_next(
         got = P.predict_workload(fit.group, t, fit.world_size, fitted=fit, seed=seed)
         if got.pick is None or got.measured:
             continue
-        table = got.rows
+        table = got.rows[np.isfinite(got.rows[P.LO_MS].to_numpy(float))]  # with a band
         log_pred = np.log(table[P.PRED_MS].to_numpy(float))
         regret = expected_regret(
             log_pred,

@@ -55,6 +55,7 @@ def _held_out(
     truth = truth.groupby(level=0).min()
     best, worst = float(truth.min()), float(truth.max())
     rows = got.rows.set_index(P.CONFIG)
+    rows = rows[np.isfinite(rows[P.LO_MS].to_numpy(float))]  # the ones given an interval
     known = rows.index.intersection(truth.index)
     log_truth = np.log(truth.loc[known].to_numpy(float))
     lo = np.log(rows.loc[known, P.LO_MS].to_numpy(float)) - 1e-12

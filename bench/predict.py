@@ -1,15 +1,22 @@
-"""Predictions: the validation table of a cell and the latency of one prediction.
+"""Predictions: the validation table on the data we ship, and the latency of one
+prediction on a 1M-candidate store.
 
-Run: ``.venv/bin/python bench/predict.py [--repeats 30] [--world-sizes 4 8 16 32]``.
-Prints the leave-one-token-count-out validation (``service.predictions.validation``:
-regret of the predicted pick and of the nearest-workload answer, interval coverage) and
-the wall-clock latency of ``service.predictions.prediction`` on a warm read path, each
-call at a new token count (no cached answer reused; the curves of each world size
-fitted by a first question, timed apart); writes
-``bench/results/predict.json``. Goal (issue 24): p95 <= 200 ms.
+Run: ``.venv/bin/python bench/predict.py [--repeats 40] [--candidates 1000000]``.
 
-Data: deepseek_v4_pro · GB300 · NVFP4 of the synthetic demo generator (one report per
-world size, token counts 1 .. 32768), stored through ``Store.ingest`` in a DuckDB file.
+1. **Validation** on the published snapshot (``data/published``: NVIDIA's bench_moe
+   sweeps, top 3 per workload only), stored as ``moedash serve`` stores it
+   (``moedash.published.load_published``): for every cell
+   ``service.predictions.validation`` -- leave one token count out (regret of the
+   predicted pick and of the nearest-workload answer, coverage of the 90 % intervals)
+   and leave one model out per GPU and quant (the shape model's pick against the
+   published tree and the nearest model's winner). Pooled over the cells.
+2. **Latency** of ``service.predictions.prediction`` on a warm read path of a store of
+   ``--candidates`` synthetic candidates (``bench/scale.py``'s bulk build: 10 cells, 2
+   world sizes, 2 versions), each call at a new token count (no cached answer reused);
+   the first question of each world size (fits its curves) timed apart. Goal (issue
+   24): p95 <= 200 ms.
+
+Writes ``bench/results/predict.json``.
 """
 
 from __future__ import annotations
@@ -24,93 +31,120 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from analysis import predict_shape_validate as L  # noqa: E402
+from analysis import predict_validate as V  # noqa: E402
+from bench.scale import build, cells  # noqa: E402
 from db.store import open_store  # noqa: E402
-from ingest.bench_moe import parse_bench_moe  # noqa: E402
-from ingest.demo.generate import dump_report, generate_report  # noqa: E402
-from ingest.records import UploadMeta  # noqa: E402
+from moedash.published import load_published  # noqa: E402
 from service import predictions as S  # noqa: E402
 from service.frames import DashData  # noqa: E402
+from service.predictions_shape import model_validation  # noqa: E402
 
-CELL = ("deepseek_v4_pro", "GB300", "NVFP4")
 
-
-def _seed(url: str, world_sizes: list[int]) -> int:
-    store = open_store(url)
-    n = 0
-    for ws in world_sizes:
-        raw = dump_report(generate_report(*CELL, ws, tuple(2**j for j in range(16))))
-        meta = UploadMeta(hardware="GB300", filename=f"demo-ws{ws}.json")
-        n += store.ingest(parse_bench_moe(raw, meta), raw, meta).n_candidates
+def validation(tmp: str) -> dict[str, Any]:
+    """Leave one token count out and leave one model out over every published cell."""
+    store = open_store(f"duckdb:///{tmp}/published.duckdb")
+    load_published(store)
+    data = DashData(store)
+    t0 = time.perf_counter()
+    token_rows, model_rows, slices = [], [], set()
+    for cell in data.cells():
+        got = S.validation(data, cell.model, cell.hardware, cell.quant)
+        token_rows += got["items"]
+        if (cell.hardware, cell.quant) not in slices:  # the slice's table, once
+            slices.add((cell.hardware, cell.quant))
+            model_rows += model_validation(data, cell.hardware, cell.quant)["items"]
+    seconds = time.perf_counter() - t0
     store.close()
-    return n
+    return {
+        "cells": len(data.cells()),
+        "seconds": seconds,
+        "token_counts": V.summarize(pd.DataFrame(token_rows)),
+        "models": L.summarize_models(pd.DataFrame(model_rows)),
+    }
+
+
+def latency(tmp: str, total: int, repeats: int) -> dict[str, Any]:
+    url = f"duckdb:///{tmp}/large.duckdb"
+    store = open_store(url)
+    built = build(store, total, versions=2)
+    data = DashData(store)
+    model, hardware, quant = cells()[0]
+    fits = []
+    for ws in (4, 8):  # bench/scale.py's world sizes; the first question fits the curves
+        t0 = time.perf_counter()
+        S.prediction(data, model, hardware, quant, 3, ws)
+        fits.append(time.perf_counter() - t0)
+    rng = np.random.default_rng(0)
+    times, picks = [], []
+    for _ in range(repeats):
+        ws = int(rng.choice([4, 8]))
+        tokens = int(rng.integers(2, 8000)) | 1  # odd: never a measured power of 2
+        t0 = time.perf_counter()
+        got = S.prediction(data, model, hardware, quant, tokens, ws)
+        times.append(time.perf_counter() - t0)
+        picks.append(got["pick"])
+    store.close()
+    ms = np.array(times) * 1000
+    return {
+        "candidates": built["candidates"],
+        "cell": [model, hardware, quant],
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "max_ms": float(ms.max()),
+        "n": repeats,
+        "first_question_ms": [1000 * f for f in fits],
+    }
+
+
+def _row(name: str, s: dict[str, Any]) -> str:
+    def f(v: Any) -> str:
+        return "—" if v is None else f"{v:.2f}"
+
+    stats = (s["median_regret_pct"], s["p90_regret_pct"], s["worst_regret_pct"])
+    return (f"{name:<38} {s['n']:>6} {s.get('censored', 0):>9} "
+            + " ".join(f"{f(v):>8}" for v in stats) + f" {s['wrong_picks']:>6}")  # fmt: skip
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--world-sizes", type=int, nargs="+", default=[4, 8, 16, 32])
+    parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--candidates", type=int, default=1_000_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="moedash-bench-predict-") as tmp:
-        url = f"duckdb:///{tmp}/predict.duckdb"
-        n_candidates = _seed(url, args.world_sizes)
-        store = open_store(url)
-        data = DashData(store)
-        t0 = time.perf_counter()
-        val = S.validation(data, *CELL)
-        validation_s = time.perf_counter() - t0
-        fits = []
-        for ws in args.world_sizes:  # the first question of a group fits its curves
-            t0 = time.perf_counter()
-            S.prediction(data, *CELL, 3, ws)
-            fits.append(time.perf_counter() - t0)
-        rng = np.random.default_rng(0)
-        times = []
-        for _ in range(args.repeats):
-            ws = int(rng.choice(args.world_sizes))
-            tokens = int(rng.integers(2, 30000)) | 1  # odd: never a measured power of 2
-            t0 = time.perf_counter()
-            got = S.prediction(data, *CELL, tokens, ws)
-            times.append(time.perf_counter() - t0)
-        store.close()
-    ms = np.array(times) * 1000
-    summary = val["summary"]
-    rows = [
-        ("answer", "n", "median regret %", "p90 regret %", "worst regret %", "wrong picks"),
-        *(
-            (name, summary[name]["n"], summary[name]["median_regret_pct"],
-             summary[name]["p90_regret_pct"], summary[name]["worst_regret_pct"],
-             summary[name]["wrong_picks"])
-            for name in ("predicted", "nearest")
-        ),
-    ]  # fmt: skip
-    print(f"validation of {' · '.join(CELL)}: {summary['n_queries']} held-out token counts "
-          f"({n_candidates} candidates, {validation_s:.1f} s)")  # fmt: skip
-    for row in rows:
-        print("  ".join(f"{v:>16.3f}" if isinstance(v, float) else f"{v!s:>16}" for v in row))
-    print(f"coverage of the 90 % intervals: {summary['coverage']:.3f}")
-    p50, p95 = np.percentile(ms, 50), np.percentile(ms, 95)
-    print(f"one prediction (service, warm, {args.repeats} calls): p50 {p50:.1f} ms, "
-          f"p95 {p95:.1f} ms, max {ms.max():.1f} ms; last pick {got['pick']}")  # fmt: skip
-    print(f"first question of a world size (fits its curves): "
-          f"{1000 * float(np.median(fits)):.0f} ms median")  # fmt: skip
-    out: dict[str, Any] = {
-        "cell": CELL,
-        "world_sizes": args.world_sizes,
-        "n_candidates": n_candidates,
-        "validation": summary,
-        "validation_s": validation_s,
-        "prediction_ms": {"p50": float(np.percentile(ms, 50)), "p95": float(np.percentile(ms, 95)),
-                          "max": float(ms.max()), "n": args.repeats},
-        "first_question_ms": [1000 * f for f in fits],
-        "python": platform.python_version(),
-    }  # fmt: skip
+        val = validation(tmp)
+        lat = latency(tmp, args.candidates, args.repeats)
+    tok, mod = val["token_counts"], val["models"]
+    head = (f"{'answer':<38} {'scored':>6} {'censored':>9} {'median%':>8} {'p90%':>8} "
+            f"{'worst%':>8} {'wrong':>6}")  # fmt: skip
+    print(f"published snapshot, {val['cells']} cells ({val['seconds']:.0f} s)")
+    print(f"\nleave one token count out: {tok['n_queries']} held-out token counts")
+    print(head)
+    print(_row("predicted pick", tok["predicted"]))
+    print(_row("nearest measured workload", tok["nearest"]))
+    print(f"coverage of the 90 % intervals: {tok['coverage']:.3f}")
+    print(f"\nleave one model out: {mod['n_workloads']} workloads")
+    print(head)
+    print(_row("predicted pick (shape model)", mod["predicted"]))
+    print(_row("published tree", mod["tree"]))
+    print(_row("nearest model's winner", mod["nearest"]))
+    print(_row("predicted, paired with the tree", mod["paired"]["predicted"]))
+    print(_row("tree, paired with the predicted", mod["paired"]["tree"]))
+    print(f"coverage of the 90 % intervals: {mod['coverage']:.3f}")
+    print(f"\none prediction ({lat['candidates']:,} candidates, warm, {lat['n']} calls): "
+          f"p50 {lat['p50_ms']:.1f} ms, p95 {lat['p95_ms']:.1f} ms, "
+          f"max {lat['max_ms']:.1f} ms")  # fmt: skip
+    print("first question of a world size (fits its curves): "
+          + ", ".join(f"{v:.0f} ms" for v in lat["first_question_ms"]))  # fmt: skip
+    out = {"validation": val, "latency": lat, "python": platform.python_version()}
     path = REPO / "bench" / "results" / "predict.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(out, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"wrote {path.relative_to(REPO)}")
     return 0
 

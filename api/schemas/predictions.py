@@ -77,8 +77,9 @@ class PredictionAnswer(Open):
     )
     items: list[dict[str, Any]] = Field(
         description="per configuration: its columns, config, kind, score_ms, lo_ms, hi_ms "
-        "(the interval, ms), p_fastest, n_token_counts, neighbour_ms (log-log between the "
-        "measured neighbours, ms), picked; the pick first"
+        "(the interval, ms; null beyond the 32 configurations that can be the pick), "
+        "p_fastest, n_token_counts, neighbour_ms (log-log between the measured neighbours, "
+        "ms), picked; the pick first"
     )
 
 

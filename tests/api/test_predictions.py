@@ -95,3 +95,25 @@ def test_a_model_given_by_its_shape(client: TestClient, store: Store) -> None:
     other = client.get("/api/v1/predictions/shape", params={**params, "hardware": "H200"})
     assert other.status_code == 404 and other.json()["detail"][0]["loc"] == ["query", "hardware"]
     assert client.get("/api/v1/predictions/shape", params={**params, "top_k": 0}).status_code == 422
+
+
+def test_neighbours_with_different_winners_come_with_the_crossover_and_a_command(
+    client: TestClient, store: Store
+) -> None:
+    F.seed_demo_cell(store)
+    found = 0
+    for tokens in (3, 6, 12, 24, 48, 96, 192, 384, 768, 1536, 3072, 6144, 12288, 24576):
+        body = client.get(
+            "/api/v1/predictions", params={**CELL, "num_tokens": tokens, "world_size": 8}
+        ).json()
+        below, above, split = body["below"], body["above"], body["split"]
+        if below["best"] == above["best"]:
+            assert split is None
+            continue
+        found += 1
+        assert split["below"]["best"] == below["best"] and split["above"]["best"] == above["best"]
+        assert split["below"]["num_tokens"] < tokens < split["above"]["num_tokens"]
+        cross = split["crossover_tokens"]
+        assert cross is None or below["num_tokens"] <= cross <= above["num_tokens"]
+        assert "bench_moe" in split["command"] and f" {tokens} " in split["command"]
+    assert found >= 1
