@@ -15,6 +15,7 @@ rule (``analysis.crossval_rules``). ``GET /api/v1/crossval/ledger`` and ``/summa
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ from db.crossval_records import iter_outcome_records
 from db.dialects import plain_scalar
 from db.store import Store
 from service import foreground
+from service.lru import LRU
 
 PHASES: tuple[str, ...] = ("prefill", "decode")
 STATUSES: tuple[str, ...] = (cc.MATCH, cc.MISMATCH, cc.NO_DATA, cc.NOT_MAPPABLE)
@@ -142,13 +144,24 @@ def tol_suffix(token_tolerance: float) -> str:
     return f"|tol={token_tolerance!r}"
 
 
+# Ledgers of other token tolerances than the default: computed for the asker, kept in
+# this process only (a few), never written -- an anonymous read must not cost the shared
+# database a ~10 MB write per new value it sends.
+_UNSTORED: weakref.WeakKeyDictionary[Store, LRU] = weakref.WeakKeyDictionary()
+
+
 def full_ledger(store: Store, token_tolerance: float = DEFAULT_TOKEN_TOLERANCE) -> pd.DataFrame:
     """The exact-rule ledger of every stored workload: read from the store when stored
-    for the current :func:`ledger_key`, else computed (:func:`build_ledger`) and stored."""
+    for the current :func:`ledger_key`, else computed (:func:`build_ledger`). The
+    default tolerance's is then stored (the one ledger every replica and the background
+    refresh share); another tolerance's is kept in this process, not stored."""
     key = ledger_key(store, token_tolerance)
     rows = store.crossval.stored_ledger(key)
     if rows is not None:
         return ledger_frame(rows)
+    if token_tolerance != DEFAULT_TOKEN_TOLERANCE:
+        kept = _UNSTORED.setdefault(store, LRU(4))
+        return kept.get(key, lambda: build_ledger(store, {}, token_tolerance))
     return refresh_ledger(store, token_tolerance)
 
 

@@ -42,7 +42,6 @@ from service.crossval import (
     ledger_view,
     mappable_first,
     outcome_table,
-    refresh_ledger,
     rules_side_by_side,
     tol_suffix,
     visible_summary,
@@ -132,7 +131,7 @@ def ledger_state(data: DashData, tol: float = DEFAULT_TOKEN_TOLERANCE) -> Ledger
     def read() -> pd.DataFrame:
         rows = data.store.crossval.stored_ledger(use)
         # superseded in between: the new one is stored (or computed here)
-        return ledger_frame(rows) if rows is not None else refresh_ledger(data.store, tol)
+        return ledger_frame(rows) if rows is not None else full_ledger(data.store, tol)
 
     led = cache.results.get(("ledger", use), read)
     return LedgerState(led, use, cur, cache.refresher.running, cache.refresher.failed)

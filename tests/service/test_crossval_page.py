@@ -98,13 +98,20 @@ def test_the_refresh_is_asked_once_per_input_version(store: Store) -> None:
     assert not refresher.running
 
 
-def test_a_custom_tolerance_is_computed_and_keeps_the_default_ledger(seeded: Store) -> None:
+def test_a_custom_tolerance_is_computed_never_stored_and_keeps_the_default(
+    seeded: Store,
+) -> None:
     data = DashData(seeded, version_ttl=0.0)
     default = S.ledger_key(seeded, 2.0)
-    st = V.ledger_state(data, 8.0)  # nothing stored for x8: computed and stored now
-    assert not st.stale and st.key == S.ledger_key(seeded, 8.0)
+    before = set(seeded.crossval.stored_ledger_keys()["ledger_key"])
+    st = V.ledger_state(data, 8.0)  # nothing stored for x8: computed for this view
+    assert not st.stale and st.key == S.ledger_key(seeded, 8.0) and len(st.ledger)
     keys = set(seeded.crossval.stored_ledger_keys()["ledger_key"])
-    assert keys == {default, st.key}  # the default tolerance's ledger stays
+    # a read with a new tolerance writes nothing; the default tolerance's ledger stays
+    assert keys == before and default in keys and st.key not in keys
+    again = S.full_ledger(seeded, 8.0)  # the API's path: the same rows, still unstored
+    assert again.equals(st.ledger)
+    assert set(seeded.crossval.stored_ledger_keys()["ledger_key"]) == before
     assert not V.ledger_state(data, 2.0).stale
 
 
