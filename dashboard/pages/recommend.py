@@ -52,7 +52,7 @@ from dashboard.pages.recommend_view import (
 from service.capabilities import conflict_lines
 from service.defaults import default_cell
 from service.errors import NoData, ServiceError
-from service.export import ExportAnswer, export_config
+from service.export import ExportAnswer, export_config, launch_export
 from service.filenames import config_stem
 from service.frames import DashData
 from service.recommend import (
@@ -186,7 +186,7 @@ def update(data: DashData, form: Form) -> tuple[Any, str]:
                 "rec-evidence-loading",
             ),
             html.H2("Config"),
-            export_block(export, "rec", "the tree's recommendation"),
+            export_block(export, "rec", "the tree's recommendation", launch=True),
             export_block(
                 measured_export(data, form) if ans.measured is not None else None,
                 "rec-m",
@@ -285,6 +285,24 @@ def download(data: DashData, which: str, form: Form, source: str = "tree") -> di
     return {"content": text, "filename": stem + ".env", "type": "text/plain"}
 
 
+def launch_download(data: DashData, form: Form) -> dict[str, Any] | None:
+    """The launch script of the tree's recommendation (``service.export.launch_export``,
+    GET /export?format=launch): for decode a disaggregated deployment whose prefill
+    worker takes the form's max_num_tokens; None when the export is refused."""
+    try:
+        req = request_for(form)
+        launch = launch_export(
+            data, req, "tree", prefill_max_num_tokens=form.mnt if form.phase == "decode" else None
+        )
+    except ServiceError:
+        return None
+    tokens = launch.workers[-1].recommendation.deployment.num_tokens
+    stem = config_stem(
+        form.model, form.hardware, form.quant, form.ws, tokens, phase=form.phase, which="launch"
+    )
+    return {"content": launch.text, "filename": stem + ".sh", "type": "text/x-shellscript"}
+
+
 def register(app: dash.Dash, data: DashData) -> None:
     inputs = [Input(f"rec-{f}", "value") for f in FIELDS[:-1]]
 
@@ -317,14 +335,18 @@ def register(app: dash.Dash, data: DashData) -> None:
         Output("rec-download", "data"),
         Input("rec-yaml-btn", "n_clicks"),
         Input("rec-env-btn", "n_clicks"),
+        Input("rec-launch-btn", "n_clicks"),
         *[State(f"rec-{f}", "value") for f in FIELDS[:-1]],
         prevent_initial_call=True,
     )
-    def _download(n_yaml: int | None, n_env: int | None, *values: Any) -> Any:
-        which = "env" if dash.ctx.triggered_id == "rec-env-btn" else "yaml"
-        if not (n_yaml or n_env):
+    def _download(n_yaml: int | None, n_env: int | None, n_launch: int | None, *values: Any) -> Any:
+        if not (n_yaml or n_env or n_launch):
             return dash.no_update
-        return download(data, which, form_from_controls(*values))
+        form = form_from_controls(*values)
+        if dash.ctx.triggered_id == "rec-launch-btn":
+            return launch_download(data, form) or dash.no_update
+        which = "env" if dash.ctx.triggered_id == "rec-env-btn" else "yaml"
+        return download(data, which, form)
 
     @app.callback(
         Output("rec-m-download", "data"),

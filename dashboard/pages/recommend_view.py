@@ -221,7 +221,9 @@ def workload_block(tokens: TokenCount | None, num_tokens: int) -> html.P:
     )
 
 
-def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> Any:
+def export_block(
+    export: ExportAnswer | str | None, prefix: str, title: str, launch: bool = False
+) -> Any:
     """A config block: the YAML, the env line, its warnings and the download buttons
     (ids ``<prefix>-yaml``, ``<prefix>-env``, ``<prefix>-yaml-btn``, ``<prefix>-env-btn``);
     or the reason there is no deployable config (``<prefix>-invalid``)."""
@@ -278,6 +280,11 @@ def export_block(export: ExportAnswer | str | None, prefix: str, title: str) -> 
                 [
                     ui.download_button(f"{prefix}-yaml-btn", "Download YAML"),
                     ui.download_button(f"{prefix}-env-btn", "Download env line"),
+                    *(
+                        [ui.download_button(f"{prefix}-launch-btn", "Download launch script")]
+                        if launch
+                        else []
+                    ),
                 ]
             ),
         ]

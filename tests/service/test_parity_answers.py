@@ -73,7 +73,7 @@ def test_best_ranks_configurations_the_same_on_page_and_api(
         "/api/v1/best", params=cell_params(GB300, world_size=8, repeats=repeats)
     ).json()["items"]
     keys = ("best_backend", "runner_up_backend", "best_score_ms", "best_n_repeats",
-            "noise_source", "is_tie", "confidence", "confidence_note")  # fmt: skip
+            "noise_source", "tie_state", "confidence", "confidence_note")  # fmt: skip
     assert [tuple(r[k] for k in keys) for r in rows] == [tuple(i[k] for k in keys) for i in items]
     (item,) = items
     assert (item["best_backend"], item["runner_up_backend"]) == ("TRTLLM", "CUTEDSL")
@@ -299,3 +299,18 @@ def test_concurrency_gives_the_same_num_tokens_on_page_and_api(api: TestClient, 
     prefill = form(hardware="B300", ws=16, phase="prefill", size="load", mnt=4096)
     got = api.get("/api/v1/recommendation", params=api_params(prefill)).json()
     assert got["deployment"]["num_tokens"] == 4096 * 16
+
+
+def test_launch_script_is_the_same_on_page_and_api(api: TestClient, page: Any) -> None:
+    """Decode at 256 requests with MTP 3 on 8 GB300 GPUs (64 requests per rank), prefill
+    at max_num_tokens 8192: the page's launch script is GET /export?format=launch."""
+    f = form(ws=8, size="load", conc=512, mtp=3, mnt=8192)
+    data = page.server.config["MOEDASH_DATA"]
+    dl = recommend.launch_download(data, f)
+    assert dl is not None and dl["filename"].endswith(".sh")
+    params = {**api_params(f), "format": "launch", "prefill_max_num_tokens": 8192}
+    params.pop("max_num_tokens", None)  # decode: the page's mnt is the prefill worker's
+    text = api.get("/api/v1/export", params=params).text
+    assert dl["content"] == text
+    assert "cat > prefill.yaml" in text and "cat > decode.yaml" in text
+    assert "max_batch_size: 64" in text and "num_nextn_predict_layers: 3" in text
