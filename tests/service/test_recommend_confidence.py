@@ -1,0 +1,75 @@
+"""A recommendation's confidence panel: the Best row's words where the workload was
+measured; between two measured token counts, both neighbours -- and when they disagree,
+the crossover bracket, "measure first" and the bench_moe command that settles it."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis import columns as C
+from analysis import confidence as CF
+from db.store import Store
+from ingest.records import Sweep, UploadMeta
+from service.best import cell_best
+from service.frames import Cell, DashData
+from service.recommend_confidence import recommend_confidence
+from tests import factories
+from tests.factories import sweeps
+from tests.service.stores import PARITY_CELL, seed_tie_sweep
+
+AGREE = Cell("kimi_k2", "GB300", "NVFP4")
+
+
+def _agreeing_sweep() -> Sweep:
+    """World size 8, decode, attention DP: TRTLLM wins at 64 and at 256 tokens."""
+    rows = [
+        {C.NUM_TOKENS: 64, C.BACKEND: "TRTLLM", C.SCORE_MS: 0.5},
+        {C.NUM_TOKENS: 64, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 0.9},
+        {C.NUM_TOKENS: 256, C.BACKEND: "TRTLLM", C.SCORE_MS: 0.8},
+        {C.NUM_TOKENS: 256, C.BACKEND: "MEGAMOE_CUTEDSL", C.COMM: "NONE", C.SCORE_MS: 1.3},
+    ]
+    shape = {C.MODEL: AGREE.model, C.HARDWARE: AGREE.hardware, C.QUANT: AGREE.quant}
+    frame = factories.make_candidates([{C.CANDIDATE_INDEX: i, **r} for i, r in enumerate(rows)])
+    run = sweeps.make_run(world_size=8, synthetic=False, trtllm_version="v1.3.0rc26", **shape)
+    return Sweep(key="", run=run, candidates=frame[list(C.CANDIDATE_COLUMNS)])
+
+
+@pytest.fixture
+def data(store: Store) -> DashData:
+    seed_tie_sweep(store)  # TRTLLM at 64, MEGAMOE_CUTEDSL at 256 tokens
+    store.ingest([_agreeing_sweep()], b"agree", UploadMeta(hardware=AGREE.hardware))
+    return DashData(store, version_ttl=0.0)
+
+
+def test_measured_workload_says_what_best_says(data: DashData) -> None:
+    got = recommend_confidence(data, PARITY_CELL, 8, 64, decode=True, attention_dp=True)
+    table = cell_best(data, PARITY_CELL, "dashboard", 8).table
+    row = table[table[C.NUM_TOKENS] == 64].iloc[0]
+    assert got is not None and got.measured and got.neighbours == ()
+    assert (got.verdict, got.note) == (row[CF.CONFIDENCE], row[CF.CONFIDENCE_NOTE])
+
+
+def test_disagreeing_neighbours_give_the_crossover_and_the_command(data: DashData) -> None:
+    got = recommend_confidence(data, PARITY_CELL, 8, 128, decode=True, attention_dp=True)
+    assert got is not None and not got.measured and got.disagree
+    assert got.verdict == CF.MEASURE_FIRST and got.crossover == (64, 256)
+    lo, hi = got.neighbours
+    assert (lo.num_tokens, hi.num_tokens) == (64, 256)
+    assert lo.pick.startswith("TRTLLM") and hi.pick.startswith("MEGAMOE_CUTEDSL")
+    assert got.command is not None and "--balanced_total_num_tokens 128" in got.command
+    assert "--world_size 8" in got.command and "DEP" in got.command
+    body = got.as_dict()
+    assert body["crossover"] == [64, 256] and body["neighbours"][1]["num_tokens"] == 256
+
+
+def test_agreeing_neighbours_and_one_sided_extrapolation(data: DashData) -> None:
+    got = recommend_confidence(data, AGREE, 8, 128, decode=True, attention_dp=True)
+    assert got is not None and not got.measured and not got.disagree
+    assert {n.pick for n in got.neighbours} == {got.neighbours[0].pick}
+    assert got.verdict in (CF.DEPLOY, CF.TIE) and "resting on neighbours" in got.note
+    beyond = recommend_confidence(data, AGREE, 8, 4096, decode=True, attention_dp=True)
+    assert beyond is not None and beyond.verdict == CF.MEASURE_FIRST
+    assert [n.num_tokens for n in beyond.neighbours] == [256]
+    assert "--balanced_total_num_tokens 4096" in str(beyond.command)
+    # nothing stored for attention TP or prefill at this world size
+    assert recommend_confidence(data, AGREE, 8, 128, decode=False, attention_dp=True) is None
