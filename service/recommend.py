@@ -39,7 +39,8 @@ from analysis.tree import Deployment, Recommendation, recommend
 from service.agreement import workload_agreement
 from service.capabilities import mnnvl_proven
 from service.errors import InvalidQuery
-from service.frames import DashData
+from service.frames import Cell, DashData
+from service.recommend_confidence import RecommendConfidence, recommend_confidence
 from service.scope import Attention, Phase, Routing, Scope, route, scoped_frame
 from service.thresholds import ThresholdSource, tree_thresholds
 
@@ -230,6 +231,9 @@ class RecommendationAnswer:
     routing: Routing | None = None
     repeats: str = "median"
     agreement: dict[str, Any] | None = None
+    # measured or not at the asked workload, and how far the pick can be trusted
+    # (service.recommend_confidence: the Best table's words; both neighbours otherwise)
+    confidence: RecommendConfidence | None = None
 
     @property
     def agrees(self) -> bool | None:
@@ -298,6 +302,7 @@ def recommendation(
     pick = None
     top = pd.DataFrame()
     agreement = None
+    confidence = None
     if not frame.empty:
         # the routing pattern is resolved over the deployment's own attention and phase
         # (the rows the pick compares), then the agreement row reads that same pattern
@@ -314,6 +319,15 @@ def recommendation(
                 req.thresholds,
                 req.repeats,
             )
+            confidence = recommend_confidence(
+                data,
+                Cell(str(dep.model), dep.hardware, dep.quant),
+                dep.world_size,
+                dep.num_tokens,
+                dep.cuda_graph,
+                dep.attention_dp,
+                pattern,
+            )
     return RecommendationAnswer(
-        dep, req.thresholds, tree, pick, top, tokens, routing, req.repeats, agreement
+        dep, req.thresholds, tree, pick, top, tokens, routing, req.repeats, agreement, confidence
     )

@@ -234,6 +234,7 @@ def recommendation(q: DeploymentQ, data: Data) -> Response:
             "tree": _rec_json(ans.tree),
             "measured": measured,
             "agreement": agreement,
+            "confidence": None if ans.confidence is None else ans.confidence.as_dict(),
             "capability_conflicts": conflict_lines(data, q.hardware),
         }
     )

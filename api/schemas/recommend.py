@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -101,6 +101,33 @@ class Measured(Pick):
     agrees_with_tree: bool | None
 
 
+class Neighbour(Open):
+    """A measured workload next to the asked one."""
+
+    num_tokens: int = Field(description="tokens")
+    pick: str = Field(description="backend · comm · parallel mode")
+    score_ms: float = Field(description="ms")
+    verdict: str
+    note: str
+
+
+class Confidence(Open):
+    """The confidence panel: measured or not at the asked workload, the plain verdict
+    and its reasons, in the Best table's words."""
+
+    measured: bool = Field(description="The asked num_tokens itself was measured")
+    verdict: Literal["deploy", "tie: either", "measure first"]
+    note: str = Field(description="Margin vs noise band and its source, runs, versions, date")
+    neighbours: list[Neighbour] = Field(
+        description="Not measured: the measured token counts below and above"
+    )
+    disagree: bool = Field(description="The neighbours pick different configurations")
+    crossover: list[int] | None = Field(
+        description="Token counts (below, above) a switch lies between, when they disagree"
+    )
+    command: str | None = Field(description="The bench_moe command that measures the asked count")
+
+
 class Recommendation(Open):
     """The guide's tree and the measured best for one deployment."""
 
@@ -114,6 +141,7 @@ class Recommendation(Open):
             "tree": _PICK,
             "measured": None,
             "agreement": None,
+            "confidence": None,
             "capability_conflicts": [],
         }
     )
@@ -126,6 +154,9 @@ class Recommendation(Open):
     tree: Pick = Field(description="What the guide's decision tree advises")
     measured: Measured | None = Field(description="The measured best (null: none stored)")
     agreement: dict[str, Any] | None = Field(description="Tree vs measured, one row")
+    confidence: Confidence | None = Field(
+        None, description="How far the measured pick can be trusted (null: nothing stored)"
+    )
     capability_conflicts: list[str] = Field(
         description="Where the stored measurements contradict the hand tables for this "
         "hardware (the answers use the data)"

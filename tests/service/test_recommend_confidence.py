@@ -5,6 +5,7 @@ the crossover bracket, "measure first" and the bench_moe command that settles it
 from __future__ import annotations
 
 import pytest
+from fastapi.testclient import TestClient
 
 from analysis import columns as C
 from analysis import confidence as CF
@@ -73,3 +74,18 @@ def test_agreeing_neighbours_and_one_sided_extrapolation(data: DashData) -> None
     assert "--balanced_total_num_tokens 4096" in str(beyond.command)
     # nothing stored for attention TP or prefill at this world size
     assert recommend_confidence(data, AGREE, 8, 128, decode=False, attention_dp=True) is None
+
+
+def test_the_recommendation_api_carries_the_panel(data: DashData, client: TestClient) -> None:
+    """GET /api/v1/recommendation: the same panel (one code path)."""
+    cell = {"model": PARITY_CELL.model, "hardware": PARITY_CELL.hardware}
+    base = {**cell, "quant": PARITY_CELL.quant, "world_size": 8, "attention": "dp"}
+    base["phase"] = "decode"
+    between = client.get("/api/v1/recommendation", params={**base, "num_tokens": 128})
+    assert between.status_code == 200, between.text
+    panel = between.json()["confidence"]
+    want = recommend_confidence(data, PARITY_CELL, 8, 128, decode=True, attention_dp=True)
+    assert want is not None and panel == want.as_dict()
+    assert panel["disagree"] and panel["verdict"] == "measure first"
+    at = client.get("/api/v1/recommendation", params={**base, "num_tokens": 64}).json()
+    assert at["confidence"]["measured"] is True and at["confidence"]["neighbours"] == []
