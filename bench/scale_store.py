@@ -83,6 +83,15 @@ def run_candidates(n: int, ws: int, seed: int) -> dict[str, np.ndarray]:
     }
 
 
+def _run(model: str, hardware: str, quant: str, ws: int, run_date: str) -> dict[str, Any]:
+    """``run_dict``'s row; a synthetic ``moe_NNN`` model takes a named model's shape."""
+    shapes = list(MODELS)
+    shape = model if model in MODELS else shapes[int(model.removeprefix("moe_")) % len(shapes)]
+    run = run_dict(shape, hardware, quant, ws, run_date)
+    run[C.MODEL] = model
+    return run
+
+
 def _arrow(run_id: int, cols: dict[str, np.ndarray]) -> pa.Table:
     n = len(cols[C.CANDIDATE_INDEX])
     data = {C.RUN_ID: pa.array(np.full(n, run_id, np.int64))}
@@ -126,7 +135,7 @@ def build(store: Store, total: int, versions: int, n_cells: int = 10) -> dict[st
                     run_id = _next(conn, "run_id_seq")
                     cols = run_candidates(per_run, ws, seed=run_id)
                     n_fail = int((cols[C.STATUS] == "failed").sum())
-                    run = run_dict(model, hardware, quant, ws, f"2026-{1 + v // 28:02d}-01")
+                    run = _run(model, hardware, quant, ws, f"2026-{1 + v // 28:02d}-01")
                     run.update(
                         {
                             C.RUN_ID: run_id,

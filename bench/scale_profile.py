@@ -1,0 +1,195 @@
+"""Where one replica's memory goes on one 1M-row cell (issue 23): the raw read, the
+prepared frame, each route's first (filling) request, what the caches hold, and how much
+the allocator keeps after the frames are gone.
+
+    .venv/bin/python bench/scale_profile.py [--engine duckdb|postgresql] [--rows 1000000]
+        [--no-trim]
+
+Builds a one-cell store with ``bench/scale_store.build`` (DuckDB in a temp dir;
+PostgreSQL in its own schema, dropped afterwards), then profiles a fresh process:
+per step the peak RSS since the previous step (VmHWM, reset through
+``/proc/self/clear_refs``) and the RSS after it, in MB. Prints a table and the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import gc
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.scale import PG_URL, _drop, _store_url  # noqa: E402
+from bench.scale_store import build, cells  # noqa: E402
+from db.store import open_store  # noqa: E402
+
+
+def _mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def _step(out: list[dict[str, Any]], name: str, t0: float, **extra: Any) -> float:
+    peak = _mb("VmHWM")
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+    out.append(
+        {
+            "step": name,
+            "peak_mb": round(peak),
+            "rss_mb": round(_mb("VmRSS")),
+            "s": round(time.perf_counter() - t0, 2),
+            **extra,
+        }
+    )
+    return time.perf_counter()
+
+
+def _frame_mb(value: Any, depth: int = 0) -> float:
+    """MB of the DataFrames a cached value holds (deep: strings and categories)."""
+    import dataclasses
+
+    import pandas as pd
+
+    if isinstance(value, pd.DataFrame):
+        return float(value.memory_usage(deep=True, index=True).sum()) / 2**20
+    if isinstance(value, pd.Series):
+        return float(value.memory_usage(deep=True)) / 2**20
+    if depth > 3:
+        return 0.0
+    if isinstance(value, tuple | list):
+        return sum(_frame_mb(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return sum(_frame_mb(v, depth + 1) for v in value.values())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(_frame_mb(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value))
+    return 0.0
+
+
+def _caches(data: Any) -> dict[str, Any]:
+    out = {}
+    for name in ("_cells", "_results", "_per_frame", "_small", "_coverage"):
+        lru = getattr(data, name)
+        items = list(lru._items.items())
+        out[name] = {
+            "entries": len(items),
+            "rows": lru.weight,
+            "frames_mb": round(sum(_frame_mb(v) for _k, v in items), 1),
+            "top": sorted(((round(_frame_mb(v), 1), str(k)[:80]) for k, v in items), reverse=True)[
+                :4
+            ],
+        }
+    return out
+
+
+def profile(url: str, trim: bool) -> dict[str, Any]:
+    """The steps of the module docstring in this process."""
+    from fastapi.testclient import TestClient
+
+    from moedash.app import create_app
+    from moedash.settings import Settings
+    from service.frames import CELL_COLUMNS, DashData, prepare_frame
+
+    libc = ctypes.CDLL("libc.so.6")
+
+    def trimmed() -> None:
+        gc.collect()
+        if trim:
+            libc.malloc_trim(0)
+
+    steps: list[dict[str, Any]] = []
+    store = open_store(url, upgrade=False)
+    model, hardware, quant = cells(1)[0]
+    t = _step(steps, "start", time.perf_counter())
+    raw = store.stats.cell_frame(model, hardware, quant, columns=CELL_COLUMNS, categorical=True)
+    t = _step(steps, "raw read", t, frame_mb=round(_frame_mb(raw)))
+    prep = prepare_frame(raw)
+    t = _step(steps, "prepare_frame", t, frame_mb=round(_frame_mb(prep)))
+    del raw, prep
+    gc.collect()
+    t = _step(steps, "frames freed", t)
+    trimmed()
+    t = _step(steps, "malloc_trim" if trim else "gc", t)
+    app = create_app(Settings(database_url=url, enable_dashboard=False), store=store)
+    app.state.data = data = DashData(store)
+    cell = {"model": model, "hardware": hardware, "quant": quant}
+    routes = {
+        "pareto": ("/api/v1/pareto", {**cell, "world_size": 8, "phase": "decode"}),
+        "best": ("/api/v1/best", cell),
+        "history": ("/api/v1/history", {**cell, "world_size": 8, "num_tokens": 64}),
+        "compare": ("/api/v1/compare", {**cell, "base": "1.0.1", "head": "1.2.19"}),
+        "crossovers": ("/api/v1/crossovers", cell),
+        "thresholds": ("/api/v1/thresholds", cell),
+        "agreement": ("/api/v1/agreement", cell),
+    }
+    with TestClient(app) as client:
+        t = _step(steps, "app", t)
+        for name, (path, params) in routes.items():
+            res = client.get(path, params=params)
+            t = _step(steps, f"{name} ({res.status_code})", t)
+        caches = _caches(data)
+        trimmed()
+        t = _step(steps, "after routes, " + ("trimmed" if trim else "gc"), t)
+    store.close()
+    return {"steps": steps, "caches": caches}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--engine", default="duckdb", choices=["duckdb", "postgresql"])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--versions", type=int, default=60)
+    ap.add_argument("--pg-url", default=PG_URL)
+    ap.add_argument("--no-trim", action="store_true")
+    ap.add_argument("--url", help="profile this store (built before) instead of a new one")
+    ap.add_argument("--build-to", help="only build a one-cell store at this URL")
+    ap.add_argument("--profile", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.profile:
+        print(json.dumps(profile(args.profile, not args.no_trim)))
+        return
+    if args.build_to:
+        store = open_store(args.build_to)
+        t0 = time.perf_counter()
+        build(store, args.rows, args.versions, n_cells=1)
+        store.close()
+        print(f"built in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        return
+    with tempfile.TemporaryDirectory(prefix="moedash-profile-") as tmp:
+        url, schema_name = args.url, None
+        if url is None:
+            url, schema_name = _store_url(args.engine, Path(tmp), args.pg_url)
+        try:
+            if args.url is None:
+                store = open_store(url)
+                try:
+                    build(store, args.rows, args.versions, n_cells=1)
+                finally:
+                    store.close()
+            cmd = [sys.executable, __file__, "--profile", url]
+            cmd += ["--no-trim"] if args.no_trim else []
+            out = subprocess.run(cmd, capture_output=True, cwd=REPO, check=True)
+            result = json.loads(out.stdout.decode().splitlines()[-1])
+        finally:
+            _drop(args.pg_url, schema_name)
+    print("| step | peak MB | RSS after MB | s | frame MB |\n|---|---|---|---|---|")
+    for s in result["steps"]:
+        print(
+            f"| {s['step']} | {s['peak_mb']} | {s['rss_mb']} | {s['s']} | {s.get('frame_mb', '')} |"
+        )
+    print(json.dumps(result["caches"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
