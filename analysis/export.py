@@ -44,6 +44,9 @@ class Provenance:
     trtllm_version: str | None = None
     date: str | None = None
     produced_by: str = "moedash analysis.tree.recommend (TensorRT-LLM MoE guide tree)"
+    # the confidence panel in one line (analysis.confidence: deploy / tie: either /
+    # measure first and why), the same words as the page and the API; None: not given
+    confidence: str | None = None
 
 
 def _one_line(value: object) -> str:
@@ -199,6 +202,7 @@ def recommended_config_yaml(
         "run ids: " + (", ".join(str(r) for r in provenance.run_ids) or "none"),
         f"TensorRT-LLM version: {version or 'not recorded'}",
         f"date: {date or 'not recorded'}",
+        *([f"confidence: {_one_line(provenance.confidence)}"] if provenance.confidence else []),
         f"deployment: {present_text(dep.model) or 'model'} {dep.quant} on {dep.hardware}, "
         f"world_size {dep.world_size}, attention {'DP' if dep.attention_dp else 'TP'}, "
         f"num_tokens {dep.num_tokens}",

@@ -180,6 +180,7 @@ def export_config(
         trtllm_version=", ".join(pick.trtllm_versions) or None,
         date=present_text(pick.candidate.get(C.RUN_DATE)),
         produced_by=(f"moedash measured best (nearest stored workload; routing {routing}; {runs})"),
+        confidence=answer.confidence.note if answer.confidence is not None else None,
     )
     check = export_check(pick.recommendation, nvlink_ran(data, req.hardware))
     out = ExportAnswer(pick.recommendation, prov, check, answer, serving, req.model)

@@ -320,6 +320,7 @@ def _export_json(ans: ExportAnswer, launch: LaunchAnswer) -> dict[str, Any]:
             "run_ids": list(ans.provenance.run_ids),
             "trtllm_version": ans.provenance.trtllm_version,
             "produced_by": ans.provenance.produced_by,
+            "confidence": ans.provenance.confidence,
         },
         "release": ans.serving.release,
         "workers": [_worker_json(w) for w in launch.workers],

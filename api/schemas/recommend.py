@@ -167,6 +167,11 @@ class ExportProvenance(Open):
     run_ids: list[int]
     trtllm_version: str | None
     produced_by: str
+    confidence: str | None = Field(
+        None,
+        description="The confidence panel in one line (measured source): deploy / tie: "
+        "either / measure first and why, as on the page and in the YAML's comments",
+    )
 
 
 class LaunchWorker(Open):

@@ -89,3 +89,19 @@ def test_the_recommendation_api_carries_the_panel(data: DashData, client: TestCl
     assert panel["disagree"] and panel["verdict"] == "measure first"
     at = client.get("/api/v1/recommendation", params={**base, "num_tokens": 64}).json()
     assert at["confidence"]["measured"] is True and at["confidence"]["neighbours"] == []
+
+
+def test_the_measured_export_says_the_same_words(data: DashData, client: TestClient) -> None:
+    """The export's YAML comments and JSON provenance carry the panel's note."""
+    cell = {"model": PARITY_CELL.model, "hardware": PARITY_CELL.hardware}
+    base = {**cell, "quant": PARITY_CELL.quant, "world_size": 8, "attention": "dp"}
+    params = {**base, "phase": "decode", "num_tokens": 128, "source": "measured"}
+    want = recommend_confidence(data, PARITY_CELL, 8, 128, decode=True, attention_dp=True)
+    assert want is not None
+    body = client.get("/api/v1/export", params={**params, "format": "json"}).json()
+    assert body["provenance"]["confidence"] == want.note
+    yaml_text = client.get("/api/v1/export", params={**params, "format": "yaml"}).text
+    assert f"# confidence: {want.note}" in yaml_text
+    tree_params = {**params, "source": "tree", "format": "json"}
+    tree = client.get("/api/v1/export", params=tree_params).json()
+    assert tree["provenance"]["confidence"] is None  # the tree's rule: no measurement
