@@ -163,8 +163,45 @@ def measured_block(ans: RecommendationAnswer, asked_tokens: int) -> Any:
                 ),
                 "measured best and runners-up",
             ),
+            confidence_block(ans),
         ]
     )
+
+
+def confidence_block(ans: RecommendationAnswer) -> Any:
+    """The confidence panel (``service.recommend_confidence``, the API's ``confidence``):
+    measured at the asked workload or not, the plain verdict and why; between two
+    measured counts, both neighbours -- and when they disagree, the crossover bracket
+    and the bench_moe command that settles it."""
+    panel = ans.confidence
+    if panel is None:
+        return html.Div()
+    items: list[Any] = [
+        html.Li(
+            "measured at the asked num_tokens"
+            if panel.measured
+            else "not measured at the asked num_tokens (the pick rests on its neighbours)"
+        ),
+        html.Li(["verdict: ", html.Strong(panel.verdict)]),
+        html.Li(f"why: {panel.note}"),
+    ]
+    for n in panel.neighbours:
+        items.append(
+            html.Li(
+                f"measured neighbour: {n.num_tokens} tokens -> {n.pick} "
+                f"({n.score_ms:.3g} ms, {n.verdict})"
+            )
+        )
+    if panel.crossover is not None:
+        lo, hi = panel.crossover
+        items.append(html.Li(f"crossover between {lo} and {hi} tokens"))
+    body: list[Any] = [html.H3("Confidence"), html.Ul(items)]
+    if panel.command:
+        body += [
+            html.P("The bench_moe command that measures the asked workload:", className="muted"),
+            html.Pre(panel.command, className="code", **ui.attrs(data_testid="rec-command")),
+        ]
+    return html.Div(body, **ui.attrs(data_testid="rec-confidence"))
 
 
 def _scroll(table: html.Table, name: str) -> html.Div:

@@ -16,6 +16,7 @@ from service.frames import Cell, DashData
 from service.recommend_confidence import recommend_confidence
 from tests import factories
 from tests.factories import sweeps
+from tests.factories.dashboard import by_testid, walk
 from tests.service.stores import PARITY_CELL, seed_tie_sweep
 
 AGREE = Cell("kimi_k2", "GB300", "NVFP4")
@@ -105,3 +106,22 @@ def test_the_measured_export_says_the_same_words(data: DashData, client: TestCli
     tree_params = {**params, "source": "tree", "format": "json"}
     tree = client.get("/api/v1/export", params=tree_params).json()
     assert tree["provenance"]["confidence"] is None  # the tree's rule: no measurement
+
+
+def test_the_recommend_page_shows_the_panel(data: DashData) -> None:
+    """The Recommend page between two disagreeing neighbours: the API's note, both
+    neighbours, the crossover and the bench_moe command, on the page."""
+    from dashboard.pages import recommend
+
+    form = recommend.Form(
+        hardware=PARITY_CELL.hardware, model=PARITY_CELL.model, quant=PARITY_CELL.quant,
+        ws=8, tokens=128,
+    )  # fmt: skip
+    body, _ = recommend.update(data, form)
+    panel = by_testid(body, "rec-confidence")
+    assert panel is not None
+    text = " ".join(c for c in walk(panel) if isinstance(c, str))
+    want = recommend_confidence(data, PARITY_CELL, 8, 128, decode=True, attention_dp=True)
+    assert want is not None and want.note in text
+    assert "crossover between 64 and 256 tokens" in text
+    assert str(want.command) in text and "measured neighbour: 64 tokens" in text
