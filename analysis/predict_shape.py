@@ -20,7 +20,10 @@ features (scikit-learn ``Ridge`` over kind-by-feature interactions, lightly shru
 towards the common slopes). Intervals are conformal (MAPIE ``CrossConformalRegressor``,
 CV+ leaving one **model** out): the band is the error of predicting a model the fit did
 not see. A world size the store lacks is answered by the same fit for the cell's own
-shape (the kinds re-laid out for that world size).
+shape (the kinds re-laid out for that world size). Where the model's pick is less likely
+than :data:`PREFER_TREE_BELOW` to be the fastest and the guide's decision tree names a
+contender, the tree's goes first (``picked_by``): the published rule breaks what the
+model cannot tell apart.
 
 Pure and deterministic; inputs are not modified.
 """
@@ -39,6 +42,7 @@ from sklearn.model_selection import LeaveOneGroupOut
 from analysis import columns as C
 from analysis.derived import as_float
 from analysis.identity import configuration_frame
+from analysis.tree import Deployment, recommend
 
 FEATURES = ("log_tokens_rank", "log_flops_rank", "log_weight_bytes_rank", "log_dispatch_rank",
             "log_world_size")  # fmt: skip
@@ -46,6 +50,7 @@ SHAPE = (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE, C.INTERMEDIATE_SIZE)
 KIND = "kind"
 CONFIDENCE = 0.9
 SHAPE_SCALE = 0.1  # a model's weight in the local correction: 1 / (this + shape distance)
+PREFER_TREE_BELOW = 0.5  # the pick's P(fastest) under which the tree's contender goes first
 ALPHA = 1.0  # ridge shrinkage of the kind-by-feature terms (features are O(1) logs)
 
 
@@ -152,6 +157,7 @@ class ShapeModel:
     model: Any
     confidence: float
     models: list[str]
+    hardware: str | None = None
     seen: pd.DataFrame = field(
         default_factory=pd.DataFrame
     )  # model, kind, world size, family, log tokens/rank
@@ -193,7 +199,8 @@ def fit_shapes(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> ShapeMode
     seen = rows[[C.MODEL, KIND, C.WORLD_SIZE, C.ATTENTION_DP, C.CUDA_GRAPH, C.SCORE_MS,
                  C.NUM_TOKENS, *SHAPE]]  # fmt: skip
     seen = seen.assign(routed=as_float(seen[C.NUM_TOKENS]) * as_float(seen[C.TOP_K]))
-    return ShapeModel(names, lay.reset_index(drop=True), mapie, confidence, models, seen)
+    hardware = str(rows[C.HARDWARE].iloc[0]).upper()
+    return ShapeModel(names, lay.reset_index(drop=True), mapie, confidence, models, hardware, seen)
 
 
 def candidates(
@@ -330,4 +337,43 @@ def predict_shape(
         ["contender", "score_ms"], ascending=[False, True], kind="mergesort"
     )
     out = out.reset_index(drop=True)
+    return _tree_when_unsure(out, fit, shape, quant, world_size, num_tokens, attention_dp,
+                             cuda_graph)  # fmt: skip
+
+
+def _tree_when_unsure(
+    out: pd.DataFrame, fit: ShapeModel, shape: Shape, quant: str, world_size: int,
+    num_tokens: int, attention_dp: bool, cuda_graph: bool,
+) -> pd.DataFrame:  # fmt: skip
+    """``out`` with ``p_fastest`` (among the contenders) and ``picked_by``: where the
+    model's own pick is less likely than :data:`PREFER_TREE_BELOW` to be the fastest and
+    the guide's tree names a contender, that contender goes first (the published
+    rule breaks what the model cannot tell apart)."""
+    from analysis.predict import p_fastest
+
+    out = out.copy()
+    ok = out["contender"].to_numpy(bool)
+    chance = np.zeros(len(out))
+    pred, lo, hi = (np.log(out[c].to_numpy(float)[ok]) for c in ("score_ms", "lo_ms", "hi_ms"))
+    chance[ok] = p_fastest(pred, lo, hi, fit.confidence, 0)
+    out["p_fastest"] = chance
+    out["picked_by"] = ""
+    if not len(out):
+        return out
+    out.loc[0, "picked_by"] = "shape model"
+    if fit.hardware is None or chance[0] >= PREFER_TREE_BELOW:
+        return out
+    dep = Deployment(fit.hardware, shape.num_experts, shape.top_k, shape.hidden_size, quant,
+                     world_size, attention_dp, cuda_graph, num_tokens)  # fmt: skip
+    rec = recommend(dep)
+    comm = rec.comm if rec.force_comm else rec.expected_comm
+    hit = np.flatnonzero(ok & (out[C.BACKEND].astype(str).to_numpy() == rec.backend)
+                         & (out[C.COMM].astype(str).to_numpy() == comm)
+                         & (out[C.MOE_TP_SIZE].to_numpy(float) <= 1))  # fmt: skip
+    if not len(hit) or hit[0] == 0:
+        return out
+    order = [int(hit[0]), *[i for i in range(len(out)) if i != hit[0]]]
+    out = out.iloc[order].reset_index(drop=True)
+    out["picked_by"] = ""
+    out.loc[0, "picked_by"] = "decision tree (the shape model cannot tell the contenders apart)"
     return out

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from analysis import columns as C
@@ -29,7 +28,8 @@ METHOD = (
     "log(score) on log activated tokens, FLOPs, weight bytes read and dispatch volume per "
     "rank and log world size, corrected by what the stored models measured for that kind "
     "near the same routed tokens; intervals by cross-conformal prediction leaving one "
-    "model out"
+    "model out; where the pick is less likely than even to be fastest, the decision tree's "
+    "configuration goes first when it is a contender"
 )
 
 
@@ -73,17 +73,7 @@ def answer_from_shape(
     rows = S.predict_shape(fit, shape, quant, world_size, num_tokens, adp, graph)
     if rows.empty:
         raise NoData("world_size", "no configuration of this family stored on this GPU", "no_data")
-    contender = rows["contender"].to_numpy(bool)
-    log_pred = np.log(rows["score_ms"].to_numpy(float))
-    p = np.zeros(len(rows))
-    p[contender] = P.p_fastest(
-        log_pred[contender],
-        np.log(rows["lo_ms"].to_numpy(float))[contender],
-        np.log(rows["hi_ms"].to_numpy(float))[contender],
-        fit.confidence,
-        0,
-    )
-    rows["p_fastest"] = p
+    p = rows["p_fastest"].to_numpy(float)  # among the contenders (analysis.predict_shape)
     rows["kind"] = P.PREDICTED
     margin = (
         100.0 * (rows["score_ms"].iat[1] / rows["score_ms"].iat[0] - 1.0) if len(rows) > 1 else None
@@ -102,7 +92,8 @@ def answer_from_shape(
         "above": None,
         "split": None,
         "notes": [f"fitted on {', '.join(fit.models)} on this GPU and quant; only configuration "
-                  "kinds measured near this load on some model are contenders"],
+                  "kinds measured near this load on some model are contenders",
+                  f"picked by the {rows['picked_by'].iat[0]}"],
         "method": METHOD,
         "items": to_json_records(rows),
     }  # fmt: skip

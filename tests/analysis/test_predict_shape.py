@@ -110,3 +110,22 @@ def test_leave_one_model_out_scores_the_pick_the_tree_and_the_nearest_model() ->
     assert summary["predicted"]["p90_regret_pct"] < 5.0
     assert 0.5 <= summary["coverage"] <= 1.0
     assert {"predicted", "tree"} <= set(summary["paired"])
+
+
+def test_the_tree_breaks_what_the_model_cannot_tell_apart() -> None:
+    from analysis.tree import Deployment, recommend
+
+    fit = S.fit_shapes(frame(models=("m_small", "m_big", "m_wide")))
+    for t in (16, 700, 5000):
+        got = S.predict_shape(fit, SHAPES["m_mid"], "NVFP4", 8, t)
+        assert got["p_fastest"].sum() == pytest.approx(1.0)
+        rec = recommend(Deployment("GB300", 256, 8, 6144, "NVFP4", 8, True, True, t))
+        comm = rec.comm if rec.force_comm else rec.expected_comm
+        is_tree = (got["backend"] == rec.backend) & (got["comm"] == comm) & got["contender"]
+        first = got.iloc[0]
+        if first["picked_by"] == "shape model":  # sure enough, or the tree agrees / is absent
+            assert first["p_fastest"] >= S.PREFER_TREE_BELOW or is_tree.iat[0] or not is_tree.any()
+        else:
+            assert first["picked_by"].startswith("decision tree") and is_tree.iat[0]
+            assert first["p_fastest"] < got["p_fastest"].max()  # the model preferred another
+        assert (got["picked_by"].iloc[1:] == "").all()

@@ -33,8 +33,10 @@ def test_leave_one_model_out_on_nvidias_published_sweeps() -> None:
     print(f"\nNVIDIA published sweeps, leave one model out: {summary}")
     assert summary["n_workloads"] > 1000
     pred, paired = summary["predicted"], summary["paired"]
-    assert pred["censored"] <= 0.3 * summary["n_workloads"]  # the pick mostly among the kept
-    assert paired["n"] > 700
+    # the pick mostly among the configurations the source kept (256 of 1,120 without the
+    # tree as tie-break)
+    assert pred["censored"] <= 0.15 * summary["n_workloads"]
+    assert paired["n"] > 900
     assert paired["predicted"]["median_regret_pct"] == 0.0
     # no worse than the tree at the worst case; within 1.5 points of it at p90
     assert paired["predicted"]["worst_regret_pct"] <= paired["tree"]["worst_regret_pct"]
