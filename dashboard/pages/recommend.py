@@ -1,8 +1,11 @@
 """Recommendations: the guide's decision tree for one deployment, next to the data.
 
-URL: ``/recommend?hardware=&model=&quant=&ws=&attn=DP|TP&phase=decode|prefill
-&tokens=&th=published|derived|validated&size=tokens|load&conc=&mtp=&mbs=&mnt=&isl=
-&dispatch=&repeats=median|latest&check=<threshold name>``.
+URL: ``/recommend?hardware=&model=&quant=&world_size=&attention=dp|tp&phase=decode|prefill
+&num_tokens=&thresholds=published|derived|validated&size=tokens|load&concurrency=&mtp=
+&max_batch_size=&max_num_tokens=&isl=&dispatch=&repeats=median|latest&check=<threshold
+name>``: ``GET /api/v1/recommendation``'s own names (``size`` and ``check`` are the
+page's); older permalinks' ``ws``, ``attn=DP|TP``, ``tokens``, ``th``, ``conc``,
+``mbs``, ``mnt`` still read.
 
 Every number comes from ``service``: the workload size (num_tokens, or computed from
 the serving load by ``analysis.concurrency``), the tree, the measured best at the

@@ -76,19 +76,38 @@ class Form:
     check: str | None = None
 
     def search(self) -> str:
+        """The URL query in ``GET /api/v1/recommendation``'s names (``DeploymentRequest``:
+        world_size, attention=dp|tp, num_tokens, thresholds, concurrency, max_batch_size,
+        max_num_tokens); ``size`` and ``check`` are the page's own."""
         values: dict[str, Any] = dataclasses.asdict(self)
         defaults = dataclasses.asdict(Form())
         for key in _OPTIONAL:  # the newer fields appear only when they are not the default
             if values[key] == defaults[key]:
                 values[key] = None
-        return ui.search_string(values)
+        values["attn"] = str(values["attn"]).lower()
+        return ui.search_string({_API_NAMES.get(k, k): v for k, v in values.items()})
 
 
 _OPTIONAL = ("size", "conc", "mtp", "mbs", "mnt", "isl", "dispatch", "repeats")
+# the form's field -> the API's parameter (older permalinks' names are still read)
+_API_NAMES = {
+    "ws": "world_size",
+    "attn": "attention",
+    "tokens": "num_tokens",
+    "th": "thresholds",
+    "conc": "concurrency",
+    "mbs": "max_batch_size",
+    "mnt": "max_num_tokens",
+}
+
+
+def _get(query: dict[str, Any], key: str) -> Any:
+    """The value of the form field ``key``: under the API's name, else the old one."""
+    return ui.first(query, _API_NAMES.get(key, key)) or ui.first(query, key)
 
 
 def _pos(query: dict[str, Any], key: str, default: int | None) -> int | None:
-    value = ui.as_int(ui.first(query, key), default)
+    value = ui.as_int(_get(query, key), default)
     return value if value is None or value >= 1 else default
 
 
@@ -97,9 +116,9 @@ def parse_form(query: dict[str, Any], base: Form | None = None) -> Form:
     :class:`Form`'s defaults)."""
     d = base or Form()
     hw = (ui.first(query, "hardware") or d.hardware).upper()
-    attn = ui.first(query, "attn") or d.attn
+    attn = str(_get(query, "attn") or d.attn).upper()
     phase = ui.first(query, "phase") or d.phase
-    th = ui.first(query, "th") or d.th
+    th = _get(query, "th") or d.th
     size = ui.first(query, "size") or d.size
     repeats = ui.first(query, "repeats") or d.repeats
     mtp = ui.as_int(ui.first(query, "mtp"), d.mtp)
@@ -107,10 +126,10 @@ def parse_form(query: dict[str, Any], base: Form | None = None) -> Form:
         hardware=hw,
         model=ui.first(query, "model") or d.model,
         quant=ui.first(query, "quant") or d.quant,
-        ws=max(1, ui.as_int(ui.first(query, "ws"), d.ws) or d.ws),
+        ws=max(1, ui.as_int(_get(query, "ws"), d.ws) or d.ws),
         attn=attn if attn in ("DP", "TP") else d.attn,
         phase=phase if phase in ("decode", "prefill") else d.phase,
-        tokens=max(1, ui.as_int(ui.first(query, "tokens"), d.tokens) or d.tokens),
+        tokens=max(1, ui.as_int(_get(query, "tokens"), d.tokens) or d.tokens),
         th=th if th in THRESHOLDS else d.th,
         size=size if size in SIZES else d.size,
         conc=_pos(query, "conc", d.conc) or d.conc,

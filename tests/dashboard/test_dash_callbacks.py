@@ -441,7 +441,7 @@ def test_recommend_form_takes_the_serving_load_and_shows_the_formula(seeded: Any
     note = " ".join(texts(recommend.size_note(form)))
     assert "num_tokens = 640" in note and "40 x (1 + 1 MTP) = 80" in note
     body, search = recommend.update(data, form)
-    assert "size=load" in search and "conc=300" in search
+    assert "size=load" in search and "concurrency=300" in search
     assert "num_tokens = 640" in " ".join(texts(body))
     prefill = recommend.Form(size="load", phase="prefill", mnt=4096, ws=8)
     assert "num_tokens = 32768" in " ".join(texts(recommend.size_note(prefill)))

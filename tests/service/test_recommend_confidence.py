@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from analysis import columns as C
 from analysis import confidence as CF
+from dashboard.app import parse_search
 from db.store import Store
 from ingest.records import Sweep, UploadMeta
 from service.best import cell_best
@@ -125,3 +126,24 @@ def test_the_recommend_page_shows_the_panel(data: DashData) -> None:
     assert want is not None and want.note in text
     assert "crossover between 64 and 256 tokens" in text
     assert str(want.command) in text and "measured neighbour: 64 tokens" in text
+
+
+def test_the_recommend_pages_url_is_the_apis_query(data: DashData, client: TestClient) -> None:
+    """One query language: the page's permalink, sent to the API as it is, asks the
+    same question (old permalinks' names still read)."""
+    from dashboard.pages import recommend
+
+    form = recommend.Form(
+        hardware=PARITY_CELL.hardware, model=PARITY_CELL.model, quant=PARITY_CELL.quant,
+        ws=8, attn="DP", tokens=128, th="published",
+    )  # fmt: skip
+    search = form.search()
+    assert "world_size=8" in search and "attention=dp" in search and "num_tokens=128" in search
+    resp = client.get("/api/v1/recommendation" + search)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["deployment"]["world_size"] == 8 and body["deployment"]["num_tokens"] == 128
+    want = recommend_confidence(data, PARITY_CELL, 8, 128, decode=True, attention_dp=True)
+    assert want is not None and body["confidence"] == want.as_dict()
+    old = "?hardware=GB300&model=deepseek_v4_pro&quant=NVFP4&ws=8&attn=DP&tokens=128"
+    assert recommend.parse_form(parse_search(old)) == recommend.parse_form(parse_search(search))
