@@ -102,11 +102,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
     state = parse_state(data, query)
     if state.cell is None:
         return html.Div([html.H1("Predictions"), ui.empty_state("No runs in the database yet.")])
-    body, search = update(data, state)
     return html.Div(
         [
             dcc.Location(id="pred-url", refresh=False),
-            dcc.Store(id="pred-search", data=search),
             html.H1("Predictions: how far to trust answers between the measurements"),
             html.P(
                 "Every measured token count of the cell held out in turn and predicted from "
@@ -146,7 +144,9 @@ def layout(data: DashData, **query: Any) -> html.Div:
                 ],
                 className="controls",
             ),
-            ui.loading(html.Div(body, id="pred-body"), "pred-loading"),
+            # filled by the callback on load: the held-out refits of a cell seen for the
+            # first time take seconds, under the spinner rather than before the page
+            ui.loading(html.Div(id="pred-body"), "pred-loading", answer=True),
             dcc.Download(id="pred-download"),
         ]
     )
@@ -157,15 +157,12 @@ def state_from_controls(cell_key: str | None, confidence: Any) -> PredictionsSta
 
 
 def register(app: dash.Dash, data: DashData) -> None:
-    ui.sync_url(app, "pred-url", "pred-search")
-
     @app.callback(
         Output("pred-body", "children"),
         Output("pred-url", "search"),
         Input("pred-cell", "value"),
         Input("pred-confidence", "value"),
-        prevent_initial_call=True,
-    )  # layout() rendered the first answer
+    )  # also on load: the first answer and the full URL (a permalink)
     def _update(cell_key: str | None, confidence: Any) -> tuple[Any, str]:
         return update(data, state_from_controls(cell_key, confidence))
 
