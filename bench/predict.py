@@ -11,7 +11,7 @@ Run: ``.venv/bin/python bench/predict.py [--repeats 40] [--candidates 1000000]``
    and leave one model out per GPU and quant (the shape model's pick against the
    published tree and the nearest model's winner). Pooled over the cells.
 2. **Latency** of ``service.predictions.prediction`` on a warm read path of a store of
-   ``--candidates`` synthetic candidates (``bench/scale.py``'s bulk build: 10 cells, 2
+   ``--candidates`` synthetic candidates (``bench/scale_store.py``'s bulk build: 10 cells, 2
    world sizes, 2 versions), each call at a new token count (no cached answer reused);
    the first question of each world size (fits its curves) timed apart. Goal (issue
    24): p95 <= 200 ms.
@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 from analysis import predict_shape_validate as L  # noqa: E402
 from analysis import predict_validate as V  # noqa: E402
-from bench.scale import build, cells  # noqa: E402
+from bench.scale_store import WORLD_SIZES, build, cells  # noqa: E402
 from db.store import open_store  # noqa: E402
 from moedash.published import load_published  # noqa: E402
 from service import predictions as S  # noqa: E402
@@ -76,14 +76,14 @@ def latency(tmp: str, total: int, repeats: int) -> dict[str, Any]:
     data = DashData(store)
     model, hardware, quant = cells()[0]
     fits = []
-    for ws in (4, 8):  # bench/scale.py's world sizes; the first question fits the curves
+    for ws in WORLD_SIZES:  # the first question of a world size fits its curves
         t0 = time.perf_counter()
         S.prediction(data, model, hardware, quant, 3, ws)
         fits.append(time.perf_counter() - t0)
     rng = np.random.default_rng(0)
     times, picks = [], []
     for _ in range(repeats):
-        ws = int(rng.choice([4, 8]))
+        ws = int(rng.choice(list(WORLD_SIZES)))
         tokens = int(rng.integers(2, 8000)) | 1  # odd: never a measured power of 2
         t0 = time.perf_counter()
         got = S.prediction(data, model, hardware, quant, tokens, ws)
