@@ -240,11 +240,25 @@ def recommendation(q: DeploymentQ, data: Data) -> Response:
     )
 
 
+# format=yaml / env, and format=launch: the shell script writing the documents
+EXPORT_DOWNLOADS: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {
+            **TEXT_DOWNLOADS[200]["content"],
+            "text/x-shellscript": {
+                "schema": {"type": "string"},
+                "example": "#!/bin/sh\n# moedash launch: deepseek_v4_pro NVFP4 on GB300\n",
+            },
+        }
+    }
+}
+
+
 @router.get(
     "/export",
     summary="Recommended config as trtllm-serve YAML or the env line",
     response_model=R.Export,
-    responses=merged(TEXT_DOWNLOADS, read_errors()),
+    responses=merged(EXPORT_DOWNLOADS, read_errors()),
 )
 def export(
     q: DeploymentQ,

@@ -180,9 +180,9 @@ class LaunchWorker(Open):
 
     role: str = Field(description="prefill | decode")
     options: dict[str, Any] = Field(description="extra_llm_api_options document")
-    yaml: str
+    yaml: str = Field(description="The options document as YAML, with its # comments")
     command: str = Field(description="trtllm-serve command line, environment included")
-    environment: dict[str, str]
+    environment: dict[str, str] = Field(description="Variables to set (TRTLLM_FORCE_COMM_METHOD)")
     warnings: list[str]
 
 
@@ -216,6 +216,10 @@ class Export(Pick):
         description="Where the stored measurements contradict the hand tables for this "
         "hardware (the answers use the data)"
     )
+    num_tokens: int
+    num_tokens_from: TokenCount | None = Field(description=_TOKENS)
+    dispatch: Dispatch | None
+    provenance: ExportProvenance
 
 
 class CapabilityRow(Open):
@@ -265,12 +269,10 @@ class Capabilities(Open):
         }
     )
 
-    items: list[CapabilityRow]
-    conflicts: list[CapabilityConflict]
-    num_tokens: int
-    num_tokens_from: TokenCount | None = Field(description=_TOKENS)
-    dispatch: Dispatch | None
-    provenance: ExportProvenance
+    items: list[CapabilityRow] = Field(description="What ran, one row per key")
+    conflicts: list[CapabilityConflict] = Field(
+        description="Where the data contradicts the hand tables (the answers use the data)"
+    )
 
 
 class CandidateExport(BaseModel):
