@@ -66,7 +66,8 @@ HEADERS = {
     C.RUN_ID: "run",
 }
 _DETAILS = (
-    "best_score_ms",  # shown while the group is closed too
+    CF.CONFIDENCE,  # shown while the group is closed too: the verdict, its reason on hover
+    "best_score_ms",
     "best_backend",
     "best_comm",
     "best_parallel_mode",
@@ -121,9 +122,9 @@ def workload_columns(grouping: str) -> list[str]:
 
 
 def lead_columns(grouping: str) -> list[str]:
-    """Workload, winner, margin, runner-up, tie, confidence (deploy / tie: either /
-    measure first)."""
-    return [*workload_columns(grouping), WINNER, MARGIN_PCT, RUNNER_UP, TIE_STATE, CF.CONFIDENCE]
+    """Workload, winner, margin, runner-up, tie (the confidence verdict opens the
+    details: it stays shown while they are collapsed)."""
+    return [*workload_columns(grouping), WINNER, MARGIN_PCT, RUNNER_UP, TIE_STATE]
 
 
 def detail_columns(grouping: str) -> list[str]:

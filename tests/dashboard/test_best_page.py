@@ -47,7 +47,9 @@ def test_grid_leads_with_the_decision_and_collapses_the_details(
     assert lead == lead_columns(grouping)
     assert lead[-4:] == ["winner", "margin_pct", "runner_up", "tie_state"]
     children = groups[0]["children"]
-    assert children[0]["field"] == "best_score_ms" and "columnGroupShow" not in children[0]
+    # the confidence verdict stays shown while the details are collapsed
+    assert children[0]["field"] == "confidence" and "columnGroupShow" not in children[0]
+    assert children[0]["tooltipField"] == "confidence_note"
     assert all(c["columnGroupShow"] == "open" for c in children[1:])
     hidden = {c["field"] for c in children[1:]}
     assert {"best_backend", "runner_up_score_ms", "noise_band_pct", C.DISPATCH_KB} <= hidden
