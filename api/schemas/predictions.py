@@ -92,6 +92,7 @@ class ValidationAnswer(Open):
             "confidence": 0.9,
             "summary": {"n_queries": 32, "coverage": 0.91},
             "items": [],
+            "leave_one_model_out": {"summary": {}, "items": []},
             "measure_next": [],
         }
     )

@@ -107,8 +107,8 @@ class Neighbour(Open):
     num_tokens: int = Field(description="tokens")
     pick: str = Field(description="backend · comm · parallel mode")
     score_ms: float = Field(description="ms")
-    verdict: str
-    note: str
+    verdict: str = Field(description="deploy / tie: either / measure first, at that count")
+    note: str = Field(description="Its confidence note, as the Best table gives it")
 
 
 class Confidence(Open):
