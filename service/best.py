@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis import columns as C
 from analysis.best import GROUPINGS, best_by_workload
-from analysis.confidence import with_evidence
+from analysis.confidence import TOP3_SOURCES, with_evidence
 from analysis.identity import REPEATS, Repeats
 from analysis.noise import estimate_noise
 from service.frames import Cell, DashData
@@ -194,6 +194,18 @@ def dispatch_options(data: DashData, cell: Cell, ws: int | None = None) -> tuple
         data, Scope(model=cell.model, hardware=cell.hardware, quant=cell.quant, world_size=ws)
     )[1]
     return list(routing.known), (routing.used[0] if routing.used else "")
+
+
+def default_grouping(data: DashData, cell: Cell) -> Grouping:
+    """The Best page's grouping when the URL names none: NVIDIA's dashboard grouping
+    for a cell whose every run comes from a source that keeps only the top 3 per
+    workload (its runs are single rankings of three rows: ranking per run would show one
+    row per run and workload, not the configurations), bench_moe's own otherwise."""
+    frame = data.cell_frame(cell)
+    if frame.empty or C.SOURCE_FORMAT not in frame:
+        return "bench_moe"
+    sources = {str(s) for s in frame[C.SOURCE_FORMAT].dropna().unique()}
+    return "dashboard" if sources and sources <= TOP3_SOURCES else "bench_moe"
 
 
 def world_sizes(data: DashData, cell: Cell) -> list[int]:

@@ -27,7 +27,7 @@ from dashboard import grid_state as gs
 from dashboard.api_query import scope_values
 from dashboard.pages.best_controls import controls, dispatch_choice_options
 from dashboard.pages.best_grid import best_grid, display_columns, with_decision_columns
-from service.best import CellBest, cell_best, dispatch_options, world_sizes
+from service.best import CellBest, cell_best, default_grouping, dispatch_options, world_sizes
 from service.defaults import default_cell
 from service.errors import ServiceError
 from service.filenames import file_part
@@ -68,8 +68,10 @@ def layout(data: DashData, **query: Any) -> html.Div:
     scope = scope_values(query)  # the API's names (world_size ...); old ws still read
     want = Cell(scope.get("model", ""), scope.get("hardware", ""), scope.get("quant", ""))
     cell = want if want in cells else (default_cell(data) or cells[0])
-    grouping = ui.first(query, "grouping") or "bench_moe"
-    grouping = grouping if grouping in GROUPINGS else "bench_moe"
+    # top-3-only data (NVIDIA's dashboard) reads best in its own grouping
+    fallback = default_grouping(data, cell)
+    grouping = ui.first(query, "grouping") or fallback
+    grouping = grouping if grouping in GROUPINGS else fallback
     ws = scope.get("world_size")
     sizes = world_sizes(data, cell)
     patterns, default = dispatch_options(data, cell)

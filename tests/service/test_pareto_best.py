@@ -17,7 +17,8 @@ from service.pareto import cell_pareto, cell_point, pareto_index, pareto_table, 
 from service.runs import candidate_fields, run_candidates, run_detail
 from service.scope import Scope
 from service.warm import warm_cache
-from tests.factories.dashboard import KNOWN_FRONTIER, seed_store
+from tests.factories.dashboard import KNOWN_FRONTIER, seed_store, walk
+from tests.service.stores import PARITY_CELL, seed_tie_sweep
 
 KNOWN = Cell("deepseek_v4_pro", "GB300", "NVFP4")
 
@@ -117,3 +118,26 @@ def test_warm_cache_loads_every_cell_it_can(seeded: tuple[DashData, dict[str, in
     done = warm_cache(data)
     assert [key for key, _ in done] == [c.key for c in data.cells()]
     assert warm_cache(data, limit=1)[0][0] == data.cells()[0].key
+
+
+def test_best_defaults_to_the_dashboard_grouping_for_top3_only_cells(store: Store) -> None:
+    """NVIDIA's dashboard data keeps the top 3 per workload: its cells open Best in the
+    dashboard grouping; bench_moe sweeps keep bench_moe's own."""
+    from pathlib import Path
+
+    from dashboard.app import render_page
+    from ingest.detect import parse_path
+    from ingest.records import UploadMeta
+    from service.best import default_grouping
+
+    data_js = Path(__file__).resolve().parents[1] / "fixtures" / "dashboard" / "data.js"
+    meta = UploadMeta(trtllm_version="v9")
+    store.ingest(parse_path(data_js, meta), data_js.read_bytes(), meta)
+    seed_tie_sweep(store)
+    data = DashData(store, version_ttl=0.0)
+    top3 = Cell("tiny_moe", "B300", "NVFP4")
+    assert default_grouping(data, top3) == "dashboard"
+    assert default_grouping(data, PARITY_CELL) == "bench_moe"
+    page = render_page(data, "/best", "?model=tiny_moe&hardware=B300&quant=NVFP4")
+    grouping = next(c for c in walk(page) if getattr(c, "id", None) == "best-grouping")
+    assert grouping.value == "dashboard"
