@@ -90,8 +90,9 @@ def test_best_sort_filter_and_details(server: dict[str, Any], page: Any) -> None
     assert header.all_inner_texts()[:5] == ["num_tokens (tokens)", "parallel mode",
                                             "world size (GPUs)", "phase", "run"]  # fmt: skip
     shown = _displayed(page)
+    # the confidence verdict opens the collapsed details and stays shown
     assert [c for c, _ in shown][5:10] == ["winner", "margin_pct", "runner_up", "tie_state",
-                                            "best_score_ms"]  # fmt: skip
+                                            "confidence"]  # fmt: skip
     width = page.evaluate("() => document.querySelector('#best-grid').clientWidth")
     assert sum(w for _, w in shown) <= width  # the decision fits a 1440 px screen
     group = page.locator("#best-grid .ag-header-group-cell")
