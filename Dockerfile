@@ -18,5 +18,8 @@ RUN pip install --no-cache-dir .
 RUN python -c "from pathlib import Path; from moedash.assets import PLOTLY_BASIC, REGENERATOR, fetch; [fetch(a, Path('static/vendor')) for a in (PLOTLY_BASIC, REGENERATOR)]" \
     || echo "front-end assets not fetched: Dash's plotly.js is used"
 ENV MOEDASH_HOST=0.0.0.0 MOEDASH_PORT=8050
+# two malloc arenas, not 8 per core: freed pandas/Arrow buffers of a cell read are not
+# held once per request thread (docs/scale.md; the app also sets it at start)
+ENV MALLOC_ARENA_MAX=2
 EXPOSE 8050
 CMD ["moedash", "serve", "--no-demo"]

@@ -99,8 +99,10 @@ def profile(url: str, trim: bool) -> dict[str, Any]:
 
     from moedash.app import create_app
     from moedash.settings import Settings
+    from service.allocator import limit_arenas
     from service.frames import CELL_COLUMNS, DashData, prepare_frame
 
+    limit_arenas()  # what create_app does first; here before the raw read
     libc = ctypes.CDLL("libc.so.6")
 
     def trimmed() -> None:

@@ -44,6 +44,13 @@ _TIMEOUTS: weakref.WeakKeyDictionary[sa.Engine, DbTimeouts] = weakref.WeakKeyDic
 # (DuckDB's default: 16 MB); a server checkpoints earlier, when writes pause
 # (db.checkpoint), so that no upload waits for one
 INLINE_CHECKPOINT = "128MB"
+# DuckDB's allocator hands freed memory back at once instead of caching up to 128 MB per
+# thread and 512 MB after a bulk free: a 1M-row cell read left a replica +400 MB, now
+# +170 MB (bench/scale_profile.py), at no measurable cost to the read
+ALLOCATOR_FLUSH = {
+    "allocator_flush_threshold": "0B",
+    "allocator_bulk_deallocation_flush_threshold": "0B",
+}
 
 
 def make_engine(url: str, timeouts: DbTimeouts | None = None) -> sa.Engine:
@@ -68,7 +75,7 @@ def make_engine(url: str, timeouts: DbTimeouts | None = None) -> sa.Engine:
                     "empty database; use a file, e.g. duckdb:///var/moedash.duckdb"
                 )
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            config = {"checkpoint_threshold": INLINE_CHECKPOINT}
+            config = {"checkpoint_threshold": INLINE_CHECKPOINT, **ALLOCATOR_FLUSH}
             engine = sa.create_engine(
                 url,
                 pool_size=8,

@@ -18,6 +18,7 @@ from db.store import Store, open_store
 from ingest.parse_pool import ParsePool, default_workers
 from moedash.assets import REGENERATOR, plotly_bundle, vendored_url
 from moedash.settings import Settings
+from service.allocator import limit_arenas
 
 # A source checkout keeps static/ beside the packages; an installed package (the Docker
 # image) finds it in the working directory instead.
@@ -34,6 +35,7 @@ def create_app(
     ``migrate_on_start``) and closed at shutdown. ``parse_pool``: worker processes that
     parse small uploads (:func:`make_parse_pool`; ``moedash serve`` passes one), owned
     by the caller; without it uploads parse in the server process."""
+    limit_arenas()  # before the server's threads: freed cell reads not held per thread
     settings = settings or Settings()
     owned = store is None
     store = store or open_store(

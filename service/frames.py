@@ -44,6 +44,7 @@ from analysis.derived import add_derived, rankable_mask
 from analysis.frontier import RANKABLE
 from db.errors import StoreError
 from db.store import Store
+from service import allocator
 from service import shared_answers as shared
 from service.cell_frames import append_rows, appendable
 from service.errors import InvalidQuery
@@ -328,10 +329,19 @@ class DashData:
             appended = self._appended(cell)
             if appended is not None:
                 return appended
-            raw = self.store.stats.cell_frame(
-                cell.model, cell.hardware, cell.quant, columns=CELL_COLUMNS, categorical=True
+            # the raw frame and the Arrow buffers behind it are several times the
+            # prepared one: handed back once it is built
+            return allocator.released(
+                lambda: prepare_frame(
+                    self.store.stats.cell_frame(
+                        cell.model,
+                        cell.hardware,
+                        cell.quant,
+                        columns=CELL_COLUMNS,
+                        categorical=True,
+                    )
+                )
             )
-            return prepare_frame(raw)
 
         key = (cell, self.cell_version(cell))
         if self._cells.latest(lambda k: k == key) is None:
@@ -397,8 +407,11 @@ class DashData:
             return pd.DataFrame(columns=list(dict.fromkeys((*C.RUN_COLUMNS, *CELL_COLUMNS))))
 
         def load() -> pd.DataFrame:
-            raw = self.store.candidate_frame(run_ids=ids, columns=CELL_COLUMNS, categorical=True)
-            return prepare_frame(raw)
+            return allocator.released(
+                lambda: prepare_frame(
+                    self.store.candidate_frame(run_ids=ids, columns=CELL_COLUMNS, categorical=True)
+                )
+            )
 
         return self._cells.get(("slice", ids), load, len)
 
@@ -420,7 +433,7 @@ class DashData:
         version = self.scope_version(where)
         if share and where is not None:
             compute = self._shared(key, version, where, compute)
-        return self._results.get((key, version), compute, held)
+        return self._results.get((key, version), allocator.trimmed(compute), held)
 
     def _shared(
         self,
@@ -471,4 +484,4 @@ class DashData:
         and at most ``max_cells`` of them are kept."""
         # the value holds the frame, so id(frame) is not reused while the entry lives
         held: Callable[[T], int] = rows_held
-        return self._per_frame.get((key, id(frame)), compute, held)
+        return self._per_frame.get((key, id(frame)), allocator.trimmed(compute), held)
