@@ -12,6 +12,7 @@ import pandas as pd
 from dash import dcc, html
 
 from dashboard import components as ui
+from dashboard.labelled import scroll_box
 
 # (answer key, row label) of each summary table
 TOKEN_ROWS = (("predicted", "predicted pick"), ("nearest", "nearest measured workload's winner"))
@@ -146,7 +147,10 @@ def render(got: dict[str, Any]) -> list[Any]:
                 "out of the fit and of the calibration. Regret: the pick's measured score "
                 "against the measured best there."
             ),  # fmt: skip
-            table(token_summary(got), STAT_COLUMNS, "pred-token-summary"),
+            scroll_box(
+                table(token_summary(got), STAT_COLUMNS, "pred-token-summary"),
+                "leave one token count out",
+            ),
             html.P(
                 f"Coverage of the {conf} % intervals: {ui.fmt(token_cov)} % of held-out scores.",
                 **ui.attrs(data_testid="pred-token-coverage"),
@@ -164,7 +168,10 @@ def render(got: dict[str, Any]) -> list[Any]:
                 "each model held out in turn and answered by the shape model fitted on the "
                 "others."
             ),  # fmt: skip
-            table(model_summary(got), STAT_COLUMNS, "pred-model-summary"),
+            scroll_box(
+                table(model_summary(got), STAT_COLUMNS, "pred-model-summary"),
+                "leave one model out",
+            ),
             html.P(
                 f"Coverage of the {conf} % intervals: {ui.fmt(model_cov)} % of held-out scores.",
                 **ui.attrs(data_testid="pred-model-coverage"),
@@ -176,6 +183,6 @@ def render(got: dict[str, Any]) -> list[Any]:
     out += [
         html.H2("What to measure next"),
         html.P("Unmeasured token counts ranked by the expected regret of their predicted pick."),
-        next_table(next_frame(got)),
+        scroll_box(next_table(next_frame(got)), "what to measure next"),
     ]
     return out
