@@ -28,6 +28,7 @@ from analysis import crossval_columns as cc
 from analysis.capabilities import FUSED_COMM_BACKENDS
 from analysis.export_launch import WorkerShape, decode_shape, env, options, prefill_shape
 from analysis.export_options import validate_options
+from analysis.serving_map import none_if_missing
 
 COMPARED: tuple[str, ...] = (
     "tensor_parallel_size",
@@ -56,22 +57,14 @@ ROUNDTRIP_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _val(v: Any) -> Any:
-    if v is None:
-        return None
-    try:
-        if pd.isna(v):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return v
-
-
 def mapped_shape(row: Mapping[str, Any]) -> WorkerShape | str:
     """The worker our export writes for one workload row, or why the row gives no
     serving inputs (the mapping's reason)."""
-    ws, backend = _val(row.get(c.WORLD_SIZE)), _val(row.get(c.BACKEND))
-    b_max, n_max = _val(row.get(cc.MAX_BATCH_SIZE)), _val(row.get(cc.MAX_NUM_TOKENS))
+    ws, backend = none_if_missing(row.get(c.WORLD_SIZE)), none_if_missing(row.get(c.BACKEND))
+    b_max, n_max = (
+        none_if_missing(row.get(cc.MAX_BATCH_SIZE)),
+        none_if_missing(row.get(cc.MAX_NUM_TOKENS)),
+    )
     needed = {
         "tensor_parallel_size": ws,
         "moe_config.backend": backend,
@@ -81,23 +74,23 @@ def mapped_shape(row: Mapping[str, Any]) -> WorkerShape | str:
         needed["max_num_tokens"] = n_max
     missing = [k for k, v in needed.items() if v is None]
     if missing:
-        why = _val(row.get(cc.UNMAPPED_REASON))
+        why = none_if_missing(row.get(cc.UNMAPPED_REASON))
         return f"recipe does not set {', '.join(missing)}" + (f" ({why})" if why else "")
-    comm = str(row[c.COMM]) if bool(_val(row.get(cc.COMM_FORCED))) else None
-    lpc = _val(row.get(c.LOW_PRECISION_COMBINE))
+    comm = str(row[c.COMM]) if bool(none_if_missing(row.get(cc.COMM_FORCED))) else None
+    lpc = none_if_missing(row.get(c.LOW_PRECISION_COMBINE))
     common: dict[str, Any] = dict(
         world_size=int(ws),
         attention_dp=bool(row[c.ATTENTION_DP]),
         moe_ep_size=int(row[c.MOE_EP_SIZE]),
         backend=str(backend),
-        mtp=int(_val(row.get(cc.SPEC_K)) or 0),
+        mtp=int(none_if_missing(row.get(cc.SPEC_K)) or 0),
         max_batch_size=int(b_max),
         max_num_tokens=None if n_max is None else int(n_max),
         low_precision_combine=None if lpc is None else bool(lpc),
         comm=comm,
     )
     if row[cc.PHASE] == "decode":
-        padded = _val(row.get(cc.BATCH_PER_RANK_PADDED))
+        padded = none_if_missing(row.get(cc.BATCH_PER_RANK_PADDED))
         return decode_shape(requests_per_rank=int(padded or b_max), **common)
     return prefill_shape(**common)  # max_num_tokens is known for prefill (checked above)
 
@@ -169,7 +162,7 @@ def round_trip(workloads: pd.DataFrame, recipes: Mapping[str, Mapping[str, Any]]
     rows: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
     for row in workloads.to_dict("records"):
-        cf = _val(row.get(cc.CONFIG_FILE))
+        cf = none_if_missing(row.get(cc.CONFIG_FILE))
         if cf is None or cf not in recipes or row.get(cc.FRAMEWORK) not in ("dynamo-trt", "trt"):
             continue
         key = (str(cf), str(row[cc.PHASE]))

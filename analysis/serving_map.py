@@ -159,8 +159,8 @@ def _eplb_slots(moe_cfg: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _nz(v: Any) -> Any:
-    """pandas NaN/NA -> None."""
+def none_if_missing(v: Any) -> Any:
+    """``v``, or None for a missing marker (None, NaN, NA, NaT)."""
     if v is None:
         return None
     try:
@@ -183,10 +183,10 @@ def map_workloads(points: pd.DataFrame, recipes: Mapping[str, Mapping[str, Any]]
     """
     rows: list[dict[str, Any]] = []
     for rec in points.to_dict("records"):
-        cf = _nz(rec.get(cc.CONFIG_FILE))
+        cf = none_if_missing(rec.get(cc.CONFIG_FILE))
         # A point the importer marked unresolved keeps no recipe even if the dict has it
         # (e.g. an IX-old file named by the current master).
-        usable = cf is not None and _nz(rec.get(cc.RECIPE_UNRESOLVED_REASON)) is None
+        usable = cf is not None and none_if_missing(rec.get(cc.RECIPE_UNRESOLVED_REASON)) is None
         rows += map_point(rec, recipes.get(cf) if usable else None)
     return _typed(pd.DataFrame(rows, columns=list(cc.WORKLOAD_COLUMNS)))
 
@@ -216,7 +216,7 @@ def _map_phase(
         cc.PRECISION, cc.ISL, cc.OSL, cc.CONC, cc.SPEC_DECODING, cc.CONFIG_FILE,
         cc.RECIPE_PATH, c.HARDWARE,
     ):  # fmt: skip
-        row[col] = _nz(pt.get(col))
+        row[col] = none_if_missing(pt.get(col))
     row[cc.WORKLOAD_ID] = f"{pt[cc.POINT_ID]}:{phase}"
     row[cc.PHASE] = phase
 
@@ -237,7 +237,7 @@ def _map_phase(
     role_cfg: Mapping[str, Any] = {}
     env: Mapping[str, Any] = {}
     if recipe is None:
-        why["recipe"] = _nz(pt.get(cc.RECIPE_UNRESOLVED_REASON)) or "no recipe"
+        why["recipe"] = none_if_missing(pt.get(cc.RECIPE_UNRESOLVED_REASON)) or "no recipe"
     else:
         backend = recipe.get("backend") or {}
         tcfg = backend.get("trtllm_config") or {}
@@ -258,16 +258,16 @@ def _map_phase(
 
     # Layout: the recipe is authoritative; the master's topology is the fallback.
     pre = "prefill_" if phase == "prefill" else "decode_"
-    m_workers, m_tp = _nz(pt.get(pre + "workers")), _nz(pt.get(pre + "tp"))
-    m_ep, m_adp = _nz(pt.get(pre + "ep")), _nz(pt.get(pre + "dp_attn"))
+    m_workers, m_tp = none_if_missing(pt.get(pre + "workers")), none_if_missing(pt.get(pre + "tp"))
+    m_ep, m_adp = none_if_missing(pt.get(pre + "ep")), none_if_missing(pt.get(pre + "dp_attn"))
     tp = role_cfg.get("tensor_parallel_size", m_tp)
     ep = role_cfg.get("moe_expert_parallel_size", m_ep)
     adp = bool(role_cfg.get("enable_attention_dp", bool(m_adp) if m_adp is not None else False))
     if role_cfg and m_tp is not None and (int(tp) != int(m_tp) or int(ep) != int(m_ep)):
         notes.append(f"recipe tp/ep {tp}/{ep} differs from master {m_tp}/{m_ep}")
     workers = m_workers
-    pp = _nz(pt.get(pre + "pp")) or 1
-    pcp = _nz(pt.get(pre + "pcp")) or 1
+    pp = none_if_missing(pt.get(pre + "pp")) or 1
+    pcp = none_if_missing(pt.get(pre + "pcp")) or 1
     if int(pp) > 1 or int(pcp) > 1:
         notes.append(f"pp={pp} pcp={pcp}: world_size counts only the TP group")
     if tp is not None:
@@ -300,8 +300,8 @@ def _map_phase(
     row[cc.COMM_FORCED] = bool(forced)
     k = spec_tokens(role_cfg.get("speculative_config"))
     row[cc.SPEC_K] = k
-    b_max = _nz(role_cfg.get("max_batch_size"))
-    n_max = _nz(role_cfg.get("max_num_tokens"))
+    b_max = none_if_missing(role_cfg.get("max_batch_size"))
+    n_max = none_if_missing(role_cfg.get("max_num_tokens"))
     row[cc.MAX_BATCH_SIZE], row[cc.MAX_NUM_TOKENS] = b_max, n_max
 
     if role_cfg and tp is not None:
@@ -334,8 +334,8 @@ def _decode_tokens(
 ) -> None:
     # the conversion itself is analysis.concurrency.decode_tokens (shared with the
     # Recommend page and the API); here only the recipe is read
-    b_max = _nz(cfg.get("max_batch_size"))
-    workers = int(_nz(row[cc.NUM_WORKERS]) or 1)
+    b_max = none_if_missing(cfg.get("max_batch_size"))
+    workers = int(none_if_missing(row[cc.NUM_WORKERS]) or 1)
     conc = int(pt[cc.CONC])
     graph = cfg.get("cuda_graph_config", "absent")
     sizes: Sequence[int] = ()
@@ -381,9 +381,9 @@ def _prefill_tokens(
 ) -> None:
     # TRT-LLM captures CUDA graphs for generation batches only; context forwards run eager.
     row[c.CUDA_GRAPH] = False
-    isl = _nz(pt.get(cc.ISL))
-    b_p = _nz(cfg.get("max_batch_size"))
-    n_p = _nz(cfg.get("max_num_tokens"))
+    isl = none_if_missing(pt.get(cc.ISL))
+    b_p = none_if_missing(cfg.get("max_batch_size"))
+    n_p = none_if_missing(cfg.get("max_num_tokens"))
     if isl is None:
         why[c.NUM_TOKENS] = "agentic-coding scenario has no fixed ISL"
         return
