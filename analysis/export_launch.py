@@ -30,7 +30,7 @@ import yaml
 from analysis import capabilities as cap
 from analysis.export_options import DEFAULT_RELEASE, graph_batch_sizes, validate_options
 
-Role = Literal["prefill", "decode"]
+Role = Literal["decode", "prefill"]  # the order of every phase Literal (one cached type)
 
 
 @dataclass(frozen=True)

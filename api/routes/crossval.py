@@ -59,7 +59,7 @@ _cv = APIRouter(prefix="/crossval", tags=["crossval"])
 
 Format = Literal["json", "csv"]
 Rule = Literal["exact", "backend", "within_noise", "same_layout"]
-Phase = Literal["prefill", "decode"]
+Phase = Literal["decode", "prefill"]  # as service.scope.Phase: one cached type
 Status = Literal["Match", "Mismatch", "no data", "not mappable"]
 _MAX_FILES = 20_000  # the real data tree has ~1,200 recipes and 12 masters
 _MAX_OUTCOMES = 10_000

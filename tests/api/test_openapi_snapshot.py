@@ -152,3 +152,25 @@ def test_every_answer_field_is_described(document: dict[str, Any]) -> None:
         "answer fields without a description: give them Field(description=...) (with the "
         "unit) or add their name to api/schemas/glossary.py"
     )
+
+
+def test_every_phase_literal_spells_one_order() -> None:
+    """typing caches ``X | None`` by value and ``Literal`` types compare equal whatever
+    their order, so one ``Literal["prefill", "decode"]`` made before the others would
+    reorder every phase enum in the document, depending on which test imported what
+    first (seen in CI). Every Literal naming both phases says "decode" first."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    pattern = re.compile(r"Literal\[([^\]]*)\]")
+    wrong = []
+    for package in ("analysis", "ingest", "db", "service", "api", "dashboard", "moedash"):
+        for path in (repo / package).rglob("*.py"):
+            for args in pattern.findall(path.read_text(encoding="utf-8")):
+                names = re.findall(r"[\"']([a-z_]+)[\"']", args)
+                if {"decode", "prefill"} <= set(names) and names.index("prefill") < names.index(
+                    "decode"
+                ):
+                    wrong.append(f"{path.relative_to(repo)}: Literal[{args}]")
+    assert wrong == []
