@@ -85,13 +85,8 @@ def agreement_detail(
     size whatever the hand table says."""
     if mnnvl is None:
         mnnvl = measured_mnnvl(measured_capabilities(df))
-    sub = df.loc[rankable_mask(df)]
-    known = sub[C.ATTENTION_DP].notna() & sub[C.CUDA_GRAPH].notna()
-    for col in (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE):
-        known &= sub[col].notna()
-    sub = sub[known]
     keys = list(WORKLOAD_KEYS)
-    cfg = configuration_frame(sub, repeats)
+    cfg = workload_configs(df, repeats)
     best = best_by_workload(cfg, keys)
     if best.empty:
         return pd.DataFrame(columns=list(DETAIL_COLUMNS))
@@ -142,6 +137,18 @@ def agreement_detail(
     out["pick_measured"] = out["pick_score_ms"].notna()
     out["in_guide_coverage"] = [r.in_guide_coverage for r in recs]
     return out[list(DETAIL_COLUMNS)].reset_index(drop=True)
+
+
+def workload_configs(df: pd.DataFrame, repeats: Repeats = "median") -> pd.DataFrame:
+    """The configurations :func:`agreement_detail` compares: the configuration frame
+    (``identity.configuration_frame``) of the rankable rows of ``df`` whose attention
+    mode, CUDA graph and model shape are known. ``agreement_detail`` of this frame (with
+    the ``mnnvl`` of ``df``) answers as ``agreement_detail`` of ``df``: several trees
+    compared on one slice pool its repeats once."""
+    known = rankable_mask(df)
+    for col in (C.ATTENTION_DP, C.CUDA_GRAPH, *_SHAPE):
+        known &= df[col].notna().to_numpy()
+    return configuration_frame(df, repeats, rows=known)
 
 
 def _pick_scores(cfg: pd.DataFrame, detail: pd.DataFrame, keys: list[str]) -> np.ndarray:

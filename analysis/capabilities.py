@@ -308,23 +308,35 @@ def measured_capabilities(frame: pd.DataFrame) -> pd.DataFrame:
     need = ("hardware", "world_size", "quant", "backend", "status")
     if frame.empty or any(c not in frame for c in need):
         return pd.DataFrame(columns=list(CAPABILITY_COLUMNS))
-    ok = frame[frame["status"].astype("string") == "success"]
+    ok = (frame["status"].astype("string") == "success").to_numpy(dtype=bool, na_value=False)
     keys = list(CAPABILITY_COLUMNS[:5])
+    # first the distinct (key, run) pairs on the stored values (a cell has ~1M rows and
+    # a few thousand pairs), then the key columns as text -- where that merges two
+    # stored spellings, the runs are counted once
+    cols = [c for c in (*keys, "run_id") if c in frame]
+    raw = frame[cols][ok] if "run_id" in frame else frame[cols][ok].assign(run_id=0)
+    if "comm" not in raw:
+        raw = raw.assign(comm=pd.Series(pd.NA, index=raw.index, dtype="string"))
+    pairs = (
+        raw.groupby([*keys, "run_id"], dropna=False, observed=True, sort=False)
+        .size()
+        .rename("n")
+        .reset_index()
+    )
     sub = pd.DataFrame(
         {
-            "hardware": ok["hardware"].astype("string").str.upper(),
-            "world_size": ok["world_size"].astype("Int64"),
-            "quant": ok["quant"].astype("string"),
-            "backend": ok["backend"].astype("string").str.upper(),
-            "comm": (ok["comm"] if "comm" in ok else pd.Series(pd.NA, index=ok.index))
-            .astype("string")
-            .fillna("AUTO"),
-            "run_id": ok.get("run_id", 0),
+            "hardware": pairs["hardware"].astype("string").str.upper(),
+            "world_size": pairs["world_size"].astype("Int64"),
+            "quant": pairs["quant"].astype("string"),
+            "backend": pairs["backend"].astype("string").str.upper(),
+            "comm": pairs["comm"].astype("string").fillna("AUTO"),
+            "run_id": pairs["run_id"],
+            "n": pairs["n"],
         }
     )
     out = (
         sub.groupby(keys, dropna=False, observed=True, sort=True)
-        .agg(n_success=("run_id", "size"), n_runs=("run_id", "nunique"))
+        .agg(n_success=("n", "sum"), n_runs=("run_id", "nunique"))
         .reset_index()
     )
     return normalise_capabilities(out)

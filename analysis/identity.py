@@ -88,6 +88,13 @@ AGGREGATE_COLUMNS: tuple[str, ...] = (
     N_VERSIONS,
 )
 _P90_Z = 1.2816  # p90 = median + 1.2816 sigma for a normal distribution
+_SPREAD_COLUMNS: tuple[str, ...] = (
+    C.SCORE_MS,
+    C.ITER_STDEV_MS,
+    C.OUTLIER_COUNT,
+    C.ITER_P90_MS,
+    C.ITER_MEDIAN_MS,
+)
 
 
 def present(df: pd.DataFrame, cols: Sequence[str]) -> list[str]:
@@ -120,7 +127,12 @@ def run_order(df: pd.DataFrame) -> np.ndarray:
     without a date come before every dated run), then run_id."""
     n = len(df)
     run = as_float(df[C.RUN_ID]) if C.RUN_ID in df else np.zeros(n)
-    if C.RUN_DATE in df:
+    if C.RUN_DATE in df and isinstance(df[C.RUN_DATE].dtype, pd.CategoricalDtype):
+        # the categories' text ranked once, not a string per row
+        dates = df[C.RUN_DATE]
+        rank = sort_codes(pd.Series(dates.cat.categories).astype("string"))
+        date = np.append(rank, -1)[dates.cat.codes.to_numpy()]  # code -1 (missing) -> -1
+    elif C.RUN_DATE in df:
         date = sort_codes(df[C.RUN_DATE].astype("string"))
         date = np.where(date == np.iinfo(np.int64).max, -1, date)
     else:
@@ -158,25 +170,42 @@ def _codes(values: pd.Series) -> np.ndarray:
     return out
 
 
-def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.DataFrame:
+def configuration_frame(
+    df: pd.DataFrame, repeats: Repeats = "median", rows: np.ndarray | None = None
+) -> pd.DataFrame:
     """One row per workload x configuration over the rankable rows of ``df``, with
-    :data:`AGGREGATE_COLUMNS` added; see the module docstring for the rule."""
+    :data:`AGGREGATE_COLUMNS` added; see the module docstring for the rule. ``rows``
+    (a boolean mask over ``df``): only those rows take part -- the same answer as
+    ``configuration_frame(df[rows])`` without copying the frame."""
     if repeats not in REPEATS:
         raise ValueError(f"unknown repeats {repeats!r}; use {list(REPEATS)}")
     if N_REPEATS in df.columns:
-        return df
-    pos = np.flatnonzero(rankable_mask(df))
+        return df if rows is None else df[np.asarray(rows, dtype=bool)]
+    ok = rankable_mask(df)
+    pos = np.flatnonzero(ok if rows is None else ok & np.asarray(rows, dtype=bool))
     # One encoding of the workload x configuration over the rankable rows; the version
-    # and the run refine it (arrays only: the frame is taken once, at the end).
+    # and the run refine it (arrays only: the frame is taken once, at the end). Codes
+    # of the whole frame, taken at the rankable rows: no copy of the key columns.
     key = present(df, (*WORKLOAD_COLUMNS, *CONFIG_COLUMNS))
-    rows = df[key].iloc[pos]
-    g_cfg = group_codes(rows, key)
+    g_cfg = _dense(group_codes(df, key)[pos])
     version = (
         _codes(df[C.TRTLLM_VERSION].iloc[pos])
         if C.TRTLLM_VERSION in df
         else np.zeros(len(pos), np.int64)
     )
     g = _combine(g_cfg, version) if version.max(initial=0) > 0 else g_cfg
+    later_all = run_order(df)[pos]
+    # Newer versions supersede older ones of the same workload x configuration: only
+    # the rows of each configuration's latest version are pooled (a year of versions
+    # is mostly superseded rows); the older versions are only counted.
+    n_versions_all, newest = _latest_versions(g, g_cfg, later_all)
+    if len(newest) < len(pos):
+        pos, g, later_all, n_versions_all = (
+            pos[newest],
+            _dense(g[newest]),
+            later_all[newest],
+            n_versions_all[newest],
+        )
     n_all = len(pos)
     score_all = as_float(df[C.SCORE_MS])[pos]
     runs_all = (
@@ -184,7 +213,6 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
         if C.RUN_ID in df
         else np.zeros(n_all, np.int64)
     )
-    later_all = run_order(df)[pos]
     # rows of one run sharing the key are one measurement: the fastest
     per_run = _combine(g, _codes(pd.Series(runs_all)))
     if per_run.max(initial=-1) + 1 == n_all:  # the usual case: no such rows
@@ -192,12 +220,12 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
     else:
         # ties on score: the known, smaller iteration spread, then the candidate index
         # (row attributes, so the answer does not depend on row order)
-        tie = relative_spread(df.iloc[pos])
+        tie = _spread_at(df, pos)
         tie = np.where(np.isfinite(tie), tie, np.inf)
         cand = as_float(df[C.CANDIDATE_INDEX])[pos] if C.CANDIDATE_INDEX in df else np.zeros(n_all)
         first = np.lexsort((np.arange(n_all), cand, tie, score_all, per_run))
         keep = np.sort(first[_starts(per_run[first])])
-    pos, g, g_cfg = pos[keep], g[keep], g_cfg[keep]
+    pos, g, n_versions_all = pos[keep], g[keep], n_versions_all[keep]
     score, runs, later = score_all[keep], runs_all[keep], later_all[keep]
     n = len(pos)
     # by group, score, then later runs first; a configuration measured once (the usual
@@ -224,7 +252,7 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
         last = by_group(later, g)  # by group, then later last
         rep = last[np.r_[starts[1:], n] - 1] if n else last
         value = score[rep]
-    within = relative_spread(df.iloc[pos[rep]]) if n else np.zeros(0)
+    within = _spread_at(df, pos[rep]) if n else np.zeros(0)
     sums = np.add.reduceat(score[order], starts) if n else np.zeros(0)
     sq = np.add.reduceat(score[order] ** 2, starts) if n else np.zeros(0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -236,16 +264,8 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
     source = np.where(
         pooled, "run_to_run", np.where(np.isfinite(within), "iteration_spread", "unknown")
     )
-    newest = np.maximum.reduceat(later[order], starts) if n else np.zeros(0, np.int64)
-    # newer versions supersede older ones of the same workload x configuration
-    cfg = g_cfg[rep]
-    n_versions = np.bincount(cfg)[cfg] if n else np.zeros(0, np.int64)
-    if n_versions.max(initial=1) > 1:
-        sup = np.lexsort((newest, cfg))
-        latest = sup[np.r_[_starts(cfg[sup])[1:], True]]
-    else:
-        latest = np.arange(len(cfg))
-    chosen = latest[np.argsort(pos[rep[latest]], kind="stable")]  # input order
+    n_versions = n_versions_all[rep]
+    chosen = np.argsort(pos[rep], kind="stable")  # input order
     ids = _run_id_lists(runs[order], starts, counts, chosen)
     out = df.iloc[pos[rep[chosen]]].copy()
     old = as_float(out[C.SCORE_MS])
@@ -260,6 +280,43 @@ def configuration_frame(df: pd.DataFrame, repeats: Repeats = "median") -> pd.Dat
     out[SPREAD_SOURCE] = source[chosen]
     out[N_VERSIONS] = n_versions[chosen].astype(np.int64)
     return out.reset_index(drop=True)
+
+
+def _dense(codes: np.ndarray) -> np.ndarray:
+    """Dense codes (0..k-1) in the order of ``codes``."""
+    out: np.ndarray = np.unique(codes, return_inverse=True)[1].astype(np.int64)
+    return out
+
+
+def _latest_versions(
+    g: np.ndarray, g_cfg: np.ndarray, later: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (``g``: workload x configuration x version; ``g_cfg``: workload x
+    configuration; ``later``: run order) the number of versions of its configuration,
+    and the positions of the rows of each configuration's latest version (the version
+    whose latest run is the latest; a run holds one version, so there is no tie)."""
+    if not len(g):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    n_g = int(g.max()) + 1
+    newest = np.full(n_g, -1, dtype=np.int64)
+    np.maximum.at(newest, g, later)
+    cfg = np.zeros(n_g, dtype=np.int64)
+    cfg[g] = g_cfg
+    seen = np.zeros(n_g, dtype=bool)
+    seen[g] = True
+    n_versions = np.bincount(cfg, weights=seen).astype(np.int64)[g_cfg]
+    sup = np.flatnonzero(seen)
+    sup = sup[np.lexsort((newest[sup], cfg[sup]))]
+    latest = np.zeros(n_g, dtype=bool)
+    latest[sup[np.r_[_starts(cfg[sup])[1:], True]]] = True
+    return n_versions, np.flatnonzero(latest[g])
+
+
+def _spread_at(df: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """:func:`relative_spread` of the rows at positions ``rows`` (only the columns it
+    reads are taken)."""
+    cols = present(df, _SPREAD_COLUMNS)
+    return relative_spread(pd.DataFrame({c: df[c].iloc[rows].reset_index(drop=True) for c in cols}))
 
 
 def _run_id_lists(

@@ -66,6 +66,9 @@ MAX_BAND_PCT = 10_000.0
 # rounding, and a zero would dominate the log-variance moments of the prior
 _VAR_FLOOR = 0.001**2
 
+# what the version order of a frame reads (analysis.versions.version_table)
+_VERSION_COLUMNS = (C.TRTLLM_VERSION, C.RUN_DATE, C.RUN_ID, C.TRTLLM_COMMIT)
+
 SPREAD = "run_spread"  # estimated run-to-run spread, natural-log units (~ a fraction)
 DF = "run_spread_df"
 SOURCE = "run_spread_source"
@@ -261,19 +264,25 @@ def estimate_noise(history: pd.DataFrame) -> NoiseModel:
     configuration key of the columns the frame carries."""
     key = tuple(present(history, (*WORKLOAD_COLUMNS, *CONFIG_COLUMNS)))
     ok = np.flatnonzero(rankable_mask(history)) if len(history) else np.zeros(0, np.int64)
-    rows = history.iloc[ok]
-    cfg = group_codes(rows[list(key)], list(key)) if len(rows) else np.zeros(0, np.int64)
+    # codes of the whole frame taken at the rankable rows, and of those rows only the
+    # columns read below: no copy of the frame (a cell of a year is ~1M rows)
+    cfg = (
+        np.unique(group_codes(history, list(key))[ok], return_inverse=True)[1].astype(np.int64)
+        if len(ok)
+        else np.zeros(0, np.int64)
+    )
     n_cfg = int(cfg.max()) + 1 if len(cfg) else 0
     first = np.unique(cfg, return_index=True)[1]
-    table = rows[list(key)].iloc[first].reset_index(drop=True)
+    table = history[list(key)].iloc[ok[first]].reset_index(drop=True)
     if len(first) == len(cfg):  # every configuration measured once: nothing to learn
         for col, value in ((SPREAD, np.nan), (DF, np.nan), (SOURCE, WITHIN), (LEVEL, np.nan),
                            (N_LEVEL, 0), (LAST_VERSION, None), ("_prior_s", np.nan),
                            ("_prior_df", np.nan)):  # fmt: skip
             table[col] = value
         return NoiseModel(table, pd.DataFrame(), key)
+    rows = history[present(history, _VERSION_COLUMNS)].iloc[ok]
     ver = _versions(rows)
-    ev = _evidence(cfg, ver, np.log(as_float(rows[C.SCORE_MS])), n_cfg)
+    ev = _evidence(cfg, ver, np.log(as_float(history[C.SCORE_MS])[ok]), n_cfg)
     d = ev["df"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         s_sq = (ev["ss"].to_numpy() / d).astype(float)

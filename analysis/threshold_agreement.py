@@ -20,6 +20,7 @@ the data it was checked on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,9 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
-from analysis.agreement import agreement_report, agreement_summary
+from analysis.agreement import agreement_report, agreement_summary, workload_configs
+from analysis.capabilities import measured_capabilities, measured_mnnvl
+from analysis.derived import add_derived
 from analysis.threshold_validation import AGGRESSIVE, CONSERVATIVE
 from analysis.thresholds import GuideCheck, thresholds_from_check
 from analysis.tree import Thresholds
@@ -51,8 +54,10 @@ class TreeComparison:
     decisions: pd.DataFrame
 
 
-def _summary(df: pd.DataFrame, th: Thresholds) -> tuple[pd.DataFrame, pd.DataFrame]:
-    detail, summary = agreement_report(df, th, GROUP_COLS)
+def _summary(
+    cfg: pd.DataFrame, th: Thresholds, mnnvl: Mapping[str, int]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    detail, summary = agreement_report(cfg, th, GROUP_COLS, mnnvl=mnnvl)
     return summary, _overall(detail)
 
 
@@ -95,7 +100,12 @@ def compare_trees(
     candidates ``check`` was derived from); see the module docstring."""
     published = base or Thresholds()
     derived = thresholds_from_check(check, published)
-    pub_summary, pub_overall = _summary(df, published)
+    # every tree is compared on the same configurations: repeats pooled once, and the
+    # MNNVL the slice's own measurements prove (what agreement_report of df derives)
+    df = add_derived(df) if C.PHASE not in df else df
+    mnnvl = measured_mnnvl(measured_capabilities(df))
+    cfg = workload_configs(df)
+    pub_summary, pub_overall = _summary(cfg, published, mnnvl)
     validated, decisions = published, []
     val_summary, val_overall = pub_summary, pub_overall
     for row in check.table.to_dict("records"):
@@ -109,7 +119,7 @@ def compare_trees(
             trial = thresholds_from_check(
                 check.table[check.table["name"] == row["name"]], validated
             )
-            summary, overall = _summary(df, trial)
+            summary, overall = _summary(cfg, trial, mnnvl)
             drop, where = _worst_drop(pub_summary, summary)
             if drop > 1e-9:
                 reason = f"kept published: the derived value lowers agreement on {where}"
@@ -131,7 +141,7 @@ def compare_trees(
                 "reason": reason,
             }
         )
-    der_summary, der_overall = _summary(df, derived)
+    der_summary, der_overall = _summary(cfg, derived, mnnvl)
     keys = list(GROUP_COLS)
     merged = pub_summary[[*keys, "n_workloads"]]
     overall = []

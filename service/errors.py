@@ -7,6 +7,13 @@ the API maps :class:`InvalidQuery` to 422 and :class:`NoData` to 404, both in th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from analysis import columns as C
+
 
 class ServiceError(Exception):
     """A question the service cannot answer: ``field`` is the input at fault, ``msg``
@@ -26,3 +33,25 @@ class InvalidQuery(ServiceError):
 
 class NoData(ServiceError):
     """The inputs are fine but the store holds nothing to answer from."""
+
+
+def too_broad(filters: Mapping[str, Any], total: int, runs: pd.DataFrame, cap: int) -> InvalidQuery:
+    """The 422 of a question whose runs hold more than ``cap`` candidates: names the
+    first of model, hardware, quant that is missing (else world_size) and an example
+    cell to ask about."""
+    missing = [k for k in (C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE) if k not in filters]
+    field = missing[0] if missing else C.RUN_ID
+    sizes = runs.groupby([C.MODEL, C.HARDWARE, C.QUANT], sort=True)["n_candidates"].sum()
+    example = sizes.idxmax() if len(sizes) else None
+    hint = (
+        f" (e.g. model={example[0]}&hardware={example[1]}&quant={example[2]})"
+        if example is not None
+        else ""
+    )
+    return InvalidQuery(
+        field,
+        f"this question spans {total:,} stored candidates in {len(sizes)} cells, more than "
+        f"one answer reads ({cap:,}); add {field} -- model, hardware and quant together "
+        f"name one cell{hint}",
+        "too_broad",
+    )

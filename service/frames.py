@@ -14,8 +14,11 @@ The store is the truth; this module keeps what the pages read often in memory:
 * the coverage table (counted per cell) and recent runs;
 * analysis results, cached whole, keyed on the cells they read.
 
-Frames, answers and per-frame structures are bounded by the rows they hold
-(``max_rows``), not only by their number: memory stays flat as the store grows.
+Frames, answers and per-frame structures are bounded by the bytes they hold
+(``max_bytes`` for frames, ``max_result_bytes`` for answers and for per-frame
+structures; ``DataFrame.memory_usage(deep=True)``), not only by their number: memory
+stays flat as the store grows. A per-frame structure is weighed without the frame it
+belongs to (the frame cache counts that), and goes when its frame leaves the frame cache.
 
 Every cache entry is keyed on the *version* of the cells it was computed from: a cell's
 version is (number of runs in the cell, newest run id in the cell), read from the runs
@@ -47,8 +50,8 @@ from db.store import Store
 from service import allocator
 from service import shared_answers as shared
 from service.cell_frames import append_rows, appendable
-from service.errors import InvalidQuery
-from service.lru import LRU, rows_held
+from service.errors import too_broad
+from service.lru import LRU, bytes_held
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
@@ -100,8 +103,14 @@ _CATEGORICAL = (
 )
 
 
-# Rows of cell and slice frames one process keeps (~175 bytes a row prepared).
-MAX_CACHED_ROWS = 1_500_000
+# Bytes of cell and slice frames one process keeps: one prepared 1M-row cell (~175
+# MiB) and some smaller ones.
+MAX_CACHED_BYTES = 288 * 2**20
+# Bytes of answers, and of per-frame structures (indexes; their frame not counted).
+MAX_RESULT_BYTES = 96 * 2**20
+# A prepared row's bytes, before a frame was measured (the warm-up's and the
+# reservations' estimate from the stored candidate counts).
+ROW_BYTES = 184
 # Candidates a question without a whole cell may read at once (else 422 with a hint).
 MAX_SLICE_ROWS = 500_000
 # Run columns a bounded read filters in SQL (the rest are candidate-level).
@@ -140,28 +149,6 @@ class Cell:
         return cls(*parts) if len(parts) == 3 and all(parts) else None
 
 
-def too_broad(filters: Mapping[str, Any], total: int, runs: pd.DataFrame, cap: int) -> InvalidQuery:
-    """The 422 of a question whose runs hold more than ``cap`` candidates: names the
-    first of model, hardware, quant that is missing (else world_size) and an example
-    cell to ask about."""
-    missing = [k for k in (C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE) if k not in filters]
-    field = missing[0] if missing else C.RUN_ID
-    sizes = runs.groupby([C.MODEL, C.HARDWARE, C.QUANT], sort=True)["n_candidates"].sum()
-    example = sizes.idxmax() if len(sizes) else None
-    hint = (
-        f" (e.g. model={example[0]}&hardware={example[1]}&quant={example[2]})"
-        if example is not None
-        else ""
-    )
-    return InvalidQuery(
-        field,
-        f"this question spans {total:,} stored candidates in {len(sizes)} cells, more than "
-        f"one answer reads ({cap:,}); add {field} -- model, hardware and quant together "
-        f"name one cell{hint}",
-        "too_broad",
-    )
-
-
 def prepare_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Cell frame from a store candidate frame: derived columns, categoricals and the
     ``_rankable`` flag. Row order is kept (run_id, candidate_index)."""
@@ -184,22 +171,26 @@ class DashData:
         *,
         max_cells: int = 6,
         version_ttl: float = 1.0,
-        max_rows: int = MAX_CACHED_ROWS,
+        max_bytes: int = MAX_CACHED_BYTES,
+        max_result_bytes: int = MAX_RESULT_BYTES,
         max_slice_rows: int = MAX_SLICE_ROWS,
     ) -> None:
         self.store = store
         self.max_cells = max_cells
         self.version_ttl = version_ttl
         self.max_slice_rows = max_slice_rows
-        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.max_result_bytes = max_result_bytes
+        self.row_bytes = ROW_BYTES  # measured on each frame cached (the latest)
         self._cell_versions: dict[Cell, CellVersion] = {}
         self._version_at = -np.inf
         self._version_lock = threading.Lock()
-        self._cells = LRU(max_cells, max_weight=max_rows)
-        # answers and per-frame structures may hold cell-sized frames (configuration
-        # frames, Pareto indexes): bounded by the rows they hold as well
-        self._results = LRU(64, max_weight=max_rows)
-        self._per_frame = LRU(max_cells, max_weight=max_rows)
+        # a frame leaving the cache takes its per-frame structures along (they hold it)
+        self._cells = LRU(max_cells, max_weight=max_bytes, on_evict=self._frame_evicted)
+        # answers and per-frame structures may hold frames of their own (configuration
+        # frames, History pages, indexes): bounded by the bytes they hold as well
+        self._results = LRU(64, max_weight=max_result_bytes)
+        self._per_frame = LRU(max_cells, max_weight=max_result_bytes)
         self._small = LRU(16)
         self._coverage = LRU(4096)  # a few rows per cell
 
@@ -347,11 +338,19 @@ class DashData:
         if self._cells.latest(lambda k: k == key) is None:
             # a cell not held yet: first drop what would not fit beside it, in every
             # cache that may hold another cell's frame
-            rows = self.cell_sizes().get(cell, 0)
-            self._cells.reserve(rows, keep=lambda k: isinstance(k, tuple) and k[0] == cell)
-            self._results.reserve(rows)
-            self._per_frame.reserve(rows)
-        return self._cells.get(key, load, len)
+            size = self.cell_sizes().get(cell, 0) * self.row_bytes
+            self._cells.reserve(size, keep=lambda k: isinstance(k, tuple) and k[0] == cell)
+        return self._cells.get(key, load, self._frame_bytes)
+
+    def _frame_bytes(self, frame: pd.DataFrame) -> int:
+        """A frame's bytes (deep), and its bytes per row for the next estimates."""
+        size = bytes_held(frame)
+        if len(frame) >= 1000:
+            self.row_bytes = max(1, size // len(frame))
+        return size
+
+    def _frame_evicted(self, _key: Hashable, frame: Any) -> None:
+        self._per_frame.discard(lambda k: isinstance(k, tuple) and k[-1] == id(frame))
 
     def _appended(self, cell: Cell) -> pd.DataFrame | None:
         """The cell's previous cached frame with the runs uploaded since appended
@@ -413,7 +412,7 @@ class DashData:
                 )
             )
 
-        return self._cells.get(("slice", ids), load, len)
+        return self._cells.get(("slice", ids), load, self._frame_bytes)
 
     def cached(
         self,
@@ -429,7 +428,7 @@ class DashData:
         read from (and, inside :func:`service.shared_answers.writing`, written to) the
         database's shared answers for that version, so one replica computes it once per
         cell version for all (``where`` must name cells: never a whole-store answer)."""
-        held: Callable[[T], int] = rows_held
+        held: Callable[[T], int] = bytes_held
         version = self.scope_version(where)
         if share and where is not None:
             compute = self._shared(key, version, where, compute)
@@ -481,7 +480,11 @@ class DashData:
     def frame_cached(self, key: Hashable, frame: pd.DataFrame, compute: Callable[[], T]) -> T:
         """A structure built from one cell frame (that may keep the frame alive, e.g. the
         Pareto index), cached per frame object: never paired with another frame's rows,
-        and at most ``max_cells`` of them are kept."""
+        and at most ``max_cells`` of them are kept. Weighed without ``frame`` (the frame
+        cache counts it); dropped when the frame leaves the frame cache."""
+
         # the value holds the frame, so id(frame) is not reused while the entry lives
-        held: Callable[[T], int] = rows_held
+        def held(value: T) -> int:
+            return bytes_held(value, shared={id(frame)})
+
         return self._per_frame.get((key, id(frame)), allocator.trimmed(compute), held)

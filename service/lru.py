@@ -1,40 +1,67 @@
-"""A small thread-safe LRU of computed values, optionally bounded by a weight (rows)."""
+"""A small thread-safe LRU of computed values, optionally bounded by a weight (bytes)."""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
 T = TypeVar("T")
 
 
-def rows_held(value: Any, _depth: int = 0) -> int:
-    """Rows of the DataFrames a cached value holds (itself, in a tuple or list, or as a
-    dataclass field, two levels deep): what it costs in memory, roughly."""
-    if isinstance(value, pd.DataFrame):
-        return len(value)
-    if _depth > 2:
-        return 0
-    if isinstance(value, tuple | list):
-        return sum(rows_held(v, _depth + 1) for v in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return sum(rows_held(getattr(value, f.name), _depth + 1) for f in dataclasses.fields(value))
-    return 0
+def bytes_held(value: Any, shared: Collection[int] = (), _depth: int = 0) -> int:
+    """Bytes of the DataFrames, Series and numpy arrays a cached value holds (itself, in
+    a tuple, list or dict, or as an attribute of a dataclass or plain object, three
+    levels deep), deep (the text of object columns and categories counted): what it
+    costs in memory. Objects whose ``id`` is in ``shared`` (a frame another cache
+    counts) and repeats of one object are counted once at most (never for
+    ``shared``)."""
+    seen: set[int] = set(shared)
+
+    def size(v: Any, depth: int) -> int:
+        if id(v) in seen or v is None or isinstance(v, str | bytes | int | float | bool):
+            return 0
+        seen.add(id(v))
+        if isinstance(v, pd.DataFrame):
+            return int(v.memory_usage(deep=True, index=True).sum())
+        if isinstance(v, pd.Series | pd.Index):
+            return int(v.memory_usage(deep=True))
+        if isinstance(v, np.ndarray):
+            return int(v.nbytes)
+        if depth > 3:
+            return 0
+        if isinstance(v, tuple | list):
+            return sum(size(x, depth + 1) for x in v)
+        if isinstance(v, dict):
+            return sum(size(x, depth + 1) for x in v.values())
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return sum(size(getattr(v, f.name), depth + 1) for f in dataclasses.fields(v))
+        attrs = getattr(v, "__dict__", None)
+        return sum(size(x, depth + 1) for x in attrs.values()) if isinstance(attrs, dict) else 0
+
+    return size(value, _depth)
 
 
 class LRU:
     """At most ``size`` values and (when ``max_weight`` is given) at most that much total
     weight -- the newest value always stays, however heavy. ``get`` computes once per
-    key even when several threads ask at the same time."""
+    key even when several threads ask at the same time. ``on_evict(key, value)`` is
+    called (outside the lock) for every value the bounds push out."""
 
-    def __init__(self, size: int, max_weight: int | None = None) -> None:
+    def __init__(
+        self,
+        size: int,
+        max_weight: int | None = None,
+        on_evict: Callable[[Hashable, Any], None] | None = None,
+    ) -> None:
         self.size = size
         self.max_weight = max_weight
+        self.on_evict = on_evict
         self._items: OrderedDict[Hashable, Any] = OrderedDict()
         self._weights: dict[Hashable, int] = {}
         self._lock = threading.Lock()
@@ -53,20 +80,29 @@ class LRU:
                 if key in self._items:
                     return self._items[key]  # type: ignore[no-any-return]
             value = compute()
+            w = weight(value) if weight is not None else 0  # (deep sizes: not under the lock)
             with self._lock:
                 self._items[key] = value
-                self._weights[key] = weight(value) if weight is not None else 0
-                self._evict()
+                self._weights[key] = w
+                gone = self._evict()
                 self._key_locks.pop(key, None)
+        self._evicted(gone)
         return value
 
-    def _evict(self) -> None:
+    def _evict(self) -> list[tuple[Hashable, Any]]:
         def too_heavy() -> bool:
             return self.max_weight is not None and sum(self._weights.values()) > self.max_weight
 
+        gone = []
         while len(self._items) > 1 and (len(self._items) > self.size or too_heavy()):
-            old, _ = self._items.popitem(last=False)
-            self._weights.pop(old, None)
+            gone.append(self._items.popitem(last=False))
+            self._weights.pop(gone[-1][0], None)
+        return gone
+
+    def _evicted(self, gone: list[tuple[Hashable, Any]]) -> None:
+        if self.on_evict is not None:
+            for key, value in gone:
+                self.on_evict(key, value)
 
     def reserve(self, weight: int, keep: Callable[[Hashable], bool] = lambda _k: False) -> None:
         """Make room for a value of ``weight`` before computing it: evict the least
@@ -74,12 +110,24 @@ class LRU:
         fit, so an old, heavy value and the new one are not held at once."""
         if self.max_weight is None:
             return
+        gone = []
         with self._lock:
             for old in [k for k in self._items if not keep(k)]:
                 if sum(self._weights.values()) + weight <= self.max_weight:
                     break
-                del self._items[old]
+                gone.append((old, self._items.pop(old)))
                 self._weights.pop(old, None)
+        self._evicted(gone)
+
+    def discard(self, match: Callable[[Hashable], bool]) -> int:
+        """Forget the values whose key ``match`` accepts (not an eviction: no
+        ``on_evict``); how many."""
+        with self._lock:
+            keys = [k for k in self._items if match(k)]
+            for k in keys:
+                del self._items[k]
+                self._weights.pop(k, None)
+        return len(keys)
 
     def latest(self, match: Callable[[Hashable], bool]) -> tuple[Hashable, Any] | None:
         """The most recently used (key, value) whose key ``match`` accepts, or None."""

@@ -103,4 +103,6 @@ def slice_frame(data: DashData, s: ThresholdSlice) -> pd.DataFrame:
     mask = np.ones(len(frame), dtype=bool)
     for col, value in s.filters().items():
         mask &= (frame[col].astype("string") == value).to_numpy(dtype=bool, na_value=False)
+    if mask.all() and frame.index.equals(pd.RangeIndex(len(frame))):
+        return frame  # one whole cell: the cached frame itself, not a copy of it
     return frame.loc[mask].reset_index(drop=True)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analysis import columns as C
 from analysis.noise import estimate_noise
 from analysis.tables import plain_value
 from analysis.threshold_agreement import TreeComparison, compare_trees
@@ -67,7 +68,10 @@ def threshold_report(data: DashData, s: ThresholdSlice | None = None) -> Thresho
         noise = estimate_noise(df)
         check = derive_guide_thresholds(df, min_points=MIN_POINTS, by=BREAKDOWNS, noise=noise)
         trees = compare_trees(df, check)
-        ok = df[df["status"] == "success"] if len(df) else df
+        # provenance reads three columns: of the successful rows only those (a cell of a
+        # year is ~1M rows; a copy of all its columns would double the frame)
+        cols = [C.RUN_ID, C.TRTLLM_VERSION, C.SYNTHETIC]
+        ok = df.loc[(df[C.STATUS] == "success").to_numpy(dtype=bool), cols] if len(df) else df
         return ThresholdReport(s, check, trees, provenance(ok))
 
     return data.cached(("threshold_report", s.key()), compute, where=s.filters())

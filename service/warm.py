@@ -26,7 +26,8 @@ def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, floa
     grouping (read from the database's shared answers when another replica stored
     them, else computed and stored). At most ``limit`` cells (default
     ``data.max_cells``) and no more stored candidates than the cell cache keeps
-    (``data.max_rows``; the first cell always): more would evict each other. Returns
+    (``data.max_bytes``, at ``data.row_bytes`` a stored candidate; the first cell
+    always): more would evict each other. Returns
     [(cell key, seconds)]. Errors are logged, never raised (pages load on demand)."""
     done: list[tuple[str, float]] = []
     try:
@@ -34,11 +35,11 @@ def warm_cache(data: DashData, limit: int | None = None) -> list[tuple[str, floa
     except Exception:  # noqa: BLE001 - warming is best effort
         _log.exception("cache warm-up: listing cells failed")
         return done
-    # no more than the cell cache holds (rows and count): more would evict each other
+    # no more than the cell cache holds (bytes and count): more would evict each other
     sizes = data.cell_sizes()
-    budget, picked = data.max_rows, list[Cell]()
+    budget, picked = data.max_bytes, list[Cell]()
     for cell in cells[: limit if limit is not None else data.max_cells]:
-        budget -= sizes.get(cell, 0)
+        budget -= sizes.get(cell, 0) * data.row_bytes
         if picked and budget < 0:
             break
         picked.append(cell)
