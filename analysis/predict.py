@@ -51,7 +51,7 @@ from analysis.config_labels import config_label
 from analysis.crossval_sweeps import bench_command, family_modes
 from analysis.derived import as_float, group_codes
 from analysis.identity import CONFIG_COLUMNS, configuration_frame, default_dispatch, present
-from analysis.predict_curves import LogLogCurves
+from analysis.predict_curves import LogLogCurves, same_regime
 
 TOP_KEPT = 3  # a source keeping at most this many configurations per count is top-k
 MAX_INTERVALS = 32  # configurations given an interval and P(fastest) per answer
@@ -382,7 +382,11 @@ def predict_workload(
     :func:`bracketed` at ``num_tokens``: a curve across a wider gap than the group's
     misses what happened in it (column ``bracketed``). When none is (a source keeping
     only its top configurations measured no configuration at both neighbours), the pick
-    falls back to the nearest measured neighbour's winner, and a note says so."""
+    falls back to the nearest measured neighbour's winner, and a note says so.
+    Neighbours and brackets are taken within the asked count's regime
+    (``analysis.predict_curves.idle_ranks``): under attention DP a count below the world
+    size is not interpolated with one above it, it is extrapolated from its own side (a
+    note says so, and the verdict is *measure first*)."""
     fit = fitted or fit_group(frame, world_size, dispatch, confidence, attention_dp, cuda_graph)
     group, chosen, conf = fit.group, fit.dispatch, fit.confidence
     fam: dict[str, Any] = {"attention_dp": fit.attention_dp, "cuda_graph": fit.cuda_graph}
@@ -414,8 +418,10 @@ def predict_workload(
     rows[CONFIG] = fit.labels[train.index.to_numpy()[first]]
     labels = rows[CONFIG].to_numpy()
     censored = top_kept(group) is not None
-    near = neighbour_estimate(tokens, as_float(group[C.SCORE_MS]), fit.labels, labels,
-                              num_tokens, censored)  # fmt: skip
+    # neighbours and brackets from the asked count's own regime (predict_curves.idle_ranks)
+    same = same_regime(tokens, num_tokens, world_size, fit.attention_dp)
+    near = neighbour_estimate(tokens[same], as_float(group[C.SCORE_MS])[same],
+                              fit.labels[same], labels, num_tokens, censored)  # fmt: skip
     at = float(np.log(num_tokens))
     pred = fit.curves.predict(np.c_[code[first], np.full(len(first), at)])
     # intervals and P(fastest) for the configurations that can be the pick: the
@@ -423,7 +429,9 @@ def predict_workload(
     if np.isfinite(near).any():  # between two measured counts: the neighbours decide
         ok = near == np.nanmin(near)
     else:
-        ok = bracketed(as_float(train[C.NUM_TOKENS]), code, code[first], num_tokens)
+        train_tokens = as_float(train[C.NUM_TOKENS])
+        mine = same_regime(train_tokens, num_tokens, world_size, fit.attention_dp)
+        ok = bracketed(train_tokens[mine], code[mine], code[first], num_tokens)
         ok &= pred == pred[ok].min() if ok.any() else ok
     key = np.where(np.isfinite(near), np.fmin(near, pred), pred)
     top = np.union1d(np.argsort(key, kind="mergesort")[:MAX_INTERVALS], np.flatnonzero(ok))
@@ -451,6 +459,11 @@ def predict_workload(
     rows = rows.reset_index(drop=True)
     if num_tokens < tokens.min() or num_tokens > tokens.max():
         notes.append("beyond the measured token counts: extrapolated")
+    crossed = [n[0] for n in (below, above) if n is not None and not same[tokens == n[0]].any()]
+    if crossed:
+        notes.append(f"under attention DP fewer than {world_size} tokens leave ranks idle, "
+                     f"another regime: the neighbour at {crossed[0]} tokens is not "
+                     "interpolated across; extrapolated from this side")  # fmt: skip
     return Prediction(rows, str(rows[CONFIG].iat[0]), False, num_tokens, world_size, chosen,
                       below, above, conf, notes, **fam, split=split)  # fmt: skip
 
