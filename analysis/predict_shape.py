@@ -21,9 +21,13 @@ towards the common slopes). Intervals are conformal (MAPIE ``CrossConformalRegre
 CV+ leaving one **model** out): the band is the error of predicting a model the fit did
 not see. A world size the store lacks is answered by the same fit for the cell's own
 shape (the kinds re-laid out for that world size). Where the model's pick is less likely
-than :data:`PREFER_TREE_BELOW` to be the fastest and the guide's decision tree names a
-contender, the tree's goes first (``picked_by``): the published rule breaks what the
-model cannot tell apart.
+than the fit's ``prefer_tree_below`` to be the fastest and the guide's decision tree
+names a contender, the tree's goes first (``picked_by``): the published rule breaks what
+the model cannot tell apart. The threshold (the fit's ``prefer_tree_below``) is chosen
+by leaving one stored model out when each such fit keeps two models
+(``analysis.predict_shape_validate.answer_threshold``); else it is the a-priori
+:data:`PREFER_TREE_BELOW`: the model overrides the published rule only where its own
+pick would earn *deploy*.
 
 Pure and deterministic; inputs are not modified.
 """
@@ -40,6 +44,8 @@ from sklearn.linear_model import Ridge
 from sklearn.model_selection import LeaveOneGroupOut
 
 from analysis import columns as C
+from analysis.capabilities import measured_capabilities, measured_mnnvl, mnnvl_at
+from analysis.confidence import SURE
 from analysis.derived import as_float
 from analysis.identity import configuration_frame
 from analysis.tree import Deployment, recommend
@@ -50,7 +56,9 @@ SHAPE = (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE, C.INTERMEDIATE_SIZE)
 KIND = "kind"
 CONFIDENCE = 0.9
 SHAPE_SCALE = 0.1  # a model's weight in the local correction: 1 / (this + shape distance)
-PREFER_TREE_BELOW = 0.5  # the pick's P(fastest) under which the tree's contender goes first
+# a priori: the model overrides the published tree only where its pick would earn the
+# verdict *deploy* (P(fastest) >= analysis.confidence.SURE, "as good as measured")
+PREFER_TREE_BELOW = SURE
 ALPHA = 1.0  # ridge shrinkage of the kind-by-feature terms (features are O(1) logs)
 
 
@@ -161,6 +169,11 @@ class ShapeModel:
     seen: pd.DataFrame = field(
         default_factory=pd.DataFrame
     )  # model, kind, world size, family, log tokens/rank
+    # hardware -> largest world size an NVLINK_* comm ran at in the fitted rows: the tree
+    # is walked as the agreement check walks it (analysis.agreement)
+    mnnvl: dict[str, int] = field(default_factory=dict)
+    # the pick's P(fastest) under which the tree's contender goes first
+    prefer_tree_below: float = PREFER_TREE_BELOW
 
 
 def slice_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -200,7 +213,9 @@ def fit_shapes(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> ShapeMode
                  C.NUM_TOKENS, *SHAPE]]  # fmt: skip
     seen = seen.assign(routed=as_float(seen[C.NUM_TOKENS]) * as_float(seen[C.TOP_K]))
     hardware = str(rows[C.HARDWARE].iloc[0]).upper()
-    return ShapeModel(names, lay.reset_index(drop=True), mapie, confidence, models, hardware, seen)
+    mnnvl = measured_mnnvl(measured_capabilities(frame))
+    return ShapeModel(names, lay.reset_index(drop=True), mapie, confidence, models, hardware, seen,
+                      mnnvl)  # fmt: skip
 
 
 def candidates(
@@ -341,14 +356,36 @@ def predict_shape(
                              cuda_graph)  # fmt: skip
 
 
+def tree_contender(
+    out: pd.DataFrame, fit: ShapeModel, shape: Shape, quant: str, world_size: int,
+    num_tokens: int, attention_dp: bool, cuda_graph: bool,
+) -> int | None:  # fmt: skip
+    """The row of ``out`` (contenders first) that follows the guide's decision tree --
+    its backend, its comm (forced, or AUTO's expected pick), pure EP -- walked with the
+    MNNVL the fitted rows prove (as ``analysis.agreement`` walks it); None when the tree
+    names no contender or the fit has no hardware."""
+    if fit.hardware is None or not len(out):
+        return None
+    dep = Deployment(fit.hardware, shape.num_experts, shape.top_k, shape.hidden_size, quant,
+                     world_size, attention_dp, cuda_graph, num_tokens,
+                     mnnvl=mnnvl_at(fit.mnnvl, fit.hardware, world_size))  # fmt: skip
+    rec = recommend(dep)
+    comm = rec.comm if rec.force_comm else rec.expected_comm
+    hit = np.flatnonzero(out["contender"].to_numpy(bool)
+                         & (out[C.BACKEND].astype(str).to_numpy() == rec.backend)
+                         & (out[C.COMM].astype(str).to_numpy() == comm)
+                         & (out[C.MOE_TP_SIZE].to_numpy(float) <= 1))  # fmt: skip
+    return int(hit[0]) if len(hit) else None
+
+
 def _tree_when_unsure(
     out: pd.DataFrame, fit: ShapeModel, shape: Shape, quant: str, world_size: int,
     num_tokens: int, attention_dp: bool, cuda_graph: bool,
 ) -> pd.DataFrame:  # fmt: skip
     """``out`` with ``p_fastest`` (among the contenders) and ``picked_by``: where the
-    model's own pick is less likely than :data:`PREFER_TREE_BELOW` to be the fastest and
-    the guide's tree names a contender, that contender goes first (the published
-    rule breaks what the model cannot tell apart)."""
+    model's own pick is less likely than the fit's ``prefer_tree_below`` to be the
+    fastest and the guide's tree names a contender (:func:`tree_contender`), that
+    contender goes first (the published rule breaks what the model cannot tell apart)."""
     from analysis.predict import p_fastest
 
     out = out.copy()
@@ -361,18 +398,12 @@ def _tree_when_unsure(
     if not len(out):
         return out
     out.loc[0, "picked_by"] = "shape model"
-    if fit.hardware is None or chance[0] >= PREFER_TREE_BELOW:
+    if chance[0] >= fit.prefer_tree_below:
         return out
-    dep = Deployment(fit.hardware, shape.num_experts, shape.top_k, shape.hidden_size, quant,
-                     world_size, attention_dp, cuda_graph, num_tokens)  # fmt: skip
-    rec = recommend(dep)
-    comm = rec.comm if rec.force_comm else rec.expected_comm
-    hit = np.flatnonzero(ok & (out[C.BACKEND].astype(str).to_numpy() == rec.backend)
-                         & (out[C.COMM].astype(str).to_numpy() == comm)
-                         & (out[C.MOE_TP_SIZE].to_numpy(float) <= 1))  # fmt: skip
-    if not len(hit) or hit[0] == 0:
+    hit = tree_contender(out, fit, shape, quant, world_size, num_tokens, attention_dp, cuda_graph)
+    if hit is None or hit == 0:
         return out
-    order = [int(hit[0]), *[i for i in range(len(out)) if i != hit[0]]]
+    order = [hit, *[i for i in range(len(out)) if i != hit]]
     out = out.iloc[order].reset_index(drop=True)
     out["picked_by"] = ""
     out.loc[0, "picked_by"] = "decision tree (the shape model cannot tell the contenders apart)"

@@ -8,7 +8,14 @@ CUDA graph; the default routing pattern), which configuration kind is fastest. S
 per workload (``regret_pct``: the pick's measured score there against the measured
 best, %):
 
-* ``predicted``: the shape model's pick;
+* ``predicted``: the shape model's pick, the tree's contender first where the model's
+  own pick is less likely than ``prefer_tree_below`` to be the fastest. The threshold is
+  chosen as the product chooses it (:func:`answer_threshold`), **inside** the training
+  models of each held-out model, so its answers never choose it: by leaving one
+  training model out (:func:`choose_threshold` over :data:`THRESHOLDS`) when each such
+  fit keeps :data:`MIN_MODELS` models -- a fit on one model calibrates its intervals on
+  held-out world sizes, not models, so its P(fastest) is not the one being thresholded
+  -- else the a-priori ``analysis.predict_shape.PREFER_TREE_BELOW``;
 * ``tree``: the guide's decision tree (``analysis.agreement.agreement_detail``, the
   lowest score among configurations that follow it);
 * ``nearest``: the winner of the same workload on the measured model nearest in shape
@@ -21,6 +28,7 @@ counted as censored, not scored (as in :mod:`analysis.predict_validate`). ``n_co
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -58,7 +66,89 @@ def _regret(measured: pd.Series, kind: str | None) -> float:
     return 100.0 * (float(measured[kind]) / float(measured.min()) - 1.0)
 
 
+THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(11))  # prefer_tree_below tried
+MIN_MODELS = 2  # models each fit of a threshold's leave-one-model-out keeps
+
+
+def _answers(
+    fit: S.ShapeModel, rows: pd.DataFrame, held: str, shape: S.Shape, quant: str
+) -> list[dict[str, Any]]:
+    """Every workload of the ``held`` model asked of ``fit`` (fitted without it): the
+    model's own pick (``prefer_tree_below`` 0) with its P(fastest), the tree's contender,
+    what each measured there (``model_regret_pct`` / ``tree_pick_regret_pct``; NaN: not
+    kept) and the least regret a pick not kept there can have (``regret_floor_pct``)."""
+    own = replace(fit, prefer_tree_below=0.0)
+    mine = rows[rows[C.MODEL].astype(str) == held]
+    out = []
+    for key, truth in mine.groupby(list(WORKLOAD), observed=True):
+        ws, t, adp, graph = int(key[0]), int(key[1]), bool(key[2]), bool(key[3])
+        got = S.predict_shape(own, shape, quant, ws, t, adp, graph)
+        if got.empty:
+            continue
+        measured = (
+            pd.Series(as_float(truth[C.SCORE_MS]), index=truth[S.KIND]).groupby(level=0).min()
+        )
+        hit = S.tree_contender(got, own, shape, quant, ws, t, adp, graph)
+        known = got[got[S.KIND].isin(measured.index)]
+        log_truth = np.log(measured.loc[known[S.KIND]].to_numpy(float))
+        inside = (log_truth >= np.log(known["lo_ms"].to_numpy(float)) - 1e-12) & (
+            log_truth <= np.log(known["hi_ms"].to_numpy(float)) + 1e-12
+        )
+        out.append({
+            C.MODEL: held, C.WORLD_SIZE: ws, C.NUM_TOKENS: t, C.ATTENTION_DP: adp,
+            C.CUDA_GRAPH: graph, "measured": measured,
+            "model_pick": str(got["config"].iat[0]), "p_fastest": float(got["p_fastest"].iat[0]),
+            "model_regret_pct": _regret(measured, str(got[S.KIND].iat[0])),
+            "tree_pick": None if hit is None else str(got["config"].iat[hit]),
+            "tree_pick_regret_pct": np.nan if hit is None
+            else _regret(measured, str(got[S.KIND].iat[hit])),
+            "regret_floor_pct": 100.0 * (float(measured.max()) / float(measured.min()) - 1.0),
+            "n_predicted": len(known), "n_covered": int(inside.sum()),
+        })  # fmt: skip
+    return out
+
+
+def _tree_goes_first(table: pd.DataFrame, threshold: float) -> np.ndarray:
+    """Where the tree's contender is the pick at ``threshold``: it exists and the model's
+    own pick is less likely than ``threshold`` to be the fastest."""
+    out: np.ndarray = table["tree_pick"].notna().to_numpy(bool) & (
+        table["p_fastest"].to_numpy(float) < threshold
+    )
+    return out
+
+
+def choose_threshold(table: pd.DataFrame) -> float:
+    """The ``prefer_tree_below`` of :data:`THRESHOLDS` whose picks had the least p90
+    regret on ``table`` (rows of :func:`_answers`: models held out of fits that never saw
+    them), a pick the source did not keep counted at its least regret
+    (``regret_floor_pct``); ties: the lower mean, then the higher threshold (the
+    published rule when the data cannot tell). :data:`analysis.predict_shape.PREFER_TREE_BELOW`
+    for an empty table."""
+    if table.empty:
+        return S.PREFER_TREE_BELOW
+    floor = table["regret_floor_pct"].to_numpy(float)
+    scores = []
+    for threshold in THRESHOLDS:
+        tree = _tree_goes_first(table, threshold)
+        regret = np.where(tree, table["tree_pick_regret_pct"], table["model_regret_pct"])
+        regret = np.where(np.isfinite(regret.astype(float)), regret, floor).astype(float)
+        scores.append((float(np.quantile(regret, 0.9)), float(regret.mean()), -threshold))
+    return -min(scores)[2]
+
+
+def answer_threshold(table: pd.DataFrame) -> float:
+    """The ``prefer_tree_below`` an answer of a (hardware, quant) slice uses, from the
+    slice's leave-one-model-out rows (``table``: :func:`validate_models` of the stored
+    models): :func:`choose_threshold` when each of its fits kept :data:`MIN_MODELS`
+    models, else the a-priori ``analysis.predict_shape.PREFER_TREE_BELOW``."""
+    if table.empty or table[C.MODEL].nunique() - 1 < MIN_MODELS:
+        return S.PREFER_TREE_BELOW
+    return choose_threshold(table)
+
+
 def _slice(frame: pd.DataFrame, confidence: float) -> list[dict[str, Any]]:
+    """Leave one model out of one (hardware, quant) slice, each held-out model's
+    tie-break threshold chosen by :func:`answer_threshold` of its training models."""
     rows = S.slice_rows(frame)
     if rows.empty or rows[C.MODEL].nunique() < 2:
         return []
@@ -68,20 +158,26 @@ def _slice(frame: pd.DataFrame, confidence: float) -> list[dict[str, Any]]:
     )
     shapes = {str(m): _shape(g) for m, g in rows.groupby(C.MODEL, observed=True)}
     quant = str(rows[C.QUANT].iloc[0])
+    fits: dict[tuple[str, ...], S.ShapeModel] = {}
+    answers: dict[tuple[tuple[str, ...], str], list[dict[str, Any]]] = {}
+
+    def asked(train: tuple[str, ...], held: str) -> list[dict[str, Any]]:
+        if train not in fits:
+            fits[train] = S.fit_shapes(frame[frame[C.MODEL].astype(str).isin(train)], confidence)
+        if (train, held) not in answers:
+            answers[(train, held)] = _answers(fits[train], rows, held, shapes[held], quant)
+        return answers[(train, held)]
+
     out = []
     for held in sorted(shapes):
-        fit = S.fit_shapes(frame[frame[C.MODEL].astype(str) != held], confidence)
-        mine = rows[rows[C.MODEL].astype(str) == held]
+        others = tuple(m for m in sorted(shapes) if m != held)
+        inner = [{**r, C.MODEL: a} for a in others if len(others) - 1 >= MIN_MODELS
+                 for r in asked(tuple(m for m in others if m != a), a)]  # fmt: skip
+        threshold = answer_threshold(pd.DataFrame(inner))
         near = _nearest_model(shapes, held)
         theirs = rows[rows[C.MODEL].astype(str) == near]
-        for key, truth in mine.groupby(list(WORKLOAD), observed=True):
-            ws, t, adp, graph = int(key[0]), int(key[1]), bool(key[2]), bool(key[3])
-            got = S.predict_shape(fit, shapes[held], quant, ws, t, adp, graph)
-            if got.empty:
-                continue
-            measured = (
-                pd.Series(as_float(truth[C.SCORE_MS]), index=truth[S.KIND]).groupby(level=0).min()
-            )
+        for r in asked(others, held):
+            ws, t, adp, graph = (r[k] for k in WORKLOAD)
             there = theirs[
                 (as_float(theirs[C.WORLD_SIZE]) == ws)
                 & (as_float(theirs[C.NUM_TOKENS]) == t)
@@ -93,22 +189,26 @@ def _slice(frame: pd.DataFrame, confidence: float) -> list[dict[str, Any]]:
                 if len(there)
                 else None
             )
-            known = got[got[S.KIND].isin(measured.index)]
-            log_truth = np.log(measured.loc[known[S.KIND]].to_numpy(float))
-            inside = (log_truth >= np.log(known["lo_ms"].to_numpy(float)) - 1e-12) & (
-                log_truth <= np.log(known["hi_ms"].to_numpy(float)) + 1e-12
-            )
+            by_tree = bool(_tree_goes_first(pd.DataFrame([r]), threshold)[0])
             tree_regret = tree.get((held, ws, t, adp, graph), np.nan) if len(tree) else np.nan
             out.append({
                 C.HARDWARE: str(rows[C.HARDWARE].iloc[0]), C.QUANT: quant, C.MODEL: held,
                 C.WORLD_SIZE: ws, C.NUM_TOKENS: t, C.ATTENTION_DP: adp, C.CUDA_GRAPH: graph,
-                "pick": str(got["config"].iat[0]),
-                "regret_pct": _regret(measured, str(got[S.KIND].iat[0])),
+                "pick": r["tree_pick"] if by_tree else r["model_pick"],
+                "picked_by": "decision tree" if by_tree else "shape model",
+                "prefer_tree_below": threshold,
+                "p_fastest": r["p_fastest"],
+                "regret_pct": r["tree_pick_regret_pct"] if by_tree else r["model_regret_pct"],
+                "model_pick": r["model_pick"],
+                "model_regret_pct": r["model_regret_pct"],
+                "tree_pick": r["tree_pick"],
+                "tree_pick_regret_pct": r["tree_pick_regret_pct"],
+                "regret_floor_pct": r["regret_floor_pct"],
                 "tree_regret_pct": float(tree_regret) if pd.notna(tree_regret) else np.nan,
                 "nearest_model": near,
-                "nearest_regret_pct": _regret(measured, near_kind),
-                "n_predicted": len(known),
-                "n_covered": int(inside.sum()),
+                "nearest_regret_pct": _regret(r["measured"], near_kind),
+                "n_predicted": r["n_predicted"],
+                "n_covered": r["n_covered"],
             })  # fmt: skip
     return out
 

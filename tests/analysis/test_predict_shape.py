@@ -4,6 +4,8 @@ leave-one-model-out validation against the guide's tree."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -74,7 +76,8 @@ def test_features_are_per_rank_physics() -> None:
 
 def test_a_model_given_by_its_shape_gets_the_right_pick_with_intervals() -> None:
     shape = SHAPES["m_mid"]
-    fit = S.fit_shapes(frame(models=("m_small", "m_big", "m_wide")))
+    # the model's own pick (the tree breaks no tie: its thresholds are not this law's)
+    fit = replace(S.fit_shapes(frame(models=("m_small", "m_big", "m_wide"))), prefer_tree_below=0.0)
     right = 0
     for t in (3, 48, 700, 5000):
         got = S.predict_shape(fit, shape, "NVFP4", 8, t)
@@ -110,6 +113,11 @@ def test_leave_one_model_out_scores_the_pick_the_tree_and_the_nearest_model() ->
     assert summary["predicted"]["p90_regret_pct"] < 5.0
     assert 0.5 <= summary["coverage"] <= 1.0
     assert {"predicted", "tree"} <= set(summary["paired"])
+    # four models: each held-out model's threshold chosen inside its three training models
+    per_model = table.groupby("model")["prefer_tree_below"]
+    assert (per_model.nunique() == 1).all() and set(per_model.first()) <= set(L.THRESHOLDS)
+    by_tree = table["picked_by"] == "decision tree"
+    assert (table.loc[by_tree, "p_fastest"] < table.loc[by_tree, "prefer_tree_below"]).all()
 
 
 def test_the_tree_breaks_what_the_model_cannot_tell_apart() -> None:
@@ -129,3 +137,27 @@ def test_the_tree_breaks_what_the_model_cannot_tell_apart() -> None:
             assert first["picked_by"].startswith("decision tree") and is_tree.iat[0]
             assert first["p_fastest"] < got["p_fastest"].max()  # the model preferred another
         assert (got["picked_by"].iloc[1:] == "").all()
+
+
+def _answers(p: list[float], model: list[float], tree: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "model": [f"m{i % 3}" for i in range(len(p))], "p_fastest": p,
+        "model_regret_pct": model, "tree_pick": ["tree"] * len(p),
+        "tree_pick_regret_pct": tree, "regret_floor_pct": [20.0] * len(p),
+    })  # fmt: skip
+
+
+def test_the_tie_break_threshold_is_the_one_with_the_least_p90_regret() -> None:
+    # unsure picks (P 0.3) were wrong and the tree right; sure ones (P 0.9) the opposite:
+    # any threshold in (0.3, 0.9] takes the right one everywhere; ties: the highest
+    table = _answers([0.3] * 5 + [0.9] * 5, [10.0] * 5 + [0.0] * 5, [0.0] * 5 + [10.0] * 5)
+    assert L.choose_threshold(table) == 0.9
+    # a tree pick the source did not keep counts at its floor (20 %): the model's stays
+    censored = _answers([0.3] * 10, [1.0] * 10, [float("nan")] * 10)
+    assert L.choose_threshold(censored) == 0.3
+    # three models: each leave-one-model-out fit kept two, the threshold is chosen
+    assert L.answer_threshold(table) == 0.9
+    # two models: a fit of one calibrates on world sizes, not models -- the a-priori one
+    two = table.assign(model=[f"m{i % 2}" for i in range(len(table))])
+    assert L.answer_threshold(two) == S.PREFER_TREE_BELOW
+    assert L.choose_threshold(table.iloc[:0]) == S.PREFER_TREE_BELOW
