@@ -84,7 +84,7 @@ def _caches(data: Any) -> dict[str, Any]:
         items = list(lru._items.items())
         out[name] = {
             "entries": len(items),
-            "rows": lru.weight,
+            "weight_mb": round(lru.weight / 2**20, 1),  # what the cache counts (bytes)
             "frames_mb": round(sum(_frame_mb(v) for _k, v in items), 1),
             "top": sorted(((round(_frame_mb(v), 1), str(k)[:80]) for k, v in items), reverse=True)[
                 :4
