@@ -10,6 +10,7 @@ A slice with nothing stored is :class:`~service.errors.NoData` on ``hardware``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -19,6 +20,7 @@ from analysis import predict as P
 from analysis import predict_shape as S
 from analysis import predict_shape_validate as L
 from analysis.confidence import verdict
+from analysis.predict_command import shape_command
 from analysis.tables import to_json_records
 from service.errors import NoData
 from service.frames import DashData
@@ -31,6 +33,11 @@ METHOD = (
     "model out; where the pick is less likely than even to be fastest, the decision tree's "
     "configuration goes first when it is a contender"
 )
+
+
+# Revision of the validation answers: part of their shared-answer keys, so answers a
+# replica stored with an earlier method are not read as this one's.
+REVISION = 2
 
 
 def _slice(hardware: str, quant: str) -> dict[str, Any]:
@@ -46,7 +53,10 @@ def slice_frame(data: DashData, hardware: str, quant: str) -> pd.DataFrame:
 
 
 def shape_fit(data: DashData, hardware: str, quant: str, confidence: float) -> S.ShapeModel:
-    """The slice's shape model, fitted once per version of its cells."""
+    """The slice's shape model, fitted once per version of its cells, with the tie-break
+    threshold its leave-one-model-out validation chose
+    (``analysis.predict_shape_validate.answer_threshold``: read from the shared,
+    precomputed :func:`model_validation` when the slice has enough models to choose one)."""
 
     def fit() -> S.ShapeModel:
         return S.fit_shapes(slice_frame(data, hardware, quant), confidence)
@@ -54,7 +64,10 @@ def shape_fit(data: DashData, hardware: str, quant: str, confidence: float) -> S
     where = _slice(hardware, quant)
     key = ("prediction_shape_fit", where["hardware"], quant, float(confidence))
     out: S.ShapeModel = data.cached(key, fit, where)
-    return out
+    if len(out.models) - 1 < L.MIN_MODELS:
+        return out  # too few models to choose it: the a-priori threshold
+    summary = model_validation(data, hardware, quant, confidence)["summary"]
+    return replace(out, prefer_tree_below=float(summary["prefer_tree_below"]))
 
 
 def answer_from_shape(
@@ -118,7 +131,11 @@ def shape_prediction(
     def compute() -> dict[str, Any]:
         fit = shape_fit(data, hardware, quant, confidence)
         got = answer_from_shape(fit, shape, quant, world_size, num_tokens, attention, phase)
-        return {"cell": {"model": None, "hardware": hardware.upper(), "quant": quant}, **got}
+        ran = shape_command(hardware.upper(), quant, dims, world_size, num_tokens,
+                            attention != "tp", phase != "prefill")  # fmt: skip
+        measure = {"command": ran.command, "preset": ran.preset, "model_args": ran.model_args}
+        return {"cell": {"model": None, "hardware": hardware.upper(), "quant": quant}, **got,
+                "measure": measure}  # fmt: skip
 
     key = ("prediction_shape", hardware.upper(), quant, shape, world_size, num_tokens, attention,
            phase, float(confidence))  # fmt: skip
@@ -135,10 +152,11 @@ def model_validation(
 
     def compute() -> dict[str, Any]:
         table = L.validate_models(slice_frame(data, hardware, quant), confidence)
-        return {"summary": L.summarize_models(table), "items": to_json_records(table)}
+        summary = {**L.summarize_models(table), "prefer_tree_below": L.answer_threshold(table)}
+        return {"summary": summary, "items": to_json_records(table)}
 
     where = _slice(hardware, quant)
-    key = ("prediction_model_validation", where["hardware"], quant, float(confidence))
+    key = ("prediction_model_validation", where["hardware"], quant, float(confidence), REVISION)
     out: dict[str, Any] = data.cached(key, compute, where, share=True)
     return out
 

@@ -10,6 +10,36 @@ from pydantic import Field
 from api.schemas.common import Open, examples
 
 
+class MeasureShape(Open):
+    """How to measure a model given by its shape with bench_moe."""
+
+    command: str = Field(
+        description="the bench_moe command line: the GPU's launcher, --world_size, the model "
+        "(--model PRESET, or the shape flags), --quant, every --parallel_mode of the attention "
+        "family, --search backend comm, --balanced_total_num_tokens <num_tokens>, "
+        "--no_cuda_graph for prefill, --use_low_precision_moe_combine (as the stored sweeps "
+        "ran) and --output_file",
+        examples=[
+            "PYTHONPATH=tests/microbenchmarks:${PYTHONPATH:-} mpirun … -np 8 python3 -m "
+            "bench_moe --world_size 8 --num_experts 512 --top_k 10 --hidden_size 4096 "
+            "--intermediate_size 1024 --routing_method RENORMALIZE --quant NVFP4 …"
+        ],
+    )
+    preset: str | None = Field(
+        description="the bench_moe built-in model (--model) whose shape this is; null: no "
+        "preset has it, the shape flags describe the model",
+        examples=[None, "glm_5"],
+    )
+    model_args: str = Field(
+        description="the arguments that describe the model: --model PRESET, or --num_experts "
+        "--top_k --hidden_size --intermediate_size with --routing_method RENORMALIZE (bench_moe "
+        "requires a routing method for a custom shape; under its default balanced routing plan "
+        "the method changes only the router's own cost; pass the model's own when it has one "
+        "-- DEEPSEEK_V3 also needs --n_group and --topk_group)",
+        examples=["--model glm_5"],
+    )
+
+
 class PredictionAnswer(Open):
     """One workload's answer: per configuration a score (predicted or measured) with its
     interval and P(fastest), the pick, the measured neighbours."""
@@ -74,6 +104,12 @@ class PredictionAnswer(Open):
         "both (num_tokens, best, best_ms, other_ms = the other winner's score there, null "
         "when the source did not keep it), crossover_tokens (where their log-log segments "
         "cross; null when unknown) and the bench_moe command that settles it",
+    )
+    measure: MeasureShape | None = Field(
+        None,
+        description="GET /predictions/shape only: the bench_moe command that would measure "
+        "the asked shape at the asked workload, so the prediction can be replaced by a "
+        "measurement",
     )
     items: list[dict[str, Any]] = Field(
         description="per configuration: its columns, config, kind, score_ms, lo_ms, hi_ms "

@@ -92,6 +92,16 @@ def test_a_model_given_by_its_shape(client: TestClient, store: Store) -> None:
     want = X.shape_prediction(DashData(store), "GB300", "NVFP4", (256, 8, 6144, 2048), 8, 300)
     assert body == want and body["shape"] == shape and body["source"] == "shape model"
     assert body["items"] and body["pick"] == body["items"][0]["config"]
+    # the bench_moe command measuring it: glm_5's shape is a bench_moe preset
+    measure = body["measure"]
+    assert measure["preset"] == "glm_5" and measure["model_args"] == "--model glm_5"
+    assert "--model glm_5" in measure["command"] and "--world_size 8" in measure["command"]
+    assert "--balanced_total_num_tokens 300 " in measure["command"]
+    custom = client.get("/api/v1/predictions/shape", params={**params, "top_k": 10})
+    assert custom.status_code == 200, custom.text
+    assert custom.json()["measure"]["preset"] is None
+    assert "--num_experts 256 --top_k 10" in custom.json()["measure"]["command"]
+    assert "--routing_method RENORMALIZE" in custom.json()["measure"]["command"]
     other = client.get("/api/v1/predictions/shape", params={**params, "hardware": "H200"})
     assert other.status_code == 404 and other.json()["detail"][0]["loc"] == ["query", "hardware"]
     assert client.get("/api/v1/predictions/shape", params={**params, "top_k": 0}).status_code == 422
