@@ -4,7 +4,8 @@ warm-up loads, and right after an upload for the cells it changed.
 
 :func:`precompute_cell` is that list of answers: the API's and the Best page's Best
 tables (both groupings, with the cell's noise model they read) and the Pareto table of
-the cell and of each world size x phase. :class:`Precomputer` runs it on a single
+the cell and of each world size x phase, and the predictions' validation of the cell
+(``service.predictions``). :class:`Precomputer` runs it on a single
 background thread per read path, a cell queued once however many uploads arrive while
 it waits, stepping aside while a visitor is being answered (``service.foreground``).
 """
@@ -26,6 +27,7 @@ from service.best import Grouping, best_table, cell_best
 from service.errors import ServiceError
 from service.frames import Cell, DashData
 from service.pareto import pareto_table
+from service.predictions import warm_validations
 from service.scope import Scope
 
 _log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ def precompute_cell(data: DashData, cell: Cell) -> float:
         for ws in _safe(partial(_world_sizes, data, cell)) or []:
             for phase in PHASES:
                 _safe(partial(pareto_table, data, cell_scope(cell, world_size=ws, phase=phase)))
+        _safe(partial(warm_validations, data, [cell]))  # the Predictions page's, last
     return time.perf_counter() - t0
 
 

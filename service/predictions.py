@@ -25,8 +25,10 @@ from analysis import predict_validate as V
 from analysis.confidence import verdict
 from analysis.predict_next import measure_next
 from analysis.tables import to_json_records
+from service import foreground
 from service import predictions_shape as X
-from service.errors import NoData
+from service import shared_answers as shared
+from service.errors import NoData, ServiceError
 from service.frames import Cell, DashData
 
 
@@ -209,9 +211,29 @@ def validation(
         }
 
     where = {"hardware": cell.hardware, "quant": cell.quant}  # the other models count too
-    key = ("prediction_validation", cell, confidence)
-    out: dict[str, Any] = data.cached(key, compute, where)
+    key = ("prediction_validation", cell, float(confidence), X.REVISION)
+    # shared: computed once per version of the slice's cells, by the warm-up at start and
+    # the recomputation after an upload (warm_validations), read by every replica
+    out: dict[str, Any] = data.cached(key, compute, where, share=True)
     return out
+
+
+def warm_validations(data: DashData, cells: list[Cell] | None = None) -> list[str]:
+    """Compute (or read) and share the validation of ``cells`` (default: the first
+    ``data.max_cells`` of the store, the pages' order) so the first visit of the
+    Predictions page or ``GET /api/v1/predictions/validation`` finds it ready; each cell
+    between visitors (``service.foreground``). Returns the keys of the cells answered;
+    a cell that cannot be answered is skipped (its page says why)."""
+    done = []
+    for cell in cells if cells is not None else data.cells()[: data.max_cells]:
+        foreground.step_aside()
+        try:
+            with shared.writing():
+                validation(data, cell.model, cell.hardware, cell.quant)
+        except ServiceError:
+            continue
+        done.append(cell.key)
+    return done
 
 
 def _models(data: DashData, cell: Cell, confidence: float) -> dict[str, Any]:

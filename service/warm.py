@@ -14,6 +14,7 @@ from service.best import cell_best_table
 from service.errors import ServiceError
 from service.frames import Cell, DashData
 from service.pareto import cell_pareto
+from service.predictions import warm_validations
 from service.thresholds import threshold_report
 
 _log = logging.getLogger(__name__)
@@ -75,6 +76,11 @@ def warm_all(data: DashData) -> None:
             _log.info("cache warm-up: no whole-store threshold report (%s)", err.msg)
         except Exception:  # noqa: BLE001 - warming is best effort
             _log.exception("cache warm-up of the threshold report failed")
+        try:  # last: the Predictions page's validation of the warmed cells, shared
+            warmed = {key for key, _ in done}
+            warm_validations(data, [c for c in data.cells() if c.key in warmed])
+        except Exception:  # noqa: BLE001 - warming is best effort
+            _log.exception("cache warm-up of the predictions validation failed")
 
 
 def start_warm_cache(data: DashData) -> threading.Thread:
