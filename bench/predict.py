@@ -52,13 +52,16 @@ def validation(tmp: str) -> dict[str, Any]:
     load_published(store)
     data = DashData(store)
     t0 = time.perf_counter()
-    token_rows, model_rows, slices = [], [], set()
+    token_rows, model_rows, thresholds = [], [], {}
     for cell in data.cells():
         got = S.validation(data, cell.model, cell.hardware, cell.quant)
         token_rows += got["items"]
-        if (cell.hardware, cell.quant) not in slices:  # the slice's table, once
-            slices.add((cell.hardware, cell.quant))
-            model_rows += model_validation(data, cell.hardware, cell.quant)["items"]
+        name = f"{cell.hardware} · {cell.quant}"
+        if name not in thresholds:  # the slice's table, once
+            models = model_validation(data, cell.hardware, cell.quant)
+            model_rows += models["items"]
+            # the tie-break threshold an answer of this slice uses (chosen on all models)
+            thresholds[name] = models["summary"].get("prefer_tree_below")
     seconds = time.perf_counter() - t0
     store.close()
     return {
@@ -66,6 +69,7 @@ def validation(tmp: str) -> dict[str, Any]:
         "seconds": seconds,
         "token_counts": V.summarize(pd.DataFrame(token_rows)),
         "models": L.summarize_models(pd.DataFrame(model_rows)),
+        "answer_thresholds": thresholds,
     }
 
 
@@ -136,6 +140,8 @@ def main() -> int:
     print(_row("predicted, paired with the tree", mod["paired"]["predicted"]))
     print(_row("tree, paired with the predicted", mod["paired"]["tree"]))
     print(f"coverage of the 90 % intervals: {mod['coverage']:.3f}")
+    print("tie-break threshold of the answers (prefer_tree_below): "
+          + ", ".join(f"{k} {v}" for k, v in val["answer_thresholds"].items()))  # fmt: skip
     print(f"\none prediction ({lat['candidates']:,} candidates, warm, {lat['n']} calls): "
           f"p50 {lat['p50_ms']:.1f} ms, p95 {lat['p95_ms']:.1f} ms, "
           f"max {lat['max_ms']:.1f} ms")  # fmt: skip
