@@ -42,6 +42,8 @@ def test_predictions_on_nvidias_published_sweeps() -> None:
     assert pred["median_regret_pct"] == 0.0
     assert pred["p90_regret_pct"] <= near["p90_regret_pct"]
     assert pred["worst_regret_pct"] <= near["worst_regret_pct"]
-    assert pred["worst_regret_pct"] < 20.0
+    # issue 24's goal: <= 10 % (15.6 % before answers stopped interpolating across the
+    # idle-rank regime of attention DP below the world size)
+    assert pred["worst_regret_pct"] <= 10.0
     # a pick the top-3 source did not keep at the held-out count is not scored: few
     assert pred["censored"] <= 0.03 * summary["n_queries"]

@@ -34,11 +34,15 @@ def test_leave_one_model_out_on_nvidias_published_sweeps() -> None:
     assert summary["n_workloads"] > 1000
     pred, paired = summary["predicted"], summary["paired"]
     # the pick mostly among the configurations the source kept (256 of 1,120 without the
-    # tree as tie-break)
-    assert pred["censored"] <= 0.15 * summary["n_workloads"]
-    assert paired["n"] > 900
+    # tree as tie-break, 104 with it walked on the hand table; the tree's own: 70)
+    assert pred["censored"] <= summary["tree"]["censored"]
+    assert paired["n"] > 1000
     assert paired["predicted"]["median_regret_pct"] == 0.0
-    # no worse than the tree at the worst case; within 1.5 points of it at p90
+    # no worse than the tree (issue 24): at the worst case, in wrong picks, and at p90 to
+    # 0.01 point (3.827 vs 3.826 %: the tree's pick wherever it is a contender)
     assert paired["predicted"]["worst_regret_pct"] <= paired["tree"]["worst_regret_pct"]
-    assert paired["predicted"]["p90_regret_pct"] <= paired["tree"]["p90_regret_pct"] + 1.5
+    assert paired["predicted"]["wrong_picks"] <= paired["tree"]["wrong_picks"]
+    assert paired["predicted"]["p90_regret_pct"] <= paired["tree"]["p90_regret_pct"] + 0.01
+    # over every workload it scores, the pick is not behind the tree at p90
+    assert pred["p90_regret_pct"] <= summary["tree"]["p90_regret_pct"]
     assert summary["coverage"] >= 0.75
