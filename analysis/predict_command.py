@@ -6,11 +6,10 @@ routing method and its grouping, bench_moe_schema.md 5.2) or by the shape flags
 ``--num_experts --top_k --hidden_size --intermediate_size`` (``model.name`` "custom").
 A custom shape **requires** an explicit ``--routing_method``: we pass ``RENORMALIZE``
 (softmax top-k, no expert groups -- ``DEEPSEEK_V3`` would also need ``--n_group`` and
-``--topk_group``, which a shape does not give). Under bench_moe's default routing
-control (a balanced plan over ranks and experts, what the stored sweeps measured) the
-routing method changes the router's own small cost, not where the tokens go; a model
-that has its own method should pass it instead. A shape equal to a preset's uses the
-preset (its own routing method).
+``--topk_group``, which a shape does not give). The routing method is not part of a
+shape: the stored sweeps ran under bench_moe's default routing control (a balanced
+plan over ranks and experts); a model that has its own method should pass it instead.
+A shape equal to a preset's uses the preset (its own routing method).
 
 The rest follows the stored sweeps' command (``analysis.crossval_sweeps``): the GPU's
 launcher, ``--quant``, every parallel mode of the attention family, ``--search backend

@@ -33,9 +33,8 @@ class MeasureShape(Open):
     model_args: str = Field(
         description="the arguments that describe the model: --model PRESET, or --num_experts "
         "--top_k --hidden_size --intermediate_size with --routing_method RENORMALIZE (bench_moe "
-        "requires a routing method for a custom shape; under its default balanced routing plan "
-        "the method changes only the router's own cost; pass the model's own when it has one "
-        "-- DEEPSEEK_V3 also needs --n_group and --topk_group)",
+        "requires a routing method for a custom shape and a shape does not name one: pass the "
+        "model's own when it has one -- DEEPSEEK_V3 also needs --n_group and --topk_group)",
         examples=["--model glm_5"],
     )
 
