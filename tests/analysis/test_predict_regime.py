@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 
 from analysis import predict as P
+from analysis.confidence import MEASURE_FIRST
 from analysis.predict_curves import idle_ranks, same_regime
 from service.frames import prepare_frame
+from service.predictions import _verdict
 from tests import factories
 
 
@@ -61,6 +63,7 @@ def test_an_answer_above_the_world_size_is_not_interpolated_with_idle_ranks() ->
     # kept at 4, 82 us) named M; within the regime N and C extrapolate below M
     assert got.pick is not None and got.pick.split(" · ")[0] in {"N", "C"}
     assert any("idle" in n and "extrapolated" in n for n in got.notes)
+    assert _verdict(got) == MEASURE_FIRST  # an extrapolation is never "deploy"
     assert got.below is not None and got.below[0] == 4  # the measured neighbours still shown
     # between two counts of the same regime nothing changes: the neighbours decide
     inside = P.predict_workload(frame, 45, 8)
