@@ -106,6 +106,7 @@ def _mount_dashboard(
     from service.frames import DashData
 
     app.state.data = DashData(store)  # one read path: the API's answers and the pages'
+    app.state.data.warm_predictions = settings.warm_predictions
     # the plotly.js partial bundle `make assets` vendors, when it matches plotly.py
     plotly_js = plotly_bundle(static, get_plotlyjs_version()) if settings.plotly_partial else None
     dash_app = create_dash(

@@ -139,6 +139,13 @@ class Settings(BaseSettings):
         description="After start, load the dashboard's cells (frames, default Pareto "
         "view, best tables) in a background thread so first visits find them cached.",
     )
+    warm_predictions: bool = Field(
+        True,
+        description="The warm-up also computes the Predictions validation of the default "
+        "cell, and the recomputation after an upload that of the uploaded cell (leave-one-"
+        "out refits: 10-30 s of CPU per cell), shared through the database; false: the "
+        "first visitor of the Predictions page computes it.",
+    )
     migrate_on_start: bool = Field(
         True, description="Create/upgrade the schema when the app starts."
     )

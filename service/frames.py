@@ -182,6 +182,9 @@ class DashData:
         self.max_bytes = max_bytes
         self.max_result_bytes = max_result_bytes
         self.row_bytes = ROW_BYTES  # measured on each frame cached (the latest)
+        # warm-up and post-upload recomputation include the predictions validation
+        # (settings.warm_predictions, set by moedash.app)
+        self.warm_predictions = True
         self._cell_versions: dict[Cell, CellVersion] = {}
         self._version_at = -np.inf
         self._version_lock = threading.Lock()

@@ -54,7 +54,8 @@ def precompute_cell(data: DashData, cell: Cell) -> float:
         for ws in _safe(partial(_world_sizes, data, cell)) or []:
             for phase in PHASES:
                 _safe(partial(pareto_table, data, cell_scope(cell, world_size=ws, phase=phase)))
-        _safe(partial(warm_validations, data, [cell]))  # the Predictions page's, last
+        if data.warm_predictions:  # the Predictions page's, last
+            _safe(partial(warm_validations, data, [cell]))
     return time.perf_counter() - t0
 
 

@@ -76,9 +76,12 @@ def warm_all(data: DashData) -> None:
             _log.info("cache warm-up: no whole-store threshold report (%s)", err.msg)
         except Exception:  # noqa: BLE001 - warming is best effort
             _log.exception("cache warm-up of the threshold report failed")
-        try:  # last: the Predictions page's validation of the warmed cells, shared
-            warmed = {key for key, _ in done}
-            warm_validations(data, [c for c in data.cells() if c.key in warmed])
+        try:  # last: the Predictions page's validation of the default cell, shared
+            # (10-30 s of refits per cell: only the cell every page opens on; the others
+            # are computed after their uploads, service.precompute, or on a first visit)
+            first = [c for c in data.cells() if done and c.key == done[0][0]]
+            if data.warm_predictions:
+                warm_validations(data, first)
         except Exception:  # noqa: BLE001 - warming is best effort
             _log.exception("cache warm-up of the predictions validation failed")
 

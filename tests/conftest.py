@@ -29,6 +29,10 @@ REPO = Path(__file__).resolve().parent.parent
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 hypothesis_settings.register_profile("fuzz", print_blob=True)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+# The predictions validation (10-30 s of refits per cell) is not computed by every test
+# app's warm-up and post-upload recomputation (served apps inherit this too); the tests of
+# that warm-up turn it on (tests/service/test_predictions_shared.py).
+os.environ.setdefault("MOEDASH_WARM_PREDICTIONS", "false")
 PG_URL = os.environ.get("MOEDASH_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 

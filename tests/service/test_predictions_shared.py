@@ -64,3 +64,14 @@ def test_the_warm_up_at_start_shares_it_and_a_visitor_never_writes_it(
     assert KIND in _kinds(seeded)
     got = S.validation(_replica(seeded), CELL.model, CELL.hardware, CELL.quant)
     assert got == visited.json()
+
+
+def test_switched_off_the_warm_up_and_recomputation_leave_it_to_the_first_visitor(
+    seeded: Store,
+) -> None:
+    data = DashData(seeded)
+    data.warm_predictions = False  # settings.warm_predictions=false (MOEDASH_WARM_PREDICTIONS)
+    precompute_cell(data, CELL)
+    warm_all(data)
+    assert KIND not in _kinds(seeded)
+    assert S.validation(data, CELL.model, CELL.hardware, CELL.quant)["summary"]["n_queries"] > 0
