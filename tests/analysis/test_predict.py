@@ -10,7 +10,6 @@ import pytest
 from analysis import predict as P
 from analysis import predict_validate as V
 from analysis.predict_curves import LogLogCurves
-from service.frames import prepare_frame
 from tests.factories import prediction_frames as F
 
 
@@ -111,27 +110,6 @@ def test_neighbours_that_disagree_are_both_shown_with_the_crossover_and_a_comman
     assert P.predict_workload(frame, 300, 8).split is None  # TRTLLM on both sides
 
 
-def _top3(rows: list[tuple[str, int, float]], attention_dp: bool = True) -> pd.DataFrame:
-    from tests import factories
-
-    return prepare_frame(
-        factories.make_candidates(
-            [
-                {
-                    "backend": b,
-                    "num_tokens": t,
-                    "score_ms": s,
-                    "world_size": 8,
-                    "parallel_mode": "DEP" if attention_dp else "TEP",
-                    "attention_dp": attention_dp,
-                    "candidate_index": i,
-                }  # fmt: skip
-                for i, (b, t, s) in enumerate(rows)
-            ]
-        )
-    )
-
-
 def test_a_configuration_dropped_by_a_top_3_source_is_not_taken_for_missing() -> None:
     # D is not in the top 3 at 8 tokens but wins from 32 on: at 16 its score, bounded by
     # the slowest kept at 8, still beats A's -- the pick is D, not the only configuration
@@ -140,7 +118,7 @@ def test_a_configuration_dropped_by_a_top_3_source_is_not_taken_for_missing() ->
     rows += [
         (b, t, s * t**0.1) for t in (32, 64, 128) for b, s in (("D", 0.75), ("A", 1.0), ("B", 1.05))
     ]
-    frame = _top3(rows)
+    frame = F.top3_frame(rows)
     got = P.predict_workload(frame, 16, 8)
     assert got.pick is not None and got.pick.startswith("D")
     assert any("top 3" in n for n in got.notes)
@@ -163,7 +141,7 @@ def test_attention_families_are_never_ranked_together() -> None:
         for t in (1, 2, 4, 8, 16)
         for b, s in (("B", 1.0), ("C", 1.1), ("A", 1.2))
     ]
-    frame = pd.concat([_top3(dp, True), _top3(tp, False)], ignore_index=True)
+    frame = pd.concat([F.top3_frame(dp, True), F.top3_frame(tp, False)], ignore_index=True)
     dp_pick = P.predict_workload(frame, 3, 8, attention_dp=True)
     tp_pick = P.predict_workload(frame, 3, 8, attention_dp=False)
     assert (

@@ -5,34 +5,12 @@ below it (NVIDIA's glm_5 · GB300 · ws 8 at 16 tokens: 15.6 % regret when it wa
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from analysis import predict as P
 from analysis.confidence import MEASURE_FIRST
 from analysis.predict_curves import idle_ranks, same_regime
-from service.frames import prepare_frame
 from service.predictions import _verdict
-from tests import factories
-
-
-def _top3(rows: list[tuple[str, int, float]], attention_dp: bool = True) -> pd.DataFrame:
-    return prepare_frame(
-        factories.make_candidates(
-            [
-                {
-                    "backend": b,
-                    "num_tokens": t,
-                    "score_ms": s,
-                    "world_size": 8,
-                    "parallel_mode": "DEP" if attention_dp else "TEP",
-                    "attention_dp": attention_dp,
-                    "candidate_index": i,
-                }  # fmt: skip
-                for i, (b, t, s) in enumerate(rows)
-            ]
-        )
-    )
-
+from tests.factories.prediction_frames import top3_frame
 
 # Below 8 tokens on 8 ranks the source kept the fused M and two layouts (X, Y) that run
 # there; N and C, the fastest from 8 tokens up, were not kept (not run, or slow with idle
@@ -57,7 +35,7 @@ def test_idle_ranks_only_under_attention_dp() -> None:
 
 
 def test_an_answer_above_the_world_size_is_not_interpolated_with_idle_ranks() -> None:
-    frame = _top3(ROWS)
+    frame = top3_frame(ROWS)
     got = P.predict_workload(frame, 16, 8)
     # interpolating M between 4 and 32 (68 -> 80 us) against N's stand-in (the slowest
     # kept at 4, 82 us) named M; within the regime N and C extrapolate below M
@@ -77,7 +55,7 @@ def test_attention_tp_is_interpolated_across_the_world_size() -> None:
         for t in (1, 4, 32, 64, 128)
         for b, s in (("A", 1.0), ("B", 1.1), ("C", 1.2))
     ]
-    got = P.predict_workload(_top3(rows, attention_dp=False), 16, 8, attention_dp=False)
+    got = P.predict_workload(top3_frame(rows, attention_dp=False), 16, 8, attention_dp=False)
     assert got.pick is not None and got.pick.startswith("A")
     assert not any("idle" in n for n in got.notes)
     assert np.isfinite(got.rows[P.NEIGHBOUR_MS].to_numpy(float)).any()  # interpolated

@@ -73,3 +73,24 @@ def seed_demo_cell(store: Store, world_sizes: Sequence[int] = (8,)) -> None:
         raw = dump_report(report)
         meta = UploadMeta(hardware="GB300", filename=f"demo-ws{ws}.json")
         store.ingest(parse_bench_moe(raw, meta), raw, meta)
+
+
+def top3_frame(rows: Sequence[tuple[str, int, float]], attention_dp: bool = True) -> pd.DataFrame:
+    """A prepared cell frame of the given (backend, num_tokens, score_ms) rows at world size
+    8, DEP (attention DP) or TEP: what a top-3-only source keeps of a sweep."""
+    return prepare_frame(
+        factories.make_candidates(
+            [
+                {
+                    "backend": b,
+                    "num_tokens": t,
+                    "score_ms": s,
+                    "world_size": 8,
+                    "parallel_mode": "DEP" if attention_dp else "TEP",
+                    "attention_dp": attention_dp,
+                    "candidate_index": i,
+                }  # fmt: skip
+                for i, (b, t, s) in enumerate(rows)
+            ]
+        )
+    )
