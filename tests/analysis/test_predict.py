@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis import columns as C
 from analysis import predict as P
 from analysis import predict_validate as V
 from analysis.predict_curves import LogLogCurves
@@ -152,3 +153,17 @@ def test_attention_families_are_never_ranked_together() -> None:
     )
     table = V.validate(frame)
     assert set(table["attention_dp"]) == {True, False} and (table["regret_pct"] == 0).all()
+
+
+def test_validation_with_configurations_one_label_does_not_tell_apart() -> None:
+    # bench_moe's num_chunks is part of a configuration but not of its label: two
+    # configurations named alike are scored as one name (the fastest), not misaligned
+    one = F.power_law_frame(noise=0.01, seed=3)
+    two = F.power_law_frame(noise=0.01, seed=4)
+    one[C.NUM_CHUNKS], two[C.NUM_CHUNKS] = 1, 2
+    two[C.CANDIDATE_INDEX] += len(one)
+    frame = pd.concat([one, two], ignore_index=True)
+    table = V.validate(frame)
+    assert len(table) == len(F.TOKENS)
+    assert (table["n_predicted"] <= len(F.CURVES)).all()
+    assert (table["n_covered"] <= table["n_predicted"]).all()
