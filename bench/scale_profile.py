@@ -56,25 +56,12 @@ def _step(out: list[dict[str, Any]], name: str, t0: float, **extra: Any) -> floa
     return time.perf_counter()
 
 
-def _frame_mb(value: Any, depth: int = 0) -> float:
-    """MB of the DataFrames a cached value holds (deep: strings and categories)."""
-    import dataclasses
+def _frame_mb(value: Any) -> float:
+    """MB of the DataFrames and arrays a cached value holds, as the caches weigh it
+    (``service.lru.bytes_held``: deep, each object once)."""
+    from service.lru import bytes_held
 
-    import pandas as pd
-
-    if isinstance(value, pd.DataFrame):
-        return float(value.memory_usage(deep=True, index=True).sum()) / 2**20
-    if isinstance(value, pd.Series):
-        return float(value.memory_usage(deep=True)) / 2**20
-    if depth > 3:
-        return 0.0
-    if isinstance(value, tuple | list):
-        return sum(_frame_mb(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return sum(_frame_mb(v, depth + 1) for v in value.values())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return sum(_frame_mb(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value))
-    return 0.0
+    return bytes_held(value) / 2**20
 
 
 def _caches(data: Any) -> dict[str, Any]:
