@@ -98,7 +98,8 @@ def main() -> None:
         rows[name] = run_suite(checkout, args.command, Path(f"/tmp/suite_speed_{name}.log"))
         print(f"  {rows[name]}", flush=True)
     print(
-        f"\n{'side':<8}{'commit':<10}{'tests':>7}{'failed':>8}{'wall':>12}{'coverage':>10}{'load':>6}"
+        f"\n{'side':<8}{'commit':<10}{'tests':>7}{'failed':>8}{'wall':>12}"
+        f"{'coverage':>10}{'CPU s':>8}{'load':>6}"
     )
     for name, row in rows.items():
         wall = float(row["wall_s"])  # type: ignore[arg-type]
