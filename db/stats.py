@@ -15,6 +15,9 @@ Contract
   copy), so a read never misses a stored run.
 - ``cell_frame`` returns the same rows, values and dtypes as
   ``CandidateReader.candidate_frame`` with the cell's filters and these columns.
+- ``cell_pieces`` reads the same rows in pieces of whole runs, one after another in one
+  transaction, handing each to the caller before the next is read (a piece's dtypes are
+  those of its own rows; ``service.cell_frames.join_pieces`` unites them).
 - ``config_stats`` aggregates in the database, one SQLAlchemy statement for DuckDB and
   PostgreSQL (the median through :func:`db.dialects.median`).
 - Every database failure raises :class:`StoreError` (see :mod:`db.session`).
@@ -22,9 +25,10 @@ Contract
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
@@ -33,6 +37,11 @@ from db import dialects, schema
 from db.candidates import TEXT_COLUMNS, join_runs
 from db.errors import UniqueViolation
 from db.session import Database
+
+T = TypeVar("T")
+# Stored candidates per piece of a pieced cell read (StatsRepository.cell_pieces): an
+# eighth of a 1M-row cell, whose raw buffers are a few tens of MB.
+PIECE_ROWS = 131_072
 
 # What a configuration x workload is (analysis.identity's CONFIG and WORKLOAD columns
 # within one cell; the phase is the CUDA-graph flag) and the version it was measured on.
@@ -151,35 +160,51 @@ class StatsRepository:
         same frame as ``Store.candidate_frame(filters=<the cell>, columns=columns,
         categorical=...)`` (call :meth:`ensure_cell` first). ``after_run_id``: only the
         runs with a larger id (what an upload added to a frame already read)."""
-        cols = list(columns)
-        unknown = [x for x in cols if x not in schema.MEASUREMENT_COLUMNS]
-        if unknown:
-            raise ValueError(f"columns: not measurement column(s) {unknown}")
-        params: list[Any] = [model, hardware, quant]
-        after = ""
-        if after_run_id is not None:
-            params.append(int(after_run_id))
-            after = " AND run_id > ?"
-        run_sel = ", ".join(f'"{x}"' for x in C.RUN_COLUMNS)
-        run_sql = (
-            f"SELECT {run_sel} FROM runs WHERE model = ? AND hardware = ? AND quant = ?"
-            f"{after} ORDER BY run_id"
-        )
-        cand_sql = (
-            f"SELECT run_id, {', '.join(f'{chr(34)}{x}{chr(34)}' for x in cols)} "
-            f"FROM measurements WHERE model = ? AND hardware = ? AND quant = ?{after} "
-            "ORDER BY model, hardware, quant, run_id, candidate_index"
-        )
-        text_runs = [x for x in C.RUN_COLUMNS if x in TEXT_COLUMNS]
-        text_cands = [x for x in cols if x in TEXT_COLUMNS]
+        read = _CellRead(model, hardware, quant, columns, categorical, after_run_id)
         with self._db.read("cell_frame") as conn:
-            runs = dialects.read_frame(
-                conn, run_sql, params, categorical=text_runs if categorical else ()
-            )
-            cands = dialects.read_frame(
-                conn, cand_sql, params, categorical=text_cands if categorical else ()
-            )
-        return join_runs(runs, cands, cols)
+            runs = read.runs(conn)
+            return join_runs(runs, read.measurements(conn), read.cols)
+
+    def cell_pieces(
+        self,
+        model: str,
+        hardware: str,
+        quant: str,
+        each: Callable[[pd.DataFrame], T],
+        *,
+        columns: Sequence[str] = schema.MEASUREMENT_COLUMNS,
+        categorical: bool = False,
+        after_run_id: int | None = None,
+        piece_rows: int = PIECE_ROWS,
+    ) -> list[T]:
+        """``each`` applied to :meth:`cell_frame` (same arguments) read in pieces: runs
+        of consecutive ids, about ``piece_rows`` stored candidates a piece (a run is
+        never split), read one at a time in one transaction; a piece's raw buffers are
+        let go before the next is read, so a caller keeping a compact result of each
+        (the prepared frame) never holds the whole cell's raw read at once (a 1M-row
+        cell: Arrow table, converted frame and prepared frame together, +470 MB).
+        Returns ``each``'s results in run order, one per piece (an empty piece too:
+        runs without a row; a cell without a run gives ``[]``).
+
+        Concatenated, the pieces hold the rows and values of :meth:`cell_frame`, in its
+        order. Their dtypes are those of a read of each piece's rows, with the run
+        facts taken from every run of the cell: a categorical run fact has the whole
+        read's categories in every piece, a candidate column's categories are the
+        piece's own, and an integer or boolean column is nullable (``Int64`` /
+        ``boolean``) only in the pieces where a value is missing (the whole read: when
+        any is). :func:`service.cell_frames.join_pieces` unites them into the whole
+        read's dtypes."""
+        read = _CellRead(model, hardware, quant, columns, categorical, after_run_id)
+        out: list[T] = []
+        with self._db.read("cell_frame") as conn:
+            runs = read.runs(conn, with_counts=True)
+            ids = runs[C.RUN_ID].to_numpy(np.int64)
+            counts = runs.pop(_COUNT).fillna(0).to_numpy(np.int64)
+            for first, last in _pieces(ids, counts, piece_rows):
+                # handed over, not kept: ``each`` holds the piece's only reference (and
+                # through it the read's buffers), so it can let them go before it returns
+                out.append(each(join_runs(runs, read.measurements(conn, first, last), read.cols)))
+        return out
 
     def cell_coverage(self, model: str, hardware: str, quant: str) -> pd.DataFrame:
         """``CandidateReader.coverage`` restricted to one cell (the same columns, values
@@ -263,3 +288,78 @@ def _copy_runs(conn: sa.Connection, run_ids: list[int]) -> int:
         sa.select(sa.func.count()).select_from(m).where(m.c.run_id.in_(todo))
     ).scalar()
     return int(written or 0)
+
+
+_COUNT = "n_candidates"
+
+
+class _CellRead:
+    """The two statements of one cell read (its runs, its measurements): the one SQL of
+    :meth:`StatsRepository.cell_frame` and :meth:`StatsRepository.cell_pieces`."""
+
+    def __init__(
+        self,
+        model: str,
+        hardware: str,
+        quant: str,
+        columns: Sequence[str],
+        categorical: bool,
+        after_run_id: int | None,
+    ) -> None:
+        self.cols = list(columns)
+        unknown = [x for x in self.cols if x not in schema.MEASUREMENT_COLUMNS]
+        if unknown:
+            raise ValueError(f"columns: not measurement column(s) {unknown}")
+        self.params: list[Any] = [model, hardware, quant]
+        self.after = ""
+        if after_run_id is not None:
+            self.params.append(int(after_run_id))
+            self.after = " AND run_id > ?"
+        self.categorical = categorical
+
+    def runs(self, conn: sa.Connection, *, with_counts: bool = False) -> pd.DataFrame:
+        """The cell's runs (``RUN_COLUMNS``; ``with_counts``: and ``n_candidates``), by
+        run id."""
+        names = [*C.RUN_COLUMNS, *((_COUNT,) if with_counts else ())]
+        sql = (
+            f"SELECT {_names(names)} FROM runs WHERE model = ? AND hardware = ? "
+            f"AND quant = ?{self.after} ORDER BY run_id"
+        )
+        text = [x for x in C.RUN_COLUMNS if x in TEXT_COLUMNS] if self.categorical else ()
+        return dialects.read_frame(conn, sql, self.params, categorical=text)
+
+    def measurements(
+        self, conn: sa.Connection, first: int | None = None, last: int | None = None
+    ) -> pd.DataFrame:
+        """The cell's measurement rows (``run_id`` and the columns), by run id and
+        candidate index; only runs ``first``..``last`` when given."""
+        params, between = list(self.params), ""
+        if first is not None and last is not None:
+            params += [int(first), int(last)]
+            between = " AND run_id BETWEEN ? AND ?"
+        sql = (
+            f"SELECT run_id, {_names(self.cols)} FROM measurements WHERE model = ? AND "
+            f"hardware = ? AND quant = ?{self.after}{between} "
+            "ORDER BY model, hardware, quant, run_id, candidate_index"
+        )
+        text = [x for x in self.cols if x in TEXT_COLUMNS] if self.categorical else ()
+        return dialects.read_frame(conn, sql, params, categorical=text)
+
+
+def _names(columns: Sequence[str]) -> str:
+    return ", ".join(f'"{x}"' for x in columns)
+
+
+def _pieces(ids: np.ndarray, counts: np.ndarray, piece_rows: int) -> list[tuple[int, int]]:
+    """(first, last) run ids of consecutive runs holding about ``piece_rows`` candidates
+    each (at least one run a piece; the last piece takes the remainder)."""
+    out: list[tuple[int, int]] = []
+    start, held = 0, 0
+    for i, n in enumerate(counts.tolist()):
+        held += n
+        if held >= piece_rows:
+            out.append((int(ids[start]), int(ids[i])))
+            start, held = i + 1, 0
+    if start < len(ids):
+        out.append((int(ids[start]), int(ids[-1])))
+    return out

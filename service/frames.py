@@ -4,9 +4,10 @@ The store is the truth; this module keeps what the pages read often in memory:
 
 * one candidate frame per (model, hardware, quant) "cell", with the derived columns
   (``analysis.derived.add_derived``) and text columns as categoricals (less memory,
-  fast equality filters) -- read from the cell-keyed measurements table
-  (``Store.stats.cell_frame(categorical=True)``, one index range); after an upload to
-  the cell, the cached frame is appended to (:mod:`service.cell_frames`);
+  fast equality filters) -- read from the cell-keyed measurements table in pieces of
+  whole runs, each prepared as it comes (``Store.stats.cell_pieces``, one index range
+  each; :mod:`service.cell_frames`); after an upload to the cell, the cached frame is
+  appended to;
 * the frame of a question without a whole cell (:meth:`DashData.bounded_frame`): only
   the runs its run-level filters select, refused (422) above ``max_slice_rows``;
 * structures built from one cell frame (``frame_cached``: the Pareto page's index),
@@ -43,65 +44,19 @@ import numpy as np
 import pandas as pd
 
 from analysis import columns as C
-from analysis.derived import add_derived, rankable_mask
-from analysis.frontier import RANKABLE
 from db.errors import StoreError
 from db.store import Store
 from service import allocator
 from service import shared_answers as shared
-from service.cell_frames import append_rows, appendable
+from service.cell_frames import CELL_COLUMNS as CELL_COLUMNS
+from service.cell_frames import append_rows, appendable, read_cell
+from service.cell_frames import prepare_frame as prepare_frame
 from service.errors import too_broad
 from service.lru import LRU, bytes_held
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
 Version = tuple[int, int]
-
-# Candidate columns the dashboard's cell frames need (no JSON blobs, no long texts).
-CELL_COLUMNS: tuple[str, ...] = (
-    C.CANDIDATE_INDEX,
-    C.NUM_TOKENS,
-    C.PARALLEL_MODE,
-    C.ATTENTION_DP,
-    C.ATTN,
-    C.MOE_EP_SIZE,
-    C.MOE_TP_SIZE,
-    C.BACKEND,
-    C.COMM,
-    C.COMM_REQUESTED,
-    C.CUDA_GRAPH,
-    C.LOW_PRECISION_COMBINE,
-    C.NUM_CHUNKS,  # part of a configuration's identity (analysis.identity)
-    C.DISPATCH,
-    C.STATUS,
-    C.FAILURE_CATEGORY,
-    C.SCORE_MS,
-    C.ITER_MEDIAN_MS,
-    C.ITER_STDEV_MS,
-    C.ITER_P90_MS,
-    C.OUTLIER_COUNT,
-    C.AUTOTUNE_STATUS,
-)
-_CATEGORICAL = (
-    C.SOURCE_FORMAT,
-    C.MODEL,
-    C.QUANT,
-    C.HARDWARE,
-    C.TRTLLM_VERSION,
-    C.TRTLLM_COMMIT,
-    C.RUN_DATE,
-    C.PARALLEL_MODE,
-    C.ATTN,
-    C.BACKEND,
-    C.COMM,
-    C.COMM_REQUESTED,
-    C.DISPATCH,
-    C.STATUS,
-    C.FAILURE_CATEGORY,
-    C.AUTOTUNE_STATUS,
-    C.PHASE,
-)
-
 
 # Bytes of cell and slice frames one process keeps: one prepared 1M-row cell (~175
 # MiB) and some smaller ones.
@@ -147,17 +102,6 @@ class Cell:
     def from_key(cls, key: str | None) -> Cell | None:
         parts = (key or "").split("|")
         return cls(*parts) if len(parts) == 3 and all(parts) else None
-
-
-def prepare_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """Cell frame from a store candidate frame: derived columns, categoricals and the
-    ``_rankable`` flag. Row order is kept (run_id, candidate_index)."""
-    out = add_derived(df)
-    for col in _CATEGORICAL:
-        if col in out:
-            out[col] = out[col].astype("category")
-    out[RANKABLE] = rankable_mask(out)
-    return out.reset_index(drop=True)
 
 
 class DashData:
@@ -323,18 +267,10 @@ class DashData:
             appended = self._appended(cell)
             if appended is not None:
                 return appended
-            # the raw frame and the Arrow buffers behind it are several times the
-            # prepared one: handed back once it is built
+            # read and prepared in pieces (service.cell_frames.read_cell); what the
+            # pieces' reads left in the allocator is handed back once it is built
             return allocator.released(
-                lambda: prepare_frame(
-                    self.store.stats.cell_frame(
-                        cell.model,
-                        cell.hardware,
-                        cell.quant,
-                        columns=CELL_COLUMNS,
-                        categorical=True,
-                    )
-                )
+                lambda: read_cell(self.store, cell.model, cell.hardware, cell.quant)
             )
 
         key = (cell, self.cell_version(cell))
@@ -357,26 +293,27 @@ class DashData:
 
     def _appended(self, cell: Cell) -> pd.DataFrame | None:
         """The cell's previous cached frame with the runs uploaded since appended
-        (:mod:`service.cell_frames`), or None (no such frame, or a run was deleted)."""
+        (:mod:`service.cell_frames`), or None (no such frame, or a run was deleted).
+        The previous frame leaves the caches before the two are joined: joined column
+        by column, its columns go as the new frame's are made, so the cell is not held
+        twice (unless a request still uses the old frame)."""
         found = self._cells.latest(lambda k: isinstance(k, tuple) and k[0] == cell)
         if found is None:
             return None
         key, old = found
+        del found
         old_runs, old_newest = cast(tuple[Cell, Version], key)[1]
         filters = {C.MODEL: cell.model, C.HARDWARE: cell.hardware, C.QUANT: cell.quant}
         runs = self.store.cells.matching_runs(filters)
         runs = runs[runs["n_candidates"] > 0]
         if not appendable(int(old_runs), int(old_newest), runs[C.RUN_ID]):
             return None
-        raw = self.store.stats.cell_frame(
-            cell.model,
-            cell.hardware,
-            cell.quant,
-            columns=CELL_COLUMNS,
-            categorical=True,
-            after_run_id=int(old_newest),
-        )
-        return append_rows(old, prepare_frame(raw))
+        new = read_cell(self.store, cell.model, cell.hardware, cell.quant, int(old_newest))
+        self._cells.discard(lambda k: k == key)
+        self._frame_evicted(key, old)  # its indexes hold it
+        frames = [old, new]
+        del old, new
+        return append_rows(frames)
 
     def bounded_frame(
         self, filters: Mapping[str, Any], run_ids: Sequence[int] | None = None
@@ -491,3 +428,9 @@ class DashData:
             return bytes_held(value, shared={id(frame)})
 
         return self._per_frame.get((key, id(frame)), allocator.trimmed(compute), held)
+
+    def frame_reweigh(self, key: Hashable, frame: pd.DataFrame) -> None:
+        """Weigh the structure :meth:`frame_cached` holds for ``key`` and ``frame`` again
+        (filled since it was stored, e.g. by background work: the Pareto index, 8 MB when
+        stored, ~54 MB filled), so the per-frame bound counts what it holds now."""
+        self._per_frame.reweigh((key, id(frame)), lambda v: bytes_held(v, shared={id(frame)}))

@@ -35,14 +35,18 @@ def bytes_held(value: Any, shared: Collection[int] = (), _depth: int = 0) -> int
             return int(v.nbytes)
         if depth > 3:
             return 0
+        # containers copied first (atomic under the GIL): a structure another thread
+        # fills (the Pareto index's background work) may grow while it is weighed
         if isinstance(v, tuple | list):
-            return sum(size(x, depth + 1) for x in v)
+            return sum(size(x, depth + 1) for x in tuple(v))
         if isinstance(v, dict):
-            return sum(size(x, depth + 1) for x in v.values())
+            return sum(size(x, depth + 1) for x in tuple(v.values()))
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             return sum(size(getattr(v, f.name), depth + 1) for f in dataclasses.fields(v))
         attrs = getattr(v, "__dict__", None)
-        return sum(size(x, depth + 1) for x in attrs.values()) if isinstance(attrs, dict) else 0
+        if not isinstance(attrs, dict):
+            return 0
+        return sum(size(x, depth + 1) for x in tuple(attrs.values()))
 
     return size(value, _depth)
 
@@ -118,6 +122,23 @@ class LRU:
                 gone.append((old, self._items.pop(old)))
                 self._weights.pop(old, None)
         self._evicted(gone)
+
+    def reweigh(self, key: Hashable, weight: Callable[[Any], int]) -> bool:
+        """Weigh the value held under ``key`` again (it grew since it was stored: an
+        index filled in the background) and evict what no longer fits; False when
+        ``key`` is not held (any more)."""
+        with self._lock:
+            if key not in self._items:
+                return False
+            value = self._items[key]
+        w = weight(value)  # (deep sizes: not under the lock)
+        with self._lock:
+            if key not in self._items or self._items[key] is not value:
+                return False
+            self._weights[key] = w
+            gone = self._evict()
+        self._evicted(gone)
+        return True
 
     def discard(self, match: Callable[[Hashable], bool]) -> int:
         """Forget the values whose key ``match`` accepts (not an eviction: no

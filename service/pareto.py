@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,11 +167,12 @@ def cell_config_frame(data: DashData, cell: Cell, repeats: Repeats = "median") -
     return data.cached(("pareto-configs", cell, repeats), build, where=cell)
 
 
-def _prepare_rest(index: ParetoIndex) -> threading.Thread:
+def _prepare_rest(index: ParetoIndex, done: Callable[[], None]) -> threading.Thread:
     """In a daemon thread: every axis of ``index`` not computed yet (the default view's
-    first), then the atomic frontiers of every pair of axes at the default scales. A
-    later change of axes is then a cache hit; a request meanwhile waits only for what
-    it needs, or computes it itself when the thread is elsewhere."""
+    first), then the atomic frontiers of every pair of axes at the default scales, then
+    ``done()`` (the cache weighs the filled index again). A later change of axes is
+    then a cache hit; a request meanwhile waits only for what it needs, or computes it
+    itself when the thread is elsewhere."""
     default = FrontierAxes()
     # pairs that keep the default y (one dropdown change) come first
     pairs = sorted(
@@ -179,10 +181,13 @@ def _prepare_rest(index: ParetoIndex) -> threading.Thread:
     )
 
     def run() -> None:
-        for axis in AXES:
-            index.axis(axis)
-        for x, y in pairs:
-            index.atomic(FrontierAxes(x=x, y=y))
+        try:
+            for axis in AXES:
+                index.axis(axis)
+            for x, y in pairs:
+                index.atomic(FrontierAxes(x=x, y=y))
+        finally:
+            done()
 
     thread = threading.Thread(target=run, name="moedash-pareto-index", daemon=True)
     thread.start()
@@ -196,12 +201,14 @@ def pareto_index(data: DashData, cell: Cell, frame: pd.DataFrame | None = None) 
     first use starts the background work of :func:`_prepare_rest`."""
     frame = data.cell_frame(cell) if frame is None else frame
 
+    key = ("pareto-index", cell)
+
     def build() -> ParetoIndex:
         index = ParetoIndex(frame)
-        _prepare_rest(index)
+        _prepare_rest(index, lambda: data.frame_reweigh(key, frame))
         return index
 
-    return data.frame_cached(("pareto-index", cell), frame, build)
+    return data.frame_cached(key, frame, build)
 
 
 @dataclass(frozen=True)
