@@ -28,9 +28,10 @@ time on the same database; each reports its own numbers.
 
     .venv/bin/python bench/scale.py [--sizes 1000000 10000000] [--engines duckdb postgresql]
         [--repeats 15] [--replicas 1] [--pg-url postgresql://postgres@127.0.0.1:5432/test]
-        [--duckdb-memory-limit 512MB]
+        [--duckdb-memory-limit 512MB] [--keep-stores DIR]
 
-Prints a table and writes bench/results/scale.json. Goals: RSS per replica <= 1 GB,
+``--keep-stores DIR`` builds each store once and measures later runs on it (see
+``--help``). Prints a table and writes bench/results/scale.json. Goals: RSS per replica <= 1 GB,
 one-cell p95 <= 500 ms, first visit after an upload <= 1 s, within 2x of the engine's
 SQL. The PostgreSQL store lives in its own schema, dropped afterwards.
 """
@@ -41,6 +42,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -275,26 +277,86 @@ def _drop(pg_url: str, name: str | None) -> None:
     admin.dispose()
 
 
+def _kept(
+    engine: str, size: int, args: argparse.Namespace, tmp: Path
+) -> tuple[str, dict[str, Any]]:
+    """``--keep-stores``: the store of this engine and size built once into that
+    directory (DuckDB: a file, copied for each run so the replica's upload leaves it as
+    built; PostgreSQL: a schema kept between runs, the upload deleted after each), and
+    its build figures."""
+    keep = Path(args.keep_stores)
+    keep.mkdir(parents=True, exist_ok=True)
+    name = f"scale_{size}_{args.cells}c_{args.versions}v"
+    info = keep / f"{engine}-{name}.json"
+    kept = keep / f"{name}.duckdb"
+    schema_name = f"bench_keep_{name}"
+    if engine == "duckdb":
+        url = f"duckdb:///{kept}"
+        if not info.exists():  # a build that did not finish: from the start
+            for path in (kept, kept.with_suffix(".duckdb.wal")):
+                path.unlink(missing_ok=True)
+    else:
+        admin = sa.create_engine(args.pg_url.replace("postgresql://", "postgresql+psycopg://", 1))
+        with admin.begin() as conn:
+            if not info.exists():
+                conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema_name} CASCADE")
+            conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {schema_name}")
+        admin.dispose()
+        url = f"{args.pg_url}?options=-csearch_path%3D{schema_name}"
+    if not info.exists():
+        store = open_store(url)
+        try:
+            info.write_text(json.dumps(build(store, size, args.versions, args.cells)))
+        finally:
+            store.close()
+    if engine == "duckdb":
+        copy = tmp / "scale.duckdb"
+        shutil.copyfile(kept, copy)
+        url = f"duckdb:///{copy}"
+    return url, {**json.loads(info.read_text()), "reused": str(info)}
+
+
+def _forget_uploads(url: str, replicas: list[dict[str, Any]]) -> None:
+    """A kept PostgreSQL store as built again: the replicas' uploads deleted and the
+    answers they shared forgotten (the next run computes them as on a new store)."""
+    store = open_store(url, upgrade=False)
+    try:
+        for rep in replicas:
+            if rep.get("upload_run") is not None:
+                store.delete_run(int(rep["upload_run"]))
+        store.answers.forget_cells(["|".join(cell) for cell in cells()])
+    finally:
+        store.close()
+
+
 def one(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="moedash-scale-") as tmp:
-        url, schema_name = _store_url(engine, Path(tmp), args.pg_url)
+        schema_name = None
+        if args.keep_stores:
+            url, built = _kept(engine, size, args, Path(tmp))
+        else:
+            url, schema_name = _store_url(engine, Path(tmp), args.pg_url)
         try:
-            store = open_store(url)
-            try:
-                built = build(store, size, args.versions, args.cells)
-            finally:
-                store.close()
+            if not args.keep_stores:
+                store = open_store(url)
+                try:
+                    built = build(store, size, args.versions, args.cells)
+                finally:
+                    store.close()
+            replica_url = url
             n = args.replicas if engine == "postgresql" else 1
             if engine == "duckdb" and args.duckdb_memory_limit:
                 # a DuckDB URL's query sets its configuration (the replica's only)
-                url += f"?memory_limit={args.duckdb_memory_limit}"
-            cmd = [sys.executable, __file__, "--replica", url]
+                replica_url += f"?memory_limit={args.duckdb_memory_limit}"
+            cmd = [sys.executable, __file__, "--replica", replica_url]
             cmd += ["--repeats", str(args.repeats), "--versions", str(args.versions)]
             procs = [
                 subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=REPO, env=dict(os.environ))
                 for _ in range(n)
             ]
             replicas = [json.loads(p.communicate()[0].decode().splitlines()[-1]) for p in procs]
+            if args.keep_stores and engine == "postgresql":
+                _forget_uploads(url, replicas)
         finally:
             _drop(args.pg_url, schema_name)
     return {
@@ -368,6 +430,13 @@ def main() -> None:
     ap.add_argument(
         "--duckdb-memory-limit",
         help="DuckDB memory_limit of the replica (e.g. 512MB; default DuckDB's 80%% of RAM)",
+    )
+    ap.add_argument(
+        "--keep-stores",
+        metavar="DIR",
+        help="build each engine and size's store once and reuse it on later runs (DuckDB: "
+        "a file in DIR, copied per run; PostgreSQL: a kept schema, the run's upload "
+        "deleted after it; drop it by hand when done)",
     )
     ap.add_argument("--replica", help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -8,7 +8,11 @@ the allocator keeps after the frames are gone.
 Builds a one-cell store with ``bench/scale_store.build`` (DuckDB in a temp dir;
 PostgreSQL in its own schema, dropped afterwards), then profiles a fresh process:
 per step the peak RSS since the previous step (VmHWM, reset through
-``/proc/self/clear_refs``) and the RSS after it, in MB. Prints a table and the JSON.
+``/proc/self/clear_refs``) and the RSS after it, in MB: the cell read whole and
+prepared (the store's ``cell_frame``, then ``prepare_frame``), the read path's own read
+(``DashData.cell_frame``), the routes, then a 10k-candidate upload to the cell and its
+precompute (the cached frame appended to; the upload is deleted afterwards). Prints a
+table and the JSON.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.scale import PG_URL, _drop, _store_url  # noqa: E402
+from bench.scale import PG_URL, _drop, _store_url, _upload_sweep  # noqa: E402
 from bench.scale_store import build, cells  # noqa: E402
 from db.store import open_store  # noqa: E402
 
@@ -87,7 +91,8 @@ def profile(url: str, trim: bool) -> dict[str, Any]:
     from moedash.app import create_app
     from moedash.settings import Settings
     from service.allocator import limit_arenas
-    from service.frames import CELL_COLUMNS, DashData, prepare_frame
+    from service.frames import CELL_COLUMNS, Cell, DashData, prepare_frame
+    from service.precompute import precompute_runs, precomputer
 
     limit_arenas()  # what create_app does first; here before the raw read
     libc = ctypes.CDLL("libc.so.6")
@@ -100,6 +105,8 @@ def profile(url: str, trim: bool) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     store = open_store(url, upgrade=False)
     model, hardware, quant = cells(1)[0]
+    # answers shared by an earlier profile of a --url store: computed again, as new
+    store.answers.forget_cells([f"{model}|{hardware}|{quant}"])
     t = _step(steps, "start", time.perf_counter())
     raw = store.stats.cell_frame(model, hardware, quant, columns=CELL_COLUMNS, categorical=True)
     t = _step(steps, "raw read", t, frame_mb=round(_frame_mb(raw)))
@@ -110,6 +117,12 @@ def profile(url: str, trim: bool) -> dict[str, Any]:
     t = _step(steps, "frames freed", t)
     trimmed()
     t = _step(steps, "malloc_trim" if trim else "gc", t)
+    # the read path's own read of the cell (since issue 23's last change: in pieces)
+    cell_frame = DashData(store).cell_frame(Cell(model, hardware, quant))
+    t = _step(steps, "DashData.cell_frame", t, frame_mb=round(_frame_mb(cell_frame)))
+    del cell_frame
+    trimmed()
+    t = _step(steps, "freed, " + ("trimmed" if trim else "gc"), t)
     app = create_app(Settings(database_url=url, enable_dashboard=False), store=store)
     app.state.data = data = DashData(store)
     cell = {"model": model, "hardware": hardware, "quant": quant}
@@ -130,6 +143,20 @@ def profile(url: str, trim: bool) -> dict[str, Any]:
         caches = _caches(data)
         trimmed()
         t = _step(steps, "after routes, " + ("trimmed" if trim else "gc"), t)
+        # an upload to the cell and what follows it (bench/scale.py's "upload +
+        # precompute"): the cached frame appended to, the cell's answers again
+        upload = _upload_sweep(store, model, hardware, quant)
+        t = _step(steps, "upload", t)
+        data.invalidate()
+        appended = data.cell_frame(Cell(model, hardware, quant))
+        t = _step(steps, "cell frame appended to", t, frame_mb=round(_frame_mb(appended)))
+        del appended
+        precompute_runs(data, [upload])
+        precomputer(data).wait()
+        t = _step(steps, "precompute", t)
+        trimmed()
+        t = _step(steps, "after, " + ("trimmed" if trim else "gc"), t)
+    store.delete_run(upload)  # a store given with --url is profiled again as it was
     store.close()
     return {"steps": steps, "caches": caches}
 
