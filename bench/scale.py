@@ -95,8 +95,10 @@ def _pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.array(xs) * 1000.0, q)) if xs else float("nan")
 
 
-def replica(url: str, repeats: int, versions: int) -> dict[str, Any]:
-    """The scenario of one replica (module docstring), in this process."""
+def replica(url: str, repeats: int, versions: int, warm_predictions: bool = True) -> dict[str, Any]:
+    """The scenario of one replica (module docstring), in this process
+    (``warm_predictions``: the predictions' validation warmed at start and after the
+    upload, as ``moedash serve`` does by default)."""
     from fastapi.testclient import TestClient
 
     from moedash.app import create_app
@@ -108,6 +110,7 @@ def replica(url: str, repeats: int, versions: int) -> dict[str, Any]:
     store = open_store(url, upgrade=False)
     app = create_app(Settings(database_url=url, enable_dashboard=False), store=store)
     app.state.data = data = DashData(store)  # what serve shares with the dashboard
+    data.warm_predictions = warm_predictions
     out: dict[str, Any] = {"rss_start_mb": round(_status_mb("VmRSS"))}
     (am, ah, aq), (bm, bh, bq) = cells()[0], cells()[1]
     cell_a = {"model": am, "hardware": ah, "quant": aq}
@@ -350,6 +353,7 @@ def one(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
                 replica_url += f"?memory_limit={args.duckdb_memory_limit}"
             cmd = [sys.executable, __file__, "--replica", replica_url]
             cmd += ["--repeats", str(args.repeats), "--versions", str(args.versions)]
+            cmd += ["--no-warm-predictions"] if args.no_warm_predictions else []
             procs = [
                 subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=REPO, env=dict(os.environ))
                 for _ in range(n)
@@ -363,6 +367,7 @@ def one(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         "engine": engine,
         "size": size,
         "duckdb_memory_limit": args.duckdb_memory_limit,
+        "warm_predictions": not args.no_warm_predictions,
         "build": built,
         "replicas": replicas,
     }
@@ -438,10 +443,20 @@ def main() -> None:
         "a file in DIR, copied per run; PostgreSQL: a kept schema, the run's upload "
         "deleted after it; drop it by hand when done)",
     )
+    ap.add_argument(
+        "--no-warm-predictions",
+        action="store_true",
+        help="the replica does not warm the predictions' validation (MOEDASH_WARM_PREDICTIONS"
+        "=false): the read path's own memory without issue 24's slice-wide validation",
+    )
     ap.add_argument("--replica", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.replica:
-        print(json.dumps(replica(args.replica, args.repeats, args.versions)))
+        print(
+            json.dumps(
+                replica(args.replica, args.repeats, args.versions, not args.no_warm_predictions)
+            )
+        )
         return
     results = []
     for size in args.sizes:
