@@ -1,7 +1,14 @@
 """Parity: the /predictions page and GET /api/v1/predictions/validation give the same
 numbers -- the page's tables (leave one token count out, leave one model out, what to
 measure next) and its CSV download against the API's JSON over HTTP, each through its
-own read path; and the page's URL query, sent to the API, asks the same question."""
+own read path; and the page's URL query, sent to the API, asks the same question.
+
+The validations asked here are computed once for the module and shared through the
+database, as the warm-up at start and the recomputation after an upload do
+(``service.predictions.warm_validations``): the page and the API then read the same
+stored answer, each rendering it its own way -- which is what these tests compare. That
+both compute it the same way is one function (``service.predictions.validation``);
+tests/service/test_predictions_shared.py checks a shared answer equals a computed one."""
 
 from __future__ import annotations
 
@@ -17,6 +24,8 @@ from db.store import Store
 from ingest.bench_moe import parse_bench_moe
 from ingest.demo.generate import dump_report, generate_report
 from ingest.records import UploadMeta
+from service import predictions as S
+from service import shared_answers as shared
 from service.frames import Cell, DashData
 
 TOKENS = tuple(2**j for j in range(0, 15, 1))
@@ -29,6 +38,10 @@ def seeded(module_store: Store) -> Store:
         raw = dump_report(generate_report(model, "GB300", "NVFP4", 8, TOKENS))
         meta = UploadMeta(hardware="GB300", filename=f"{model}.json")
         module_store.ingest(parse_bench_moe(raw, meta), raw, meta)
+    data = DashData(module_store)
+    with shared.writing():  # the two confidences the tests ask, once (module docstring)
+        for confidence in (0.9, 0.8):
+            S.validation(data, **CELL, confidence=confidence)
     return module_store
 
 
