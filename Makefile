@@ -62,8 +62,9 @@ test: install assets browser-deps
 test-unit: install
 	$(PYTEST) -m "not postgres and not realdata and not browser and not faults" -q
 
+# the real-data tests' PostgreSQL cases run once, in test-realdata
 test-pg: install
-	$(PYTEST) $(XDIST) -m postgres -q --durations=25
+	$(PYTEST) $(XDIST) -m "postgres and not realdata" -q --durations=25
 
 # Database faults (tests/faults/): a private PostgreSQL cluster (initdb/pg_ctl from
 # MOEDASH_PG_BIN, as the postgres user under root) frozen with SIGSTOP, stopped, locked;

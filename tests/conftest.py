@@ -19,7 +19,7 @@ from hypothesis import settings as hypothesis_settings
 from db.store import Store, open_store
 from moedash.app import create_app
 from moedash.settings import Settings
-from tests.factories.stores import DuckDBTemplates
+from tests.factories.stores import DuckDBTemplates, PgTemplate, with_schema
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -55,9 +55,8 @@ def _pg_schema() -> Iterator[str]:
     admin = sa.create_engine(PG_URL.replace("postgresql://", "postgresql+psycopg://", 1))
     with admin.begin() as conn:
         conn.exec_driver_sql(f"CREATE SCHEMA {name}")
-    sep = "&" if "?" in PG_URL else "?"
     try:
-        yield f"{PG_URL}{sep}options=-csearch_path%3D{name}"
+        yield with_schema(PG_URL, name)
     finally:
         with admin.begin() as conn:
             conn.exec_driver_sql(f"DROP SCHEMA {name} CASCADE")
@@ -69,6 +68,16 @@ def duckdb_templates(tmp_path_factory: pytest.TempPathFactory) -> DuckDBTemplate
     """Migrated (optionally seeded) DuckDB files built once per test process and copied
     per test (tests/factories/stores.py): each test still gets its own database file."""
     return DuckDBTemplates(tmp_path_factory.mktemp("duckdb-templates"))
+
+
+_PG_TEMPLATE = PgTemplate(PG_URL)  # built on first use, once per test process
+
+
+def _open_pg(url: str) -> Store:
+    """The store on a fresh PostgreSQL schema, at the schema head: the migrated template
+    replayed into it (tests/factories/stores.py), else migrated here."""
+    filled = _PG_TEMPLATE.fill(url)
+    return open_store(url, upgrade=not filled)
 
 
 @pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -100,7 +109,10 @@ def module_db_url(
 @pytest.fixture(scope="module")
 def module_store(module_db_url: str) -> Iterator[Store]:
     """The store on :func:`module_db_url` (read-only by the tests that share it)."""
-    s = open_store(module_db_url, upgrade=not module_db_url.startswith("duckdb"))
+    if module_db_url.startswith("duckdb"):
+        s = open_store(module_db_url, upgrade=False)
+    else:
+        s = _open_pg(module_db_url)
     try:
         yield s
     finally:
@@ -128,7 +140,7 @@ def upload_token(store: Store) -> str:
 @pytest.fixture
 def store(db_url: str, request: pytest.FixtureRequest) -> Iterator[Store]:
     """The store on ``db_url``: DuckDB gets a copy of the migrated template (at the head
-    already, so no upgrade runs), a PostgreSQL schema is migrated here."""
+    already, so no upgrade runs), a PostgreSQL schema the migrated template's script."""
     if db_url.startswith("duckdb:///"):
         path = Path(db_url.removeprefix("duckdb:///"))
         if not path.exists():
@@ -136,7 +148,7 @@ def store(db_url: str, request: pytest.FixtureRequest) -> Iterator[Store]:
             templates.copy(path)
         s = open_store(db_url, upgrade=False)
     else:
-        s = open_store(db_url)
+        s = _open_pg(db_url)
     try:
         yield s
     finally:
