@@ -47,7 +47,7 @@ from analysis import columns as C
 from analysis.capabilities import measured_capabilities, measured_mnnvl, mnnvl_at
 from analysis.confidence import SURE
 from analysis.derived import as_float
-from analysis.identity import configuration_frame
+from analysis.identity import configuration_frame, default_dispatch
 from analysis.tree import Deployment, recommend
 
 FEATURES = ("log_tokens_rank", "log_flops_rank", "log_weight_bytes_rank", "log_dispatch_rank",
@@ -176,9 +176,27 @@ class ShapeModel:
     prefer_tree_below: float = PREFER_TREE_BELOW
 
 
+def answer_rows(frame: pd.DataFrame) -> np.ndarray | None:
+    """Boolean mask of the rows under each model's default routing pattern
+    (``analysis.identity.default_dispatch``: balanced where measured) -- the pattern a
+    cell's predictions answer for, so the models across shapes are fitted, and their
+    answers scored, on one pattern per model. None when no row records a pattern."""
+    if C.DISPATCH not in frame or frame.empty or frame[C.DISPATCH].isna().all():
+        return None
+    mask = np.zeros(len(frame), dtype=bool)
+    labels = frame[C.DISPATCH].astype(object).to_numpy()
+    models = frame[C.MODEL].astype(object).to_numpy() if C.MODEL in frame else None
+    for model in pd.unique(models) if models is not None else [None]:
+        mine = models == model if models is not None else np.ones(len(frame), dtype=bool)
+        chosen = default_dispatch(pd.Series(labels[mine]))
+        mask |= mine & ((labels == chosen) if chosen is not None else True)
+    return mask
+
+
 def slice_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows the shape model can read: a configuration frame with kind and features."""
-    cfg = configuration_frame(frame) if len(frame) else frame
+    """The rows the shape model can read: a configuration frame (under each model's
+    default routing pattern, :func:`answer_rows`) with kind and features."""
+    cfg = configuration_frame(frame, rows=answer_rows(frame)) if len(frame) else frame
     if cfg.empty:
         return cfg
     cfg = cfg.reset_index(drop=True)

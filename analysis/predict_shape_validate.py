@@ -149,6 +149,9 @@ def answer_threshold(table: pd.DataFrame) -> float:
 def _slice(frame: pd.DataFrame, confidence: float) -> list[dict[str, Any]]:
     """Leave one model out of one (hardware, quant) slice, each held-out model's
     tie-break threshold chosen by :func:`answer_threshold` of its training models."""
+    mask = S.answer_rows(frame)  # one routing pattern per model (a workload's key here)
+    if mask is not None and not mask.all():
+        frame = frame[mask].reset_index(drop=True)
     rows = S.slice_rows(frame)
     if rows.empty or rows[C.MODEL].nunique() < 2:
         return []

@@ -20,10 +20,11 @@ from analysis import predict as P
 from analysis import predict_shape as S
 from analysis import predict_shape_validate as L
 from analysis.confidence import verdict
+from analysis.identity import configuration_frame
 from analysis.predict_command import shape_command
 from analysis.tables import to_json_records
 from service.errors import NoData
-from service.frames import DashData
+from service.frames import Cell, DashData
 
 METHOD = (
     "one model across shapes on one GPU and quant: per configuration kind a ridge fit of "
@@ -45,11 +46,25 @@ def _slice(hardware: str, quant: str) -> dict[str, Any]:
 
 
 def slice_frame(data: DashData, hardware: str, quant: str) -> pd.DataFrame:
-    """Every stored candidate of one (hardware, quant) slice, all models."""
+    """The configurations of one (hardware, quant) slice, all models: each cell's
+    configuration frame (``analysis.identity.configuration_frame``: one row per workload
+    x configuration, its latest version's repeats pooled) under the cell's default
+    routing pattern -- the pattern a cell's predictions answer for. That is all the
+    shape model and its validation read (they pool a frame with ``configuration_frame``,
+    which leaves a configuration frame as it is), and it is a few thousand rows per cell
+    where a year of sweeps stores a million: the cells are read one at a time and never
+    held together (issue 23's memory bound)."""
     cells = data.cells_matching(_slice(hardware, quant))
     if not cells:
         raise NoData("hardware", f"nothing stored for {hardware.upper()} · {quant}", "no_data")
-    return pd.concat([data.cell_frame(c) for c in cells], ignore_index=True)
+    return pd.concat([_configurations(data, c) for c in cells], ignore_index=True)
+
+
+def _configurations(data: DashData, cell: Cell) -> pd.DataFrame:
+    """One cell's part of :func:`slice_frame` (not cached: its callers' answers are,
+    per version of the slice's cells)."""
+    frame = data.cell_frame(cell)
+    return configuration_frame(frame, rows=S.answer_rows(frame))
 
 
 def shape_fit(data: DashData, hardware: str, quant: str, confidence: float) -> S.ShapeModel:

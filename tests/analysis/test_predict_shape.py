@@ -4,6 +4,7 @@ leave-one-model-out validation against the guide's tree."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -38,22 +39,26 @@ def law(kind: str, shape: S.Shape, ws: int, tokens: int) -> float:
     return floor + 1000 * (weights / 4e12 + flops / rate)
 
 
-def frame(models: tuple[str, ...] = tuple(SHAPES), sizes: tuple[int, ...] = (4, 8)) -> pd.DataFrame:
+def frame(
+    models: tuple[str, ...] = tuple(SHAPES),
+    sizes: tuple[int, ...] = (4, 8),
+    patterns: tuple[tuple[str, float], ...] = (("balanced", 1.0),),
+) -> pd.DataFrame:
+    """``patterns``: (routing pattern, factor on the law's score) measured per workload."""
     rows = []
-    for m in models:
+    combos = itertools.product(models, sizes, TOKENS, patterns)
+    for m, ws, t, (pattern, slower) in combos:
         shape = SHAPES[m]
-        for ws in sizes:
-            for t in TOKENS:
-                for backend, comm in (("MEGAMOE_CUTEDSL", "NONE"), ("TRTLLM", "NVLINK_ONE_SIDED")):
-                    rows.append({
-                        "model": m, "hardware": "GB300", "quant": "NVFP4", "world_size": ws,
-                        "num_tokens": t, "backend": backend, "comm": comm, "parallel_mode": "DEP",
-                        "moe_ep_size": ws, "moe_tp_size": 1, "attention_dp": True,
-                        "cuda_graph": True, "num_experts": shape.num_experts,
-                        "top_k": shape.top_k, "hidden_size": shape.hidden_size,
-                        "intermediate_size": shape.intermediate_size,
-                        "score_ms": law(backend, shape, ws, t),
-                    })  # fmt: skip
+        for backend, comm in (("MEGAMOE_CUTEDSL", "NONE"), ("TRTLLM", "NVLINK_ONE_SIDED")):
+            rows.append({
+                "model": m, "hardware": "GB300", "quant": "NVFP4", "world_size": ws,
+                "num_tokens": t, "backend": backend, "comm": comm, "parallel_mode": "DEP",
+                "moe_ep_size": ws, "moe_tp_size": 1, "attention_dp": True,
+                "cuda_graph": True, "num_experts": shape.num_experts,
+                "top_k": shape.top_k, "hidden_size": shape.hidden_size,
+                "intermediate_size": shape.intermediate_size,
+                "score_ms": slower * law(backend, shape, ws, t), "dispatch": pattern,
+            })  # fmt: skip
     out = factories.make_candidates(rows)
     out["candidate_index"] = np.arange(len(out))
     out["run_id"] = pd.factorize(out["model"].astype(str) + out["world_size"].astype(str))[0] + 1
@@ -118,6 +123,23 @@ def test_leave_one_model_out_scores_the_pick_the_tree_and_the_nearest_model() ->
     assert (per_model.nunique() == 1).all() and set(per_model.first()) <= set(L.THRESHOLDS)
     by_tree = table["picked_by"] == "decision tree"
     assert (table.loc[by_tree, "p_fastest"] < table.loc[by_tree, "prefer_tree_below"]).all()
+
+
+def test_a_second_routing_pattern_leaves_the_shape_answers_unchanged() -> None:
+    # a cell holding skewed routing beside balanced (a workload key of the tree's view):
+    # each model is fitted and scored under its default pattern, as its predictions are
+    # (it failed with "truth value of a Series is ambiguous" on such a store)
+    models = ("m_small", "m_mid", "m_big")
+    both = frame(models, sizes=(8,), patterns=(("balanced", 1.0), ("recv_hotspot", 1.4)))
+    want = L.validate_models(frame(models, sizes=(8,)))
+    got = L.validate_models(both)
+    assert len(got) == len(want) > 0
+    pd.testing.assert_frame_equal(got, want)
+    fit_both, fit_one = S.fit_shapes(both), S.fit_shapes(frame(models, sizes=(8,)))
+    pd.testing.assert_frame_equal(
+        S.predict_shape(fit_both, SHAPES["m_wide"], "NVFP4", 8, 700),
+        S.predict_shape(fit_one, SHAPES["m_wide"], "NVFP4", 8, 700),
+    )
 
 
 def test_the_tree_breaks_what_the_model_cannot_tell_apart() -> None:
