@@ -61,10 +61,16 @@ def slice_frame(data: DashData, hardware: str, quant: str) -> pd.DataFrame:
 
 
 def _configurations(data: DashData, cell: Cell) -> pd.DataFrame:
-    """One cell's part of :func:`slice_frame` (not cached: its callers' answers are,
-    per version of the slice's cells)."""
-    frame = data.cell_frame(cell)
-    return configuration_frame(frame, rows=S.answer_rows(frame))
+    """One cell's part of :func:`slice_frame`, cached per version of the cell (a few MB):
+    after an upload to one cell of a slice, the slice's answers are recomputed from the
+    other cells' cached parts without reading their rows again."""
+
+    def compute() -> pd.DataFrame:
+        frame = data.cell_frame(cell)
+        return configuration_frame(frame, rows=S.answer_rows(frame))
+
+    out: pd.DataFrame = data.cached(("shape_configurations", cell), compute, cell)
+    return out
 
 
 def shape_fit(data: DashData, hardware: str, quant: str, confidence: float) -> S.ShapeModel:
