@@ -30,35 +30,14 @@ from pandas.api.types import is_dtype_equal
 from analysis import columns as C
 from analysis.derived import add_derived, rankable_mask
 from analysis.frontier import RANKABLE
+from db.schema import MEASUREMENT_COLUMNS
 from db.stats import PIECE_ROWS
 from db.store import Store
 from service import allocator
 
-# Candidate columns the dashboard's cell frames need (no JSON blobs, no long texts).
-CELL_COLUMNS: tuple[str, ...] = (
-    C.CANDIDATE_INDEX,
-    C.NUM_TOKENS,
-    C.PARALLEL_MODE,
-    C.ATTENTION_DP,
-    C.ATTN,
-    C.MOE_EP_SIZE,
-    C.MOE_TP_SIZE,
-    C.BACKEND,
-    C.COMM,
-    C.COMM_REQUESTED,
-    C.CUDA_GRAPH,
-    C.LOW_PRECISION_COMBINE,
-    C.NUM_CHUNKS,  # part of a configuration's identity (analysis.identity)
-    C.DISPATCH,
-    C.STATUS,
-    C.FAILURE_CATEGORY,
-    C.SCORE_MS,
-    C.ITER_MEDIAN_MS,
-    C.ITER_STDEV_MS,
-    C.ITER_P90_MS,
-    C.OUTLIER_COUNT,
-    C.AUTOTUNE_STATUS,
-)
+# Candidate columns the dashboard's cell frames need (no JSON blobs, no long texts):
+# what the measurements table keeps per row (db.schema), read from it.
+CELL_COLUMNS: tuple[str, ...] = MEASUREMENT_COLUMNS
 _CATEGORICAL = (
     C.SOURCE_FORMAT,
     C.MODEL,
