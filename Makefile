@@ -1,7 +1,7 @@
 # One task runner for people and CI. `make serve` and `make test` are the README's two
 # set-up commands: both create .venv and install everything on first use.
 # The newest CPython 3.13 / 3.12 found, else python3 (scripts/pick_python.sh says why:
-# coverage on 3.12+ costs next to nothing, on 3.11 it doubles the suite's time).
+# coverage on 3.12+ costs next to nothing, on 3.11 about a quarter of the suite's CPU).
 PY      ?= $(shell scripts/pick_python.sh)
 VENV    := .venv
 BIN     := $(VENV)/bin
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	@echo "== installing moedash and its dependencies into $(VENV) (first time: a few minutes; later: only when pyproject.toml changes)"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' || \
-	  echo "note: .venv runs Python $$($(BIN)/python -V 2>&1 | cut -d' ' -f2): coverage doubles make test's time there; $(PY) is what a new .venv gets (rm -rf .venv)"
+	  echo "note: .venv runs Python $$($(BIN)/python -V 2>&1 | cut -d' ' -f2): coverage slows make test there; $(PY) is what a new .venv gets (rm -rf .venv)"
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install --progress-bar off -e '.[dev]' | grep -E '^(Collecting|Successfully)' || true
 	$(BIN)/python -c "import moedash.cli, dash, duckdb, sklearn"  # the install is complete
