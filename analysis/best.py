@@ -117,9 +117,10 @@ def _group_score_order(g: np.ndarray, score: np.ndarray) -> np.ndarray:
 
 
 def _ordered(
-    df: pd.DataFrame, keys: list[str], n: int
+    df: pd.DataFrame, keys: list[str], n: int, rows: np.ndarray | None = None
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-    """Top-``n`` rankable rows per group, sorted by (group, score, ORDER_COLS).
+    """Top-``n`` rankable rows per group, sorted by (group, score, ORDER_COLS); of the
+    ``rows`` (a boolean mask over ``df``) only, when given.
 
     Returns (rows, group ids, rank, group sizes). Sorts by (group, score) first and
     applies the ORDER_COLS tie-break only inside runs of equal (group, score).
@@ -127,7 +128,8 @@ def _ordered(
     missing = [c for c in (*keys, C.SCORE_MS, C.STATUS) if c not in df]
     if missing:
         raise KeyError(f"columns not in frame: {missing}")
-    pos = np.flatnonzero(rankable_mask(df))
+    ok = rankable_mask(df)
+    pos = np.flatnonzero(ok if rows is None else ok & np.asarray(rows, dtype=bool))
     g = group_codes(df[keys].iloc[pos], keys)
     score = as_float(df[C.SCORE_MS])[pos]
     order = _group_score_order(g, score)
@@ -159,22 +161,35 @@ def measurements(
     return df if C.RUN_ID in keys else configuration_frame(df, repeats)
 
 
+def _ranked(
+    df: pd.DataFrame, keys: Sequence[str], repeats: Repeats, rows: np.ndarray | None
+) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """:func:`measurements` of ``df[rows]`` without copying ``df``: (the frame ranked,
+    the mask of its rows still to apply)."""
+    if C.RUN_ID in keys:
+        return df, rows
+    return configuration_frame(df, repeats, rows=rows), None
+
+
 def top_by_workload(
     df: pd.DataFrame,
     grouping: str | Sequence[str] = "dashboard",
     n: int = 3,
     repeats: Repeats = "median",
+    rows: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """The ``n`` best rankable rows of every group (long format, dashboard style).
 
     Returns the ranked rows (all columns; per configuration for a grouping without
     run_id, see :func:`measurements`) plus ``rank`` (1 = lowest score_ms) and
     ``n_candidates`` (rankable configurations in the group), sorted by group keys then
-    rank.
+    rank. ``rows`` (a boolean mask over ``df``): the same answer as for ``df[rows]``,
+    without copying ``df``.
     """
     keys = _keys(grouping)
-    rows, _, rank, sizes = _ordered(measurements(df, keys, repeats), keys, n)
-    return rows.assign(**{RANK: rank, N_CANDIDATES: sizes}).reset_index(drop=True)
+    ranked, mask = _ranked(df, keys, repeats, rows)
+    top, _, rank, sizes = _ordered(ranked, keys, n, rows=mask)
+    return top.assign(**{RANK: rank, N_CANDIDATES: sizes}).reset_index(drop=True)
 
 
 def _side_spread(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -192,6 +207,7 @@ def best_by_workload(
     default_noise_pct: float = DEFAULT_NOISE_PCT,
     repeats: Repeats = "median",
     noise: N.NoiseModel | None = None,
+    rows: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """One row per group: the group keys, ``best_<c>`` and ``runner_up_<c>`` for c in
     :data:`SIDE_COLS` (recipe columns, score_ms, run_id, candidate_index) and
@@ -202,9 +218,10 @@ def best_by_workload(
     A grouping without run_id ranks configurations (median over repeats, or the latest
     run: ``repeats``). ``noise``: the band from the noise model where it knows both
     sides (module docstring). Groups with no rankable row are absent. Sorted by keys.
+    ``rows`` (a boolean mask over ``df``): the answer for ``df[rows]`` without its copy.
     """
     keys = _keys(grouping)
-    top = top_by_workload(df, keys, n=2, repeats=repeats)
+    top = top_by_workload(df, keys, n=2, repeats=repeats, rows=rows)
     # top is sorted by group then rank, so a runner-up sits right after its winner.
     rank = top[RANK].to_numpy()
     idx1 = np.flatnonzero(rank == 1)
@@ -223,13 +240,13 @@ def best_by_workload(
         ("best_", first, spread_first, src_first),
         ("runner_up_", second, spread_second, src_second),
     )
-    for prefix, rows, spread, src in sides:
-        mask = has if prefix == "runner_up_" else np.ones(len(rows), bool)
-        reps = as_float(rows[N_REPEATS]) if N_REPEATS in rows else np.ones(len(rows))
+    for prefix, side, spread, src in sides:
+        mask = has if prefix == "runner_up_" else np.ones(len(side), bool)
+        reps = as_float(side[N_REPEATS]) if N_REPEATS in side else np.ones(len(side))
         out[prefix + N_REPEATS] = pd.array(np.where(mask, reps, 0).astype(np.int64), dtype="Int64")
         out.loc[~mask, prefix + N_REPEATS] = pd.NA
-        col = REPEAT_RUN_IDS if REPEAT_RUN_IDS in rows else C.RUN_ID
-        ids: np.ndarray = rows[col].astype("string").to_numpy(dtype=object, na_value=None)
+        col = REPEAT_RUN_IDS if REPEAT_RUN_IDS in side else C.RUN_ID
+        ids: np.ndarray = side[col].astype("string").to_numpy(dtype=object, na_value=None)
         out[prefix + REPEAT_RUN_IDS] = np.where(mask, ids, np.array(None, dtype=object))
         out[prefix + SPREAD_PCT] = 100.0 * spread
         out[prefix + SPREAD_SOURCE] = np.where(mask, src, np.array(None, dtype=object))

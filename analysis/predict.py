@@ -136,14 +136,19 @@ def group_frame(
     """The configuration frame of one workload group of a cell's candidate frame:
     rankable rows of ``world_size``, ``dispatch`` (default: the cell's default routing
     pattern at that world size) and the :func:`family`, repeats pooled."""
-    rows = frame[as_float(frame[C.WORLD_SIZE]) == world_size] if len(frame) else frame
-    if C.DISPATCH in rows and len(rows):
-        chosen = dispatch or default_dispatch(rows[C.DISPATCH])
+    if not len(frame):
+        return frame
+    # a mask over the frame, not copies of it (a cell of a year is ~1M rows; a group is
+    # read in place by configuration_frame's rows=)
+    rows = as_float(frame[C.WORLD_SIZE]) == world_size
+    if C.DISPATCH in frame and rows.any():
+        chosen = dispatch or default_dispatch(frame[C.DISPATCH][rows])
         if chosen is not None:
-            rows = rows[rows[C.DISPATCH].astype(object) == chosen]
-    if len(rows):
-        rows = rows[in_family(rows, *family(rows, attention_dp, cuda_graph))]
-    return configuration_frame(rows) if len(rows) else rows
+            rows &= (frame[C.DISPATCH].astype(object) == chosen).to_numpy(dtype=bool)
+    if rows.any():
+        flags = frame[[c for c in (C.ATTENTION_DP, C.CUDA_GRAPH) if c in frame]][rows]
+        rows[rows] = in_family(flags, *family(flags, attention_dp, cuda_graph))
+    return configuration_frame(frame, rows=rows) if rows.any() else frame[rows]
 
 
 def _curves(group: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:

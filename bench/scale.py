@@ -61,6 +61,7 @@ from analysis import columns as C  # noqa: E402
 from bench._common import run_dict  # noqa: E402
 from bench.scale_store import build, cells, run_candidates  # noqa: E402
 from db import dialects  # noqa: E402
+from db.session import DUCKDB_MEMORY_LIMIT  # noqa: E402
 from db.store import Store, open_store  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "scale.json"
@@ -366,7 +367,7 @@ def one(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     return {
         "engine": engine,
         "size": size,
-        "duckdb_memory_limit": args.duckdb_memory_limit,
+        "duckdb_memory_limit": args.duckdb_memory_limit or DUCKDB_MEMORY_LIMIT,
         "warm_predictions": not args.no_warm_predictions,
         "build": built,
         "replicas": replicas,
@@ -434,7 +435,8 @@ def main() -> None:
     ap.add_argument("--pg-url", default=PG_URL)
     ap.add_argument(
         "--duckdb-memory-limit",
-        help="DuckDB memory_limit of the replica (e.g. 512MB; default DuckDB's 80%% of RAM)",
+        help="DuckDB memory_limit of the replica (e.g. 512MB; default the app's, "
+        "db.session.DUCKDB_MEMORY_LIMIT)",
     )
     ap.add_argument(
         "--keep-stores",

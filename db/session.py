@@ -51,6 +51,13 @@ ALLOCATOR_FLUSH = {
     "allocator_flush_threshold": "0B",
     "allocator_bulk_deallocation_flush_threshold": "0B",
 }
+# DuckDB's buffer pool keeps the blocks it read up to its memory_limit (DuckDB's own
+# default: 80 % of the machine's RAM), and a replica's RSS holds them: at 10M stored
+# candidates a 512MB pool left a replica ~250 MB above PostgreSQL's. 256MB keeps a replica
+# within 1 GB (docs/scale.md) with the one-cell routes as fast; what a query needs beyond
+# it spills to a temporary directory beside the file. A database URL's own
+# ``?memory_limit=`` wins (the driver lays the URL's settings over these).
+DUCKDB_MEMORY_LIMIT = "256MB"
 
 
 def make_engine(url: str, timeouts: DbTimeouts | None = None) -> sa.Engine:
@@ -75,7 +82,11 @@ def make_engine(url: str, timeouts: DbTimeouts | None = None) -> sa.Engine:
                     "empty database; use a file, e.g. duckdb:///var/moedash.duckdb"
                 )
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            config = {"checkpoint_threshold": INLINE_CHECKPOINT, **ALLOCATOR_FLUSH}
+            config = {
+                "checkpoint_threshold": INLINE_CHECKPOINT,
+                "memory_limit": DUCKDB_MEMORY_LIMIT,
+                **ALLOCATOR_FLUSH,
+            }
             engine = sa.create_engine(
                 url,
                 pool_size=8,

@@ -1,7 +1,7 @@
 """Best configuration per workload: the API's table of a scope and the page's of a cell.
 
 Both are ``analysis.best.best_by_workload`` over the successful candidates of one
-routing pattern (``service.scope.routed_frame``: the asked ``dispatch``, by default
+routing pattern (``service.scope.routed_rows``: the asked ``dispatch``, by default
 balanced where present), ranking configurations (median over repeat runs, or the
 latest run: ``repeats``), with columns of each winner's own row attached
 (:func:`with_winner_columns`); they differ only in the slice and in which columns are
@@ -24,7 +24,7 @@ from analysis.identity import REPEATS, Repeats
 from analysis.noise import estimate_noise
 from service.frames import Cell, DashData
 from service.noise_model import cell_noise
-from service.scope import Routing, Scope, provenance, routed_frame
+from service.scope import Routing, Scope, provenance, routed_rows
 from service.shared_answers import shareable
 
 Grouping = Literal["bench_moe", "dashboard"]
@@ -113,18 +113,22 @@ def best_table(
     ``dispatch`` raises :class:`~service.errors.InvalidQuery`."""
 
     def compute() -> BestTable:
-        # the whole answer is cached: the scope's rows are masked once per cell version
-        df, routing = routed_frame(data, scope)
-        if df.empty:
-            return BestTable(pd.DataFrame(), grouping, provenance(df), routing, repeats)
+        # the whole answer is cached; the scope's rows are a mask over the cell frame
+        # (no copy of a 1M-row cell's routed rows), every step below reads them in place
+        frame, rows, routing = routed_rows(data, scope)
+        prov = provenance(frame, rows)
+        if not rows.any():
+            return BestTable(pd.DataFrame(), grouping, prov, routing, repeats)
         # the cell's noise model (shared per cell version); a scope over several cells
         # estimates its own from its runs
         cell = scope.cell()
-        noise = cell_noise(data, cell) if cell is not None else estimate_noise(df)
-        table = best_by_workload(df, grouping=grouping, repeats=repeats, noise=noise)
-        items = with_winner_columns(table, df, API_WINNER_COLUMNS[grouping])
-        items = with_evidence(items, df)  # the confidence panel, per workload
-        return BestTable(items, grouping, provenance(df), routing, repeats)
+        noise = cell_noise(data, cell) if cell is not None else estimate_noise(frame.loc[rows])
+        table = best_by_workload(frame, grouping, repeats=repeats, noise=noise, rows=rows)
+        # winners are found by (run_id, candidate_index) and the evidence by run: the
+        # whole frame answers both as its routed rows would
+        items = with_winner_columns(table, frame, API_WINNER_COLUMNS[grouping])
+        items = with_evidence(items, frame)  # the confidence panel, per workload
+        return BestTable(items, grouping, prov, routing, repeats)
 
     return data.cached(
         ("best-scope", scope.key(), grouping, repeats),
@@ -165,10 +169,11 @@ def cell_best(
     )
 
     def compute() -> CellBest:
-        frame, routing = routed_frame(data, scope)
-        if frame.empty:
+        frame, rows, routing = routed_rows(data, scope)  # in place, as best_table
+        if not rows.any():
             return CellBest(pd.DataFrame(), routing)
-        table = best_by_workload(frame, grouping, repeats=repeats, noise=cell_noise(data, cell))
+        noise = cell_noise(data, cell)
+        table = best_by_workload(frame, grouping, repeats=repeats, noise=noise, rows=rows)
         table = with_winner_columns(table, frame, PAGE_WINNER_COLUMNS)
         return CellBest(with_evidence(table, frame), routing)
 
@@ -190,9 +195,9 @@ def cell_best_table(
 
 def dispatch_options(data: DashData, cell: Cell, ws: int | None = None) -> tuple[list[str], str]:
     """(routing patterns of the cell's successful candidates, sorted; the default one)."""
-    routing = routed_frame(
+    routing = routed_rows(
         data, Scope(model=cell.model, hardware=cell.hardware, quant=cell.quant, world_size=ws)
-    )[1]
+    )[2]
     return list(routing.known), (routing.used[0] if routing.used else "")
 
 

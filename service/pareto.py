@@ -53,7 +53,7 @@ from analysis.identity import (
 from analysis.pareto import FRONTIER_GROUP_COLS, pareto_frontier
 from service.best import row_positions
 from service.frames import Cell, DashData
-from service.scope import Routing, Scope, provenance, resolve_dispatch, routed_frame
+from service.scope import Routing, Scope, provenance, resolve_dispatch, routed_rows
 from service.shared_answers import shareable
 
 CLOUD_MAX_POINTS = 20_000  # keeps the figure payload under ~500 KB (see bench/dashboard.py)
@@ -107,16 +107,18 @@ def pareto_table(
     cols = list(dict.fromkeys([*group, x, *_TABLE_TAIL]))
 
     def compute() -> ParetoTable:
-        df, routing = routed_frame(data, scope)
-        if df.empty:
+        # the scope's rows as a mask over the (cached) cell frame: no copy of them
+        frame, rows, routing = routed_rows(data, scope)
+        prov = provenance(frame, rows)
+        if not rows.any():
             empty = pd.DataFrame(columns=cols)
-            return ParetoTable(empty, x, C.TOKENS_PER_S_PER_GPU, provenance(df), routing, repeats)
-        configs = configuration_frame(df, repeats)
+            return ParetoTable(empty, x, C.TOKENS_PER_S_PER_GPU, prov, routing, repeats)
+        configs = configuration_frame(frame, repeats, rows=rows)
         front = pareto_frontier(
             configs, x=x, y=C.TOKENS_PER_S_PER_GPU, minimize_x=x == C.SCORE_MS, group_cols=group
         )
         out = front[cols] if not front.empty else pd.DataFrame(columns=cols)
-        return ParetoTable(out, x, C.TOKENS_PER_S_PER_GPU, provenance(df), routing, repeats)
+        return ParetoTable(out, x, C.TOKENS_PER_S_PER_GPU, prov, routing, repeats)
 
     # cached per scope and the versions of its cells (the page's view is cached too)
     key = ("pareto-table", scope.key(), x, repeats)

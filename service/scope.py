@@ -229,29 +229,46 @@ def route(df: pd.DataFrame, requested: str | None) -> tuple[pd.DataFrame, Routin
     return (df if keep.all() else df.loc[keep].reset_index(drop=True)), routing
 
 
-def routed_frame(data: DashData, scope: Scope) -> tuple[pd.DataFrame, Routing]:
-    """:func:`scoped_frame` of ``scope`` with its routing pattern applied -- the
-    default when ``scope.dispatch`` is unset (module docstring) -- and which it is. The
-    same as ``route(scoped_frame(data, scope), scope.dispatch)``, with one copy of the
-    rows instead of two (a cell of a year is ~1M rows)."""
+def routed_rows(data: DashData, scope: Scope) -> tuple[pd.DataFrame, np.ndarray, Routing]:
+    """:func:`routed_frame` without its copy: (the frame it selects from -- a cached
+    cell frame: read only --, the boolean mask of its rows, the routing pattern).
+    ``frame.loc[mask]`` is :func:`routed_frame`'s frame; an answer that takes
+    ``rows=`` (``analysis.best``, ``analysis.identity.configuration_frame``) reads the
+    cell in place (a cell of a year is ~1M rows, its routed rows ~80 MB)."""
     frame, mask = _scope_mask(data, scope)
     if frame is None:
-        return route(_empty(), scope.dispatch)
+        empty, routing = route(_empty(), scope.dispatch)
+        return empty, np.zeros(len(empty), dtype=bool), routing
     labels = frame[C.DISPATCH][mask] if C.DISPATCH in frame else pd.Series(dtype=object)
     routing = resolve_dispatch(labels, scope.dispatch)
     if len(routing.used) == 1 and C.DISPATCH in frame and mask.any():
         mask = mask & equals(frame[C.DISPATCH], routing.used[0])
-    return frame.loc[mask].reset_index(drop=True), routing
+    return frame, mask, routing
 
 
-def provenance(df: pd.DataFrame) -> dict[str, Any]:
+def routed_frame(data: DashData, scope: Scope) -> tuple[pd.DataFrame, Routing]:
+    """:func:`scoped_frame` of ``scope`` with its routing pattern applied -- the
+    default when ``scope.dispatch`` is unset (module docstring) -- and which it is. The
+    same as ``route(scoped_frame(data, scope), scope.dispatch)``, with one copy of the
+    rows instead of two; :func:`routed_rows` makes none."""
+    frame, mask, routing = routed_rows(data, scope)
+    return (frame if frame.empty else frame.loc[mask].reset_index(drop=True)), routing
+
+
+def provenance(df: pd.DataFrame, rows: np.ndarray | None = None) -> dict[str, Any]:
     """Where an answer came from: sorted run ids and TensorRT-LLM versions, the number of
-    candidates and whether any of them is generated demo data."""
-    if df.empty:
+    candidates and whether any of them is generated demo data. ``rows`` (a boolean mask
+    over ``df``): of those rows only, as ``provenance(df[rows])``."""
+
+    def col(name: str) -> pd.Series:
+        return df[name] if rows is None else df[name][rows]
+
+    n = len(df) if rows is None else int(np.count_nonzero(rows))
+    if n == 0:
         return {"run_ids": [], "trtllm_versions": [], "n_candidates": 0, "synthetic": False}
     return {
-        "run_ids": sorted(int(x) for x in df[C.RUN_ID].unique()),
-        "trtllm_versions": sorted(str(x) for x in df[C.TRTLLM_VERSION].dropna().unique()),
-        "n_candidates": int(len(df)),
-        "synthetic": bool(df[C.SYNTHETIC].fillna(False).astype(bool).any()),
+        "run_ids": sorted(int(x) for x in col(C.RUN_ID).unique()),
+        "trtllm_versions": sorted(str(x) for x in col(C.TRTLLM_VERSION).dropna().unique()),
+        "n_candidates": n,
+        "synthetic": bool(col(C.SYNTHETIC).fillna(False).astype(bool).any()),
     }

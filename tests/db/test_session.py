@@ -174,3 +174,21 @@ def test_collisions_are_translated_too(store: Store) -> None:
 def test_errors_of_our_own_pass_unchanged(store: Store) -> None:
     with pytest.raises(ValueError, match="order: unknown column"):
         store.list_candidates(store.ingest([make_sweep(3)], b"v", META).runs[0].run_id, order="x")
+
+
+def test_duckdb_buffer_pool_is_bounded_unless_the_url_says(tmp_path: Path) -> None:
+    """A replica's DuckDB keeps at most DUCKDB_MEMORY_LIMIT of blocks (not 80 % of the
+    machine's RAM); a ``?memory_limit=`` in the database URL sets its own."""
+    from db.session import DUCKDB_MEMORY_LIMIT, make_engine
+
+    def limit(url: str) -> str:
+        engine = make_engine(url)
+        try:
+            with engine.connect() as conn:
+                return str(conn.exec_driver_sql("SELECT current_setting('memory_limit')").scalar())
+        finally:
+            engine.dispose()
+
+    assert DUCKDB_MEMORY_LIMIT == "256MB"
+    assert limit(f"duckdb:///{tmp_path / 'a.duckdb'}") == "244.1 MiB"  # 256 MB as DuckDB prints it
+    assert limit(f"duckdb:///{tmp_path / 'b.duckdb'}?memory_limit=1GB") == "953.6 MiB"
