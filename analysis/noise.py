@@ -67,7 +67,6 @@ MAX_BAND_PCT = 10_000.0
 _VAR_FLOOR = 0.001**2
 
 # what the version order of a frame reads (analysis.versions.version_table)
-_VERSION_COLUMNS = (C.TRTLLM_VERSION, C.RUN_DATE, C.RUN_ID, C.TRTLLM_COMMIT)
 
 SPREAD = "run_spread"  # estimated run-to-run spread, natural-log units (~ a fraction)
 DF = "run_spread_df"
@@ -202,12 +201,17 @@ def _evidence(cfg: np.ndarray, ver: np.ndarray, y: np.ndarray, n_cfg: int) -> pd
         )  # fmt: skip
     order = np.lexsort((y, ver, cfg))
     cfg, ver, y = cfg[order], ver[order], y[order]
-    # per (configuration, version): runs, mean, sum of squares -- vectorised
+    del order
+    # per (configuration, version): runs, mean, sum of squares -- vectorised, one
+    # temporary per step (a cell of a year: ~1M rows)
     new_cell = np.r_[True, (cfg[1:] != cfg[:-1]) | (ver[1:] != ver[:-1])]
     cell = np.cumsum(new_cell) - 1
     n_v = np.bincount(cell).astype(float)
     mean_v = np.bincount(cell, weights=y) / n_v
-    ss_v = np.bincount(cell, weights=(y - mean_v[cell]) ** 2)
+    dev = mean_v[cell]
+    np.subtract(y, dev, out=dev)
+    ss_v = np.bincount(cell, weights=np.square(dev, out=dev))
+    del cell, dev
     cfg_v, ver_v = cfg[new_cell], ver[new_cell]
     n_versions = np.bincount(cfg_v, minlength=n_cfg)
     runs = np.bincount(cfg, minlength=n_cfg)
@@ -280,8 +284,8 @@ def estimate_noise(history: pd.DataFrame) -> NoiseModel:
                            ("_prior_df", np.nan)):  # fmt: skip
             table[col] = value
         return NoiseModel(table, pd.DataFrame(), key)
-    rows = history[present(history, _VERSION_COLUMNS)].iloc[ok]
-    ver = _versions(rows)
+    # version order of the whole frame taken at the rankable rows (no copy of them)
+    ver = _versions(history)[ok]
     ev = _evidence(cfg, ver, np.log(as_float(history[C.SCORE_MS])[ok]), n_cfg)
     d = ev["df"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -315,11 +319,13 @@ def estimate_noise(history: pd.DataFrame) -> NoiseModel:
     table[SOURCE] = source
     table[LEVEL] = ev[LEVEL].to_numpy()
     table[N_LEVEL] = ev[N_LEVEL].to_numpy()
+    seen, first_row = np.unique(ver, return_index=True)  # each version's first row
     names = pd.Series(
-        rows[C.TRTLLM_VERSION].astype(object).to_numpy() if C.TRTLLM_VERSION in rows else None,
-        index=ver,
+        history[C.TRTLLM_VERSION].iloc[ok[first_row]].astype(object).to_numpy()
+        if C.TRTLLM_VERSION in history
+        else None,
+        index=seen,
     )
-    names = names[~names.index.duplicated()]
     table[LAST_VERSION] = names.reindex(ev["last"].to_numpy()).to_numpy(dtype=object)
     table["_prior_s"] = np.sqrt(s0)
     table["_prior_df"] = np.where(np.isfinite(s0), d0, np.nan)

@@ -116,8 +116,9 @@ def version_order(versions: pd.Series, table: pd.DataFrame) -> np.ndarray:
     """Per value of ``versions``, its ``order`` in ``table`` (:func:`version_table`);
     -1 for a version the table does not hold or a missing one."""
     lookup = dict(zip(table[VERSION], table[ORDER], strict=True))
-    mapped = versions.astype(object).map(
-        lambda v: lookup.get(str(v), -1) if isinstance(v, str) else -1
-    )
-    out: np.ndarray = mapped.to_numpy(dtype=np.int64)
+    # each distinct value looked up once (a cell's frame repeats a few dozen versions
+    # over ~1M rows); the code of a missing value (-1) takes the appended -1
+    codes, uniques = pd.factorize(versions, use_na_sentinel=True)
+    per = [lookup.get(str(v), -1) if isinstance(v, str) else -1 for v in uniques]
+    out: np.ndarray = np.asarray([*per, -1], dtype=np.int64)[codes]
     return out

@@ -66,6 +66,7 @@ from db.store import Store, open_store  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "scale.json"
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
+BUILD_MEMORY_LIMIT = "8GB"  # DuckDB builder only (_builder_url)
 
 
 # ---------------------------------------------------------------- replica process
@@ -308,7 +309,7 @@ def _kept(
         admin.dispose()
         url = f"{args.pg_url}?options=-csearch_path%3D{schema_name}"
     if not info.exists():
-        store = open_store(url)
+        store = open_store(_builder_url(url))
         try:
             info.write_text(json.dumps(build(store, size, args.versions, args.cells)))
         finally:
@@ -318,6 +319,13 @@ def _kept(
         shutil.copyfile(kept, copy)
         url = f"duckdb:///{copy}"
     return url, {**json.loads(info.read_text()), "reused": str(info)}
+
+
+def _builder_url(url: str) -> str:
+    """The builder's URL: on DuckDB with a buffer pool for the bulk load (its inserts of a
+    1M-row cell beside a store of millions ran out of the app's default
+    ``db.session.DUCKDB_MEMORY_LIMIT``); the replicas keep the app's own setting."""
+    return f"{url}?memory_limit={BUILD_MEMORY_LIMIT}" if url.startswith("duckdb") else url
 
 
 def _forget_uploads(url: str, replicas: list[dict[str, Any]]) -> None:
@@ -342,7 +350,7 @@ def one(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
             url, schema_name = _store_url(engine, Path(tmp), args.pg_url)
         try:
             if not args.keep_stores:
-                store = open_store(url)
+                store = open_store(_builder_url(url))
                 try:
                     built = build(store, size, args.versions, args.cells)
                 finally:
