@@ -59,16 +59,18 @@ class CellReader:
     def cell_versions(self) -> pd.DataFrame:
         """One row per stored cell (runs without candidates left out): ``model``,
         ``hardware``, ``quant``, ``runs`` (number of runs), ``newest_run_id``,
-        ``candidates`` (sum of the runs' candidate counts); ordered by model, hardware,
-        quant."""
+        ``candidates`` (sum of the runs' candidate counts), ``synthetic`` (1 when any
+        run is generated demo data, else 0); ordered by model, hardware, quant."""
         r = schema.runs
         keys = [r.c[k] for k in CELL_KEYS]
+        synthetic = sa.case((r.c[C.SYNTHETIC].is_(True), 1), else_=0)
         stmt = (
             sa.select(
                 *keys,
                 sa.func.count().label("runs"),
                 sa.func.max(r.c.run_id).label("newest_run_id"),
                 sa.func.sum(r.c.n_candidates).label("candidates"),
+                sa.func.max(synthetic).label(C.SYNTHETIC),
             )
             .where(r.c.n_candidates > 0)
             .group_by(*keys)
@@ -78,9 +80,9 @@ class CellReader:
             rows = conn.execute(stmt).all()
         frame = pd.DataFrame(
             [tuple(row) for row in rows],
-            columns=[*CELL_KEYS, "runs", "newest_run_id", "candidates"],
+            columns=[*CELL_KEYS, "runs", "newest_run_id", "candidates", C.SYNTHETIC],
         )
-        for col in ("runs", "newest_run_id", "candidates"):
+        for col in ("runs", "newest_run_id", "candidates", C.SYNTHETIC):
             frame[col] = frame[col].astype("int64")
         return frame
 

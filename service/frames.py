@@ -76,12 +76,13 @@ RUN_FILTER_COLUMNS = frozenset(
 
 @dataclass(frozen=True)
 class CellVersion:
-    """What the runs table says of one cell: its number of runs, newest run id and
-    stored candidates."""
+    """What the runs table says of one cell: its number of runs, newest run id, stored
+    candidates and whether any run is generated demo data."""
 
     runs: int
     newest_run_id: int
     candidates: int
+    synthetic: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,8 +151,8 @@ class DashData:
                 return self._cell_versions
         table = self.store.cells.cell_versions()
         versions = {
-            Cell(str(m), str(h), str(q)): CellVersion(int(n), int(newest), int(rows))
-            for m, h, q, n, newest, rows in table.itertuples(index=False)
+            Cell(str(m), str(h), str(q)): CellVersion(int(n), int(newest), int(rows), bool(syn))
+            for m, h, q, n, newest, rows, syn in table.itertuples(index=False)
         }
         with self._version_lock:
             self._cell_versions, self._version_at = versions, time.monotonic()
@@ -233,17 +234,14 @@ class DashData:
 
     def is_synthetic(self, cell: Cell | None) -> bool:
         """True when any stored run of ``cell`` (None: of the whole database) is
-        generated demo data, so pages can say so next to the numbers."""
-        cov = self.coverage()
-        if cov.empty:
-            return False
+        generated demo data, so pages can say so next to the numbers. From the runs
+        table (:meth:`_versions`), not the coverage: that counts every cell's
+        measurements (at 100M on PostgreSQL the warm-up spent minutes in it)."""
+        versions = self._versions()
         if cell is not None:
-            cov = cov[
-                (cov[C.MODEL] == cell.model)
-                & (cov[C.HARDWARE] == cell.hardware)
-                & (cov[C.QUANT] == cell.quant)
-            ]
-        return bool(cov[C.SYNTHETIC].fillna(False).astype(bool).any())
+            v = versions.get(cell)
+            return v is not None and v.synthetic
+        return any(v.synthetic for v in versions.values())
 
     def cells(self) -> list[Cell]:
         """Every (model, hardware, quant) with data, ordered by model, hardware, quant
