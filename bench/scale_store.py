@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from analysis import columns as C
 from bench._common import MODELS, run_dict
-from db import dialects, schema
+from db import dialects, schema, summaries
 from db.store import Store
 
 HARDWARE = ("GB300", "B300", "H200")
@@ -108,7 +108,7 @@ def build(store: Store, total: int, versions: int, n_cells: int = 10) -> dict[st
     """Fill an empty store with ``total`` candidates in ``n_cells`` cells (see module
     docstring); returns the build times and the cells. The measurements table is
     bulk-loaded beside the candidates (the same rows with their run's cell keys, as
-    ``StatsRepository.record_runs`` writes them)."""
+    ``StatsRepository.record_runs`` writes them), and the runs' summaries from it."""
     per_run = max(1, total // (n_cells * len(WORLD_SIZES) * versions))
     engine = store.engine
     t0 = time.perf_counter()
@@ -129,7 +129,7 @@ def build(store: Store, total: int, versions: int, n_cells: int = 10) -> dict[st
                     uploaded_at=sa.func.now(),
                 )
             )
-            tables, measured = [], []
+            tables, measured, ids = [], [], []
             for v in range(versions):
                 for ws in WORLD_SIZES:
                     run_id = _next(conn, "run_id_seq")
@@ -152,10 +152,13 @@ def build(store: Store, total: int, versions: int, n_cells: int = 10) -> dict[st
                     )
                     conn.execute(schema.runs.insert().values(**run))
                     tables.append(_arrow(run_id, cols))
+                    ids.append(run_id)
                     keys = {c: run[c] for c in schema.MEASUREMENT_RUN_KEYS}
                     measured.append(_measurement_arrow(run_id, cols, keys))
             _bulk(conn, pa.concat_tables(tables))
             _bulk(conn, pa.concat_tables(measured), "measurements")
+            # the runs' summaries, as the recording of an upload writes them
+            summaries.summarize(conn, ids)
             made.append({"cell": [model, hardware, quant], "runs": len(tables)})
     t_cand = time.perf_counter() - t0
     t1 = time.perf_counter()

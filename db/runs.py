@@ -31,7 +31,7 @@ import pandas as pd
 import sqlalchemy as sa
 import zstandard
 
-from db import schema
+from db import schema, summaries
 from db.errors import NotFound, StoreError, UniqueViolation
 from db.prepared import PreparedUpload, stored_sweeps
 from db.session import Database
@@ -403,6 +403,7 @@ class RunRepository:
                 raise NotFound("run", run_id)
             conn.execute(schema.candidates.delete().where(schema.candidates.c.run_id == run_id))
             conn.execute(schema.measurements.delete().where(schema.measurements.c.run_id == run_id))
+            summaries.delete(conn, run_id)
             conn.execute(r.delete().where(r.c.run_id == run_id))
             left = conn.execute(
                 sa.select(sa.func.count()).select_from(r).where(r.c.upload_id == upload_id)

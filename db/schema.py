@@ -128,6 +128,30 @@ measurements = sa.Table(
     sa.Index("measurements_cell", C.MODEL, C.HARDWARE, C.QUANT, C.RUN_ID, C.CANDIDATE_INDEX),
 )
 
+# Per-run summaries written in the transaction that writes the run's measurements
+# (revision 0009; see db.summaries): what the coverage table and the capabilities
+# aggregate over, a few dozen rows per run instead of its every candidate.
+run_workloads = sa.Table(
+    "run_workloads",
+    metadata,
+    sa.Column(C.RUN_ID, sa.BigInteger, nullable=False, autoincrement=False),
+    sa.Column(C.NUM_TOKENS, sa.BigInteger),
+    sa.Column(C.PARALLEL_MODE, sa.Text),
+    sa.Column(C.CUDA_GRAPH, sa.Boolean),
+    sa.Column("n_rows", sa.BigInteger, nullable=False),
+    sa.Column("n_success", sa.BigInteger, nullable=False),
+    sa.Index("run_workloads_run", C.RUN_ID),
+)
+run_capabilities = sa.Table(
+    "run_capabilities",
+    metadata,
+    sa.Column(C.RUN_ID, sa.BigInteger, nullable=False, autoincrement=False),
+    sa.Column(C.BACKEND, sa.Text),
+    sa.Column(C.COMM, sa.Text),
+    sa.Column("n_success", sa.BigInteger, nullable=False),
+    sa.Index("run_capabilities_run", C.RUN_ID),
+)
+
 # Answers computed once per cell version and shared by every replica (revision 0008;
 # see db.answers): one row per kind x parameters, replaced when the cells change.
 answers = sa.Table(

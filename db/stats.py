@@ -33,7 +33,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from analysis import columns as C
-from db import dialects, schema
+from db import dialects, schema, summaries
 from db.candidates import TEXT_COLUMNS, join_runs
 from db.errors import UniqueViolation
 from db.session import Database
@@ -73,20 +73,6 @@ STAT_COLUMNS: tuple[str, ...] = (
     "run_to_run_spread",
     "iter_stdev_median_ms",
     "newest_run_id",
-)
-
-
-_CELL_COVERAGE_SQL = (
-    "SELECT r.model, r.hardware, r.quant, r.world_size, "
-    "bool_or(r.synthetic) AS synthetic, count(DISTINCT r.run_id) AS runs, "
-    "count(*) AS candidates, "
-    "count(DISTINCT CASE WHEN c.status = 'success' THEN "
-    "CAST(c.num_tokens AS VARCHAR) || '|' || c.parallel_mode || '|' || "
-    "CAST(c.cuda_graph AS VARCHAR) END) AS workloads "
-    "FROM measurements c JOIN runs r ON c.run_id = r.run_id "
-    "WHERE c.model = ? AND c.hardware = ? AND c.quant = ? "
-    "GROUP BY r.model, r.hardware, r.quant, r.world_size "
-    "ORDER BY r.model, r.hardware, r.quant, r.world_size"
 )
 
 
@@ -209,9 +195,10 @@ class StatsRepository:
     def cell_coverage(self, model: str, hardware: str, quant: str) -> pd.DataFrame:
         """``CandidateReader.coverage`` restricted to one cell (the same columns, values
         and order), read from the cell's measurements: what a per-cell cache combines
-        into the whole table without scanning every candidate after each upload."""
+        into the whole table without scanning every candidate after each upload. Read
+        from the runs' summaries (``db.summaries``): a few dozen rows per run."""
         with self._db.read("cell_coverage") as conn:
-            return dialects.read_frame(conn, _CELL_COVERAGE_SQL, [model, hardware, quant])
+            return summaries.cell_coverage(conn, model, hardware, quant)
 
     def config_stats(self, model: str, hardware: str, quant: str) -> pd.DataFrame:
         """Per configuration x workload x TensorRT-LLM version of one cell, over its
@@ -283,6 +270,7 @@ def _copy_runs(conn: sa.Connection, run_ids: list[int]) -> int:
     )
     names: list[Any] = [C.RUN_ID, *schema.MEASUREMENT_RUN_KEYS, *schema.MEASUREMENT_COLUMNS]
     conn.execute(m.insert().from_select(names, source))
+    summaries.summarize(conn, todo)  # in this transaction: summaries exactly when rows
     # (rowcount of INSERT ... SELECT is not reported by every driver: count them)
     written = conn.execute(
         sa.select(sa.func.count()).select_from(m).where(m.c.run_id.in_(todo))

@@ -48,3 +48,18 @@ def test_measured_counts_successes_per_backend_and_comm(store: Store) -> None:
 
 def test_empty_store_has_no_capabilities(store: Store) -> None:
     assert store.capabilities.measured().empty
+
+
+def test_runs_add_up_and_a_deleted_run_takes_its_capabilities_with_it(store: Store) -> None:
+    ids = []
+    for score in (1.0, 1.5):  # two sweeps (other measurements, so not one stored run)
+        row = {C.BACKEND: "cutlass", C.COMM: None, C.SCORE_MS: score}
+        sweep = _sweep("b300", 4, [row, {**row, C.NUM_TOKENS: 64}])
+        ids.append(store.ingest([sweep], f"caps-{score}".encode(), UploadMeta()).runs[0].run_id)
+    got = store.capabilities.measured()
+    # upper-cased hardware and backend, no comm recorded: AUTO; two runs, four rows
+    assert [tuple(r) for r in got.itertuples(index=False)] == [
+        ("B300", 4, "NVFP4", "CUTLASS", "AUTO", 4, 2)
+    ]
+    store.delete_run(ids[0])
+    assert [tuple(r)[5:] for r in store.capabilities.measured().itertuples(index=False)] == [(2, 1)]

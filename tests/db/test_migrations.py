@@ -138,6 +138,13 @@ def _check_old_rows_survived(url: str) -> None:
         with store.engine.connect() as conn:
             rows = conn.execute(sa.select(m.c.run_id, m.c.model, m.c.score_ms)).all()
         assert [tuple(r) for r in rows] == [(1, "old_model", 0.25)]
+        # revision 0009 summarised it: its workload and the backend that ran
+        with store.engine.connect() as conn:
+            work = conn.execute(
+                sa.select(schema.run_workloads.c.run_id, schema.run_workloads.c.n_rows)
+            ).all()
+            caps = conn.execute(sa.select(schema.run_capabilities.c.backend)).all()
+        assert [tuple(r) for r in work] == [(1, 1)] and [r[0] for r in caps] == ["CUTLASS"]
         assert [t.name for t in store.tokens.list_tokens()] == ["old"]
         # the sequences carried on: new rows get new ids
         new = store.ingest([make_sweep(3)], b"new", UploadMeta(hardware="GB300"))
@@ -152,7 +159,7 @@ def test_oldest_revision_upgrades_to_the_fresh_head_schema(db_url: str, head_url
         assert migrations.upgrade(db, "0001") == 1
         with db.write("seed") as conn:
             _insert_old_rows(conn)
-        assert migrations.upgrade(db) == migrations.head_revision() == 8
+        assert migrations.upgrade(db) == migrations.head_revision() == 9
     finally:
         db.close()
     open_store(head_url).close()

@@ -189,7 +189,7 @@ def test_r0005_database_upgrades_and_records_sightings(db_url: str) -> None:
         old.close()
     store = open_store(db_url)
     try:
-        assert store.schema_version() == migrations.head_revision() == 8
+        assert store.schema_version() == migrations.head_revision() == 9
         again = store.ingest([make_sweep(8)], b"before 0006", retry(ci_url="https://ci/job/4"))
         assert again.already_existed and again.runs == stored.runs
         (seen,) = store.get_run(stored.runs[0].run_id)["sightings"]

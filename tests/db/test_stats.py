@@ -67,14 +67,20 @@ def test_an_upload_is_recorded_with_its_cell_and_reads_as_the_candidates(store: 
 
 def test_a_cell_missing_its_measurements_is_caught_up(store: Store) -> None:
     run = _ingest(store, _sweep([1.0, 2.0]), "a")
+    covered = store.stats.cell_coverage(*CELL)
     with store.engine.begin() as conn:  # as if the process died right after the commit
-        conn.execute(schema.measurements.delete())
+        for table in (schema.measurements, schema.run_workloads, schema.run_capabilities):
+            conn.execute(table.delete())
     assert store.stats.missing_runs(*CELL) == [run]
+    assert store.stats.cell_coverage(*CELL).empty
     assert store.stats.ensure_cell(*CELL) == 3
+    # the catch-up summarised the run in the same transaction
+    pd.testing.assert_frame_equal(store.stats.cell_coverage(*CELL), covered)
     assert store.stats.ensure_cell(*CELL) == 0 and store.stats.record_runs([run]) == 0
     assert _measured_runs(store) == [run]
     store.delete_run(run)
     assert _measured_runs(store) == []
+    assert store.stats.cell_coverage(*CELL).empty and store.capabilities.measured().empty
 
 
 def test_config_stats_aggregate_runs_in_the_database(store: Store) -> None:
@@ -127,7 +133,7 @@ def test_revision_0007_backfills_a_duckdb_file(tmp_path: Path) -> None:
         old.close()
     store = open_store(url)
     try:
-        assert store.schema_version() == 8
+        assert store.schema_version() == 9
         assert store.stats.missing_runs(*CELL) == []
         pd.testing.assert_frame_equal(
             store.stats.cell_frame(*CELL),
