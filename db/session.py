@@ -53,11 +53,13 @@ ALLOCATOR_FLUSH = {
 }
 # DuckDB's buffer pool keeps the blocks it read up to its memory_limit (DuckDB's own
 # default: 80 % of the machine's RAM), and a replica's RSS holds them: at 10M stored
-# candidates a 512MB pool left a replica ~250 MB above PostgreSQL's. 256MB keeps a replica
-# within 1 GB (docs/scale.md) with the one-cell routes as fast; what a query needs beyond
-# it spills to a temporary directory beside the file. A database URL's own
+# candidates a 512MB pool left a replica ~250 MB above PostgreSQL's. 128MB keeps a replica
+# within 1 GiB at 10M (peak 1015 MiB in an upload's precompute, 1088 at 256MB;
+# docs/scale.md) with the one-cell routes as fast, and a 1M-candidate upload into that
+# store still commits (8.4 s); what a query needs beyond it spills to a temporary
+# directory beside the file. A database URL's own
 # ``?memory_limit=`` wins (the driver lays the URL's settings over these).
-DUCKDB_MEMORY_LIMIT = "256MB"
+DUCKDB_MEMORY_LIMIT = "128MB"
 
 
 def make_engine(url: str, timeouts: DbTimeouts | None = None) -> sa.Engine:

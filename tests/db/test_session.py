@@ -189,6 +189,6 @@ def test_duckdb_buffer_pool_is_bounded_unless_the_url_says(tmp_path: Path) -> No
         finally:
             engine.dispose()
 
-    assert DUCKDB_MEMORY_LIMIT == "256MB"
-    assert limit(f"duckdb:///{tmp_path / 'a.duckdb'}") == "244.1 MiB"  # 256 MB as DuckDB prints it
+    assert DUCKDB_MEMORY_LIMIT == "128MB"
+    assert limit(f"duckdb:///{tmp_path / 'a.duckdb'}") == "122.0 MiB"  # 128 MB as DuckDB prints it
     assert limit(f"duckdb:///{tmp_path / 'b.duckdb'}?memory_limit=1GB") == "953.6 MiB"
