@@ -171,18 +171,17 @@ def build(store: Store, total: int, versions: int, n_cells: int = 10) -> dict[st
     t_index = time.perf_counter() - t1
     t1 = time.perf_counter()
     if deferred:
-        # the runs' summaries, as the recording of an upload writes them: on PostgreSQL
-        # once the measurements have their index (without one, each cell's would scan
-        # every row loaded so far), in one statement per table over every run
-        with engine.begin() as conn:
-            summaries.summarize(conn, every_run)
+        _summarize_all(engine, every_run)
     t_summary = time.perf_counter() - t1
     t1 = time.perf_counter()
     if store.dialect == "postgresql":
         # statistics before the first query over the fresh tables: without them the
         # planner hashes every measurement row for the check below (140 s at 10M)
         with engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
+            conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+                # this store's tables only: a bare ANALYZE takes every schema's
+                "ANALYZE runs, candidates, measurements, run_workloads, run_capabilities"
+            )
     t_analyze = time.perf_counter() - t1
     t1 = time.perf_counter()
     for model, hardware, quant in cells(n_cells):
@@ -231,13 +230,35 @@ def _drop_indexes(engine: sa.Engine) -> list[sa.schema.ExecutableDDLElement]:
     return again
 
 
+def _unbounded(engine: sa.Engine) -> sa.Engine:
+    """An engine on the same database without the app's statement timeout and watchdog
+    (``db.timeouts``): an index over 10^8 rows takes minutes, not the app's seconds."""
+    return sa.create_engine(engine.url)
+
+
 def _create_indexes(engine: sa.Engine, ddl: list[sa.schema.ExecutableDDLElement]) -> None:
     if not ddl:
         return
-    with engine.begin() as conn:
-        conn.exec_driver_sql("SET LOCAL maintenance_work_mem = '1GB'")
-        for statement in ddl:
-            conn.execute(statement)
+    builder = _unbounded(engine)
+    try:
+        with builder.begin() as conn:
+            conn.exec_driver_sql("SET LOCAL maintenance_work_mem = '1GB'")
+            for statement in ddl:
+                conn.execute(statement)
+    finally:
+        builder.dispose()
+
+
+def _summarize_all(engine: sa.Engine, run_ids: list[int]) -> None:
+    """The runs' summaries, as the recording of an upload writes them: on PostgreSQL
+    once the measurements have their index (without one, each cell's would scan every
+    row loaded so far), in one statement per table over every run."""
+    builder = _unbounded(engine)
+    try:
+        with builder.begin() as conn:
+            summaries.summarize(conn, run_ids)
+    finally:
+        builder.dispose()
 
 
 def _measurement_arrow(run_id: int, cols: dict[str, np.ndarray], keys: dict[str, Any]) -> pa.Table:
