@@ -9,7 +9,8 @@
  * named "<label>, <value>"; option lists become a named radiogroup/group of plain
  * labels (the native inputs carry the semantics); a box that scrolls becomes focusable.
  * Names come from the <label for=ID> each control already has. An opened dropdown's
- * search box takes the focus, so typing filters the list. Nothing else changes. */
+ * search box takes the focus, so typing filters the list. The skip link moves the focus
+ * to the page without a fragment navigation (see skipToPage). Nothing else changes. */
 (function () {
   "use strict";
 
@@ -94,7 +95,24 @@
     });
   }
 
+  // A fragment navigation fires popstate: the shell's dcc.Location then reads the URL a
+  // page's own Location wrote (those write without telling it) and the router drew the
+  // whole page again, taking the focus the skip link had just moved. The link instead
+  // focuses <main> and puts #page in the URL by replaceState (no popstate, no redraw).
+  function skipToPage(event) {
+    var link = event.target.closest && event.target.closest("a.skip-link");
+    if (!link || event.button > 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    var id = (link.getAttribute("href") || "").replace(/^#/, "");
+    var target = id && document.getElementById(id);
+    if (!target) return;
+    event.preventDefault();
+    history.replaceState(history.state, "", "#" + id);
+    target.focus({ preventScroll: true });
+    target.scrollIntoView();
+  }
+
   function start() {
+    document.addEventListener("click", skipToPage);
     fixAll();
     new MutationObserver(schedule).observe(document.body, {
       childList: true,

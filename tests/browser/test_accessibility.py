@@ -132,6 +132,13 @@ def test_skip_link_is_first_shown_on_focus_and_moves_focus(base: str, page: Any)
     page.wait_for_function("document.activeElement.classList.contains('skip-link')")
     box = skip.bounding_box()
     assert box["y"] >= 0 and box["height"] > 10  # visible now
+    redraws: list[str] = []  # the router drawing the page again (it took the focus once)
+    page.on(
+        "request",
+        lambda r: redraws.append(r.url)
+        if "_dash-update-component" in r.url and "page.children" in (r.post_data or "")
+        else None,
+    )
     page.keyboard.press("Enter")
     page.wait_for_function("document.activeElement.id === 'page'", timeout=10_000)
     # the next Tab lands inside the page, past the navigation
@@ -141,7 +148,9 @@ def test_skip_link_is_first_shown_on_focus_and_moves_focus(base: str, page: Any)
         " && document.activeElement.id !== 'page'",
         timeout=10_000,
     )
+    page.wait_for_load_state("networkidle")
     assert page.url.endswith("#page") and "/pareto" in page.url
+    assert redraws == [], "the skip link made the router draw the page again"
 
 
 def test_navigation_works_by_keyboard_alone(base: str, page: Any) -> None:
