@@ -135,9 +135,11 @@ def test_skip_link_is_first_shown_on_focus_and_moves_focus(base: str, page: Any)
     redraws: list[str] = []  # the router drawing the page again (it took the focus once)
     page.on(
         "request",
-        lambda r: redraws.append(r.url)
-        if "_dash-update-component" in r.url and "page.children" in (r.post_data or "")
-        else None,
+        lambda r: (
+            redraws.append(r.url)
+            if "_dash-update-component" in r.url and "page.children" in (r.post_data or "")
+            else None
+        ),
     )
     page.keyboard.press("Enter")
     page.wait_for_function("document.activeElement.id === 'page'", timeout=10_000)
