@@ -51,6 +51,7 @@ from analysis.config_labels import config_label
 from analysis.crossval_sweeps import bench_command, family_modes
 from analysis.derived import as_float, group_codes
 from analysis.identity import CONFIG_COLUMNS, configuration_frame, default_dispatch, present
+from analysis.neighbours import neighbour_estimate
 from analysis.predict_curves import LogLogCurves, same_regime
 
 TOP_KEPT = 3  # a source keeping at most this many configurations per count is top-k
@@ -339,35 +340,6 @@ def top_kept(group: pd.DataFrame) -> int | None:
         return None
     per = pd.Series(as_float(group[C.NUM_TOKENS])).value_counts()
     return int(per.max()) if per.max() <= TOP_KEPT else None
-
-
-def neighbour_estimate(
-    tokens: np.ndarray, score: np.ndarray, labels: np.ndarray, query: np.ndarray, t: float,
-    censored: bool,
-) -> np.ndarray:  # fmt: skip
-    """Per label of ``query``: ``log(score_ms)`` at ``t`` interpolated log-log between the
-    group's measured neighbours below and above ``t`` (``tokens``, ``score``, ``labels``:
-    the group's rows). A configuration missing at a neighbour is NaN -- unless the source
-    keeps only its top configurations (``censored``): then it is known to be no faster
-    than the slowest kept there, and that score stands in (the most it can be worth, as
-    the threshold checks read top-3 data). Measured at neither neighbour: NaN. With one
-    neighbour only (beyond the range): NaN."""
-    lower, upper = tokens[tokens < t], tokens[tokens > t]
-    out = np.full(len(query), np.nan)
-    if not len(lower) or not len(upper):
-        return out
-    t0, t1 = float(lower.max()), float(upper.min())
-    side = []
-    for x in (t0, t1):
-        at = tokens == x
-        kept = pd.Series(np.log(score[at]), index=labels[at]).groupby(level=0).min()
-        vals = kept.reindex(query).to_numpy(float)
-        side.append(np.where(np.isnan(vals), kept.max() if censored else np.nan, vals))
-    seen = np.isin(query, labels[(tokens == t0) | (tokens == t1)])
-    w = (np.log(t) - np.log(t0)) / (np.log(t1) - np.log(t0))
-    est = side[0] + w * (side[1] - side[0])
-    out[seen] = est[seen]
-    return out
 
 
 def predict_workload(

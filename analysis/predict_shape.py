@@ -40,7 +40,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from mapie.regression import CrossConformalRegressor
-from sklearn.linear_model import Ridge
 from sklearn.model_selection import LeaveOneGroupOut
 
 from analysis import columns as C
@@ -48,6 +47,8 @@ from analysis.capabilities import measured_capabilities, measured_mnnvl, mnnvl_a
 from analysis.confidence import SURE
 from analysis.derived import as_float
 from analysis.identity import configuration_frame, default_dispatch
+from analysis.kind_ridge import KindRidge, mean_ridge
+from analysis.neighbours import neighbour_estimate
 from analysis.tree import Deployment, recommend
 
 FEATURES = ("log_tokens_rank", "log_flops_rank", "log_weight_bytes_rank", "log_dispatch_rank",
@@ -59,7 +60,6 @@ SHAPE_SCALE = 0.1  # a model's weight in the local correction: 1 / (this + shape
 # a priori: the model overrides the published tree only where its pick would earn the
 # verdict *deploy* (P(fastest) >= analysis.confidence.SURE, "as good as measured")
 PREFER_TREE_BELOW = SURE
-ALPHA = 1.0  # ridge shrinkage of the kind-by-feature terms (features are O(1) logs)
 
 
 @dataclass(frozen=True)
@@ -128,32 +128,6 @@ def features(frame: pd.DataFrame) -> pd.DataFrame:
     return out.replace([np.inf, -np.inf], np.nan)
 
 
-class KindRidge(Ridge):  # type: ignore[misc]
-    """``Ridge`` on kind-by-feature interactions: ``X`` column 0 is the kind's integer
-    code, the rest the features; a kind the fit has not seen uses the common terms."""
-
-    def __init__(self, alpha: float = ALPHA, n_kinds: int = 1) -> None:
-        super().__init__(alpha=alpha)
-        self.n_kinds = n_kinds
-
-    def _design(self, X: Any) -> np.ndarray:
-        x = np.asarray(X, dtype=float)
-        code, f = x[:, 0].astype(int), x[:, 1:]
-        onehot = np.zeros((len(x), self.n_kinds))
-        onehot[np.arange(len(x)), np.clip(code, 0, self.n_kinds - 1)] = code < self.n_kinds
-        inter = (onehot[:, :, None] * np.c_[np.ones(len(x)), f][:, None, :]).reshape(len(x), -1)
-        out: np.ndarray = np.c_[f * 10.0, inter]  # common slopes barely shrunk
-        return out
-
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> KindRidge:
-        super().fit(self._design(X), y, sample_weight)
-        return self
-
-    def predict(self, X: Any) -> np.ndarray:
-        out: np.ndarray = super().predict(self._design(X))
-        return out
-
-
 @dataclass(frozen=True)
 class ShapeModel:
     """A (hardware, quant) slice's fit (:func:`fit_shapes`): the kinds it knows (code =
@@ -174,6 +148,13 @@ class ShapeModel:
     mnnvl: dict[str, int] = field(default_factory=dict)
     # the pick's P(fastest) under which the tree's contender goes first
     prefer_tree_below: float = PREFER_TREE_BELOW
+    # the mean ridge of the conformal model (mean_ridge): its point prediction
+    point: tuple[np.ndarray, float] | None = None
+    # (world size, attention DP, CUDA graph) -> the fitted models' rows of that family,
+    # filled as answers ask (_family); not part of what the fit is
+    families: dict[tuple[int, bool, bool], list[Any]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def answer_rows(frame: pd.DataFrame) -> np.ndarray | None:
@@ -233,7 +214,7 @@ def fit_shapes(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> ShapeMode
     hardware = str(rows[C.HARDWARE].iloc[0]).upper()
     mnnvl = measured_mnnvl(measured_capabilities(frame))
     return ShapeModel(names, lay.reset_index(drop=True), mapie, confidence, models, hardware, seen,
-                      mnnvl)  # fmt: skip
+                      mnnvl, point=mean_ridge(mapie))  # fmt: skip
 
 
 def candidates(
@@ -272,9 +253,16 @@ def _with_shape(rows: pd.DataFrame, shape: Shape, quant: str, num_tokens: Any) -
 
 
 def _point(fit: ShapeModel, rows: pd.DataFrame) -> np.ndarray:
+    """The fit's point prediction (log ms) of each row: ``fit.model.predict``, by the
+    mean ridge (:func:`mean_ridge`) when the fit has it."""
     code = pd.Categorical(rows[KIND], categories=fit.kinds).codes
-    out: np.ndarray = fit.model.predict(np.c_[code, features(rows).to_numpy(float)])
-    return out
+    x = np.c_[code, features(rows).to_numpy(float)]
+    if fit.point is None:
+        out: np.ndarray = fit.model.predict(x)
+        return out
+    coef, intercept = fit.point
+    design = KindRidge(n_kinds=len(fit.kinds))._design(x)
+    return np.asarray(design @ coef + intercept, float)
 
 
 def distance(a: Shape, b: Shape) -> float:
@@ -285,48 +273,88 @@ def distance(a: Shape, b: Shape) -> float:
     return float(np.abs(va - vb).sum())
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """One fitted model's rows of one family (world size, attention DP, CUDA graph), as
+    :func:`local_residuals` reads them: routed tokens, scores and kinds, whether the
+    source kept only its top configurations, and the model's shape."""
+
+    shape: Shape
+    routed: np.ndarray
+    score: np.ndarray
+    kinds: np.ndarray
+    censored: bool
+
+
+def _family(fit: ShapeModel, ws: int, attention_dp: bool, cuda_graph: bool) -> list[_Seen]:
+    """The fitted models' rows of one family, grouped once per fit (memoized on it:
+    every answer at that family reads them)."""
+    from analysis.predict import TOP_KEPT
+
+    key = (ws, attention_dp, cuda_graph)
+    if key in fit.families:
+        return fit.families[key]
+    seen = fit.seen
+    same = seen[(as_float(seen[C.WORLD_SIZE]) == ws)
+                & (seen[C.ATTENTION_DP].astype(object) == attention_dp)
+                & (seen[C.CUDA_GRAPH].astype(object) == cuda_graph)]  # fmt: skip
+    out = []
+    for _, part in same.groupby(C.MODEL, observed=True):
+        tokens = part["routed"].to_numpy(float)
+        per = pd.Series(tokens).round(9).value_counts()
+        first = part.iloc[0]
+        out.append(_Seen(Shape(*(int(first[c]) for c in SHAPE)), tokens,
+                         as_float(part[C.SCORE_MS]), part[KIND].to_numpy(),
+                         bool(per.max() <= TOP_KEPT)))  # fmt: skip
+    fit.families[key] = out
+    return out
+
+
+def _stacked(rows: pd.DataFrame, shapes: list[tuple[Shape, float]], quant: str) -> pd.DataFrame:
+    """``rows`` once per (shape, num_tokens) of ``shapes``, in that order, with that
+    shape, num_tokens and ``quant`` (:func:`_with_shape` of each, concatenated)."""
+    n = len(rows)
+    out = rows.iloc[np.tile(np.arange(n), len(shapes))].reset_index(drop=True)
+    dims = np.array([[s.num_experts, s.top_k, s.hidden_size, s.intermediate_size]
+                     for s, _ in shapes], dtype=np.int64)  # fmt: skip
+    cols = {c: np.repeat(dims[:, j], n) for j, c in enumerate(SHAPE)}
+    cols[C.NUM_TOKENS] = np.repeat(np.array([t for _, t in shapes], float), n)
+    return out.assign(**cols, **{C.QUANT: quant})
+
+
 def local_residuals(fit: ShapeModel, rows: pd.DataFrame, quant: str, routed: float,
                     attention_dp: bool, cuda_graph: bool, query: Shape) -> np.ndarray:  # fmt: skip
     """Per candidate row (laid out for the query's world size): how much faster or
     slower than the fit each fitted model measured that kind near the query's load --
     its ``log(score_ms)`` interpolated log-log between the model's measured activated
-    tokens per rank below and above (``analysis.predict.neighbour_estimate``, a kind
+    tokens per rank below and above (``analysis.neighbours.neighbour_estimate``, a kind
     dropped by a top-3 source counting as the slowest kept) minus the fit's prediction
     for that model there -- averaged over the models. NaN for a kind no model measured
-    at its neighbours: not a contender, a top-3 source says nothing of it."""
-    from analysis.predict import TOP_KEPT, neighbour_estimate
-
-    seen = fit.seen
+    at its neighbours: not a contender, a top-3 source says nothing of it. The fit's
+    predictions for every model are made in one call (one design matrix)."""
     ws = int(as_float(rows[C.WORLD_SIZE])[0])
-    same = seen[(as_float(seen[C.WORLD_SIZE]) == ws)
-                & (seen[C.ATTENTION_DP].astype(object) == attention_dp)
-                & (seen[C.CUDA_GRAPH].astype(object) == cuda_graph)]  # fmt: skip
-    found, weights = [], []
-    for _, part in same.groupby(C.MODEL, observed=True):
-        tokens = part["routed"].to_numpy(float)
-        at = routed
-        score = as_float(part[C.SCORE_MS])
-        per = pd.Series(tokens).round(9).value_counts()
-        censored = bool(per.max() <= TOP_KEPT)
+    query_kinds = rows[KIND].to_numpy()
+    found, weights, there = [], [], []
+    at = routed
+    for g in _family(fit, ws, attention_dp, cuda_graph):
+        tokens, score, lab = g.routed, g.score, g.kinds
         # a query on a measured load: the neighbours are that load on both sides
         bump = np.isclose(tokens, at, rtol=1e-9)
         t_all = np.r_[tokens, tokens[bump] * (1 - 1e-6), tokens[bump] * (1 + 1e-6)]
         s_all = np.r_[score, score[bump], score[bump]]
-        lab = np.r_[part[KIND].to_numpy(), part[KIND].to_numpy()[bump], part[KIND].to_numpy()[bump]]
+        lab_all = np.r_[lab, lab[bump], lab[bump]]
         keep = ~np.isclose(t_all, at, rtol=1e-12) | ~np.r_[bump, np.zeros(2 * bump.sum(), bool)]
-        est = neighbour_estimate(
-            t_all[keep], s_all[keep], lab[keep], rows[KIND].to_numpy(), at, censored
-        )
+        est = neighbour_estimate(t_all[keep], s_all[keep], lab_all[keep], query_kinds, at,
+                                 g.censored)  # fmt: skip
         if not np.isfinite(est).any():
             continue
-        first = part.iloc[0]
-        shape = Shape(*(int(first[c]) for c in SHAPE))
-        tokens_there = at / shape.top_k
-        found.append(est - _point(fit, _with_shape(rows, shape, quant, tokens_there)))
-        weights.append(1.0 / (SHAPE_SCALE + distance(shape, query)))
+        found.append(est)
+        weights.append(1.0 / (SHAPE_SCALE + distance(g.shape, query)))
+        there.append((g.shape, at / g.shape.top_k))
     if not found:
         return np.full(len(rows), np.nan)
-    stacked = np.vstack(found)
+    points = _point(fit, _stacked(rows, there, quant)).reshape(len(found), len(rows))
+    stacked = np.vstack(found) - points
     w = np.where(np.isfinite(stacked), np.asarray(weights)[:, None], 0.0)
     with np.errstate(all="ignore"):
         out: np.ndarray = np.nansum(np.where(w > 0, stacked, 0.0) * w, axis=0) / w.sum(axis=0)

@@ -2,20 +2,23 @@
 against the published decision tree and the nearest measured model's winner.
 
 For each (hardware, quant) slice with two or more models, each model is held out in
-turn; the shape model (:mod:`analysis.predict_shape`) is fitted on the others and asked,
-for every workload the held-out model measured (world size, num_tokens, attention DP,
-CUDA graph; the default routing pattern), which configuration kind is fastest. Scored
+turn; the shape model (:mod:`analysis.predict_shape`) is fitted on the others (above
+:data:`FOLDS` models: those outside its fold) and asked, for each workload the held-out
+model measured (world size, num_tokens, attention DP, CUDA graph; the default routing
+pattern; a bounded, evenly spread sample on a large slice), which configuration kind
+is fastest. Scored
 per workload (``regret_pct``: the pick's measured score there against the measured
 best, %):
 
 * ``predicted``: the shape model's pick, the tree's contender first where the model's
   own pick is less likely than ``prefer_tree_below`` to be the fastest. The threshold is
   chosen as the product chooses it (:func:`answer_threshold`), **inside** the training
-  models of each held-out model, so its answers never choose it: by leaving one
-  training model out (:func:`choose_threshold` over :data:`THRESHOLDS`) when each such
-  fit keeps :data:`MIN_MODELS` models -- a fit on one model calibrates its intervals on
-  held-out world sizes, not models, so its P(fastest) is not the one being thresholded
-  -- else the a-priori ``analysis.predict_shape.PREFER_TREE_BELOW``;
+  models of each held-out model, so its answers never choose it: by holding out the
+  training models in turn (:func:`choose_threshold` over :data:`THRESHOLDS`, on their
+  answers by fits that saw neither them nor the held-out model: :func:`inner_plan`)
+  when each such fit keeps :data:`MIN_MODELS` models -- a fit on one model calibrates
+  its intervals on held-out world sizes, not models, so its P(fastest) is not the one
+  being thresholded -- else the a-priori ``analysis.predict_shape.PREFER_TREE_BELOW``;
 * ``tree``: the guide's decision tree (``analysis.agreement.agreement_detail``, the
   lowest score among configurations that follow it);
 * ``nearest``: the winner of the same workload on the measured model nearest in shape
@@ -24,10 +27,28 @@ best, %):
 A pick the source did not keep at that workload (top-3 data) has no score: it is
 counted as censored, not scored (as in :mod:`analysis.predict_validate`). ``n_covered``
 / ``n_predicted``: measured scores inside their conformal interval.
+
+**Which fits, which workloads** (:func:`slice_plan`). The slice's M models, sorted by
+name, are dealt round-robin into :func:`model_folds`: one model a fold up to
+:data:`FOLDS` models, else :data:`FOLDS` folds. Each model is answered by the fit
+without its fold (the table's rows; up to :data:`FOLDS` models: the fit on all the
+others, leaving one model out). A held-out model's threshold is chosen on every other
+model's answers, each by the fit without that model's fold and the held-out model's
+fold (a model of the held-out model's own fold: by the fit without that fold). So a
+slice makes at most FOLDS x (FOLDS + 1) / 2 fits (21) whatever M, and answers each model
+at most FOLDS times (leaving one out at any M: M + M(M-1)/2 fits and M^2 answer sets,
+each fit and each answer itself O(M) -- a cost growing as M^3). The answers are
+bounded too (:func:`sample_workloads`): each model's rows in the table are at most
+:data:`ROW_BUDGET` / M of its workloads, those choosing thresholds at most
+:data:`THRESHOLD_BUDGET` / M, spread evenly over its sorted workloads (every workload
+while the budget allows: all of them on the stores this was first fitted to). The
+held-out model's rows are in none of the fits, nor answers, that choose its threshold.
+Each fit is dropped once it has answered: memory holds one fit and the answers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -68,20 +89,97 @@ def _regret(measured: pd.Series, kind: str | None) -> float:
 
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(11))  # prefer_tree_below tried
 MIN_MODELS = 2  # models each fit of a threshold's leave-one-model-out keeps
+# folds of models the threshold's inner validation holds out (module docstring): up to
+# this many models, one model a fold (leaving one out); above, the fits per slice stop
+# growing with the square of the models
+FOLDS = 6
+# predictions (held-out workloads) a slice's validation makes: its table's rows, and
+# those choosing the thresholds; each model gets an equal share (sample_workloads)
+ROW_BUDGET = 800
+THRESHOLD_BUDGET = 800
+
+Plan = list[tuple[tuple[str, ...], tuple[str, ...]]]  # (training models, models answered)
+
+
+def model_folds(models: Iterable[str]) -> list[tuple[str, ...]]:
+    """The slice's models (distinct, sorted by name) dealt round-robin into
+    min(n, :data:`FOLDS`) folds: one model a fold up to :data:`FOLDS` models."""
+    names = sorted(set(models))
+    n = min(len(names), FOLDS)
+    return [tuple(names[i::n]) for i in range(n)]
+
+
+def _fold_of(folds: list[tuple[str, ...]], model: str) -> tuple[str, ...]:
+    return next(f for f in folds if model in f)
+
+
+def outer_train(models: Iterable[str], held: str) -> tuple[str, ...]:
+    """The training models of the fit whose answers are ``held``'s rows: every model
+    outside its fold (:func:`model_folds`; up to :data:`FOLDS` models, all the others)."""
+    names = sorted(set(models))
+    mine = _fold_of(model_folds(names), held)
+    return tuple(m for m in names if m not in mine)
+
+
+def inner_plan(models: Iterable[str], held: str) -> Plan:
+    """The fits whose answers choose ``held``'s threshold, as (training models, models
+    it answers) pairs: every other model is answered once, by the fit without its own
+    fold and ``held``'s (:func:`model_folds`; up to :data:`FOLDS` models, the fit
+    without it and ``held``: leaving one training model out), in fold order. Empty when
+    a fit would keep fewer than :data:`MIN_MODELS` models (the a-priori threshold)."""
+    names = sorted(set(models))
+    folds = model_folds(names)
+    mine = _fold_of(folds, held)
+    out: Plan = []
+    for fold in folds:
+        answered = tuple(m for m in fold if m != held)
+        if answered:
+            train = tuple(m for m in names if m not in mine and m not in fold)
+            out.append((train, answered))
+    if not out or min(len(train) for train, _ in out) < MIN_MODELS:
+        return []
+    return out
+
+
+def slice_plan(models: Iterable[str]) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Every fit the slice's validation makes (:func:`analysis.predict_shape.fit_shapes`
+    of the training models, the key) and the models each answers (sorted): each model's
+    :func:`outer_train` fit, and the fits of each :func:`inner_plan`."""
+    names = sorted(set(models))
+    asked: dict[tuple[str, ...], set[str]] = {}
+    for held in names:
+        asked.setdefault(outer_train(names, held), set()).add(held)
+        for train, answered in inner_plan(names, held):
+            asked.setdefault(train, set()).update(answered)
+    return {train: tuple(sorted(asked[train])) for train in sorted(asked)}
+
+
+def sample_workloads(keys: list[tuple[Any, ...]], most: int) -> list[tuple[Any, ...]]:
+    """At most ``most`` (at least one) of a model's workload keys, spread evenly over
+    them sorted (all when they fit): the first, the last and evenly between."""
+    ordered = sorted(set(keys))
+    if len(ordered) <= most:
+        return ordered
+    at = np.unique(np.round(np.linspace(0, len(ordered) - 1, max(most, 1))).astype(int))
+    return [ordered[i] for i in at]
 
 
 def _answers(
-    fit: S.ShapeModel, rows: pd.DataFrame, held: str, shape: S.Shape, quant: str
-) -> list[dict[str, Any]]:
+    fit: S.ShapeModel, rows: pd.DataFrame, held: str, shape: S.Shape, quant: str,
+    workloads: set[tuple[Any, ...]] | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
     """Every workload of the ``held`` model asked of ``fit`` (fitted without it): the
     model's own pick (``prefer_tree_below`` 0) with its P(fastest), the tree's contender,
     what each measured there (``model_regret_pct`` / ``tree_pick_regret_pct``; NaN: not
-    kept) and the least regret a pick not kept there can have (``regret_floor_pct``)."""
+    kept) and the least regret a pick not kept there can have (``regret_floor_pct``).
+    ``workloads``: only those (world size, num_tokens, attention DP, CUDA graph) keys."""
     own = replace(fit, prefer_tree_below=0.0)
     mine = rows[rows[C.MODEL].astype(str) == held]
     out = []
     for key, truth in mine.groupby(list(WORKLOAD), observed=True):
         ws, t, adp, graph = int(key[0]), int(key[1]), bool(key[2]), bool(key[3])
+        if workloads is not None and (ws, t, adp, graph) not in workloads:
+            continue
         got = S.predict_shape(own, shape, quant, ws, t, adp, graph)
         if got.empty:
             continue
@@ -148,7 +246,8 @@ def answer_threshold(table: pd.DataFrame) -> float:
 
 def _slice(frame: pd.DataFrame, confidence: float) -> list[dict[str, Any]]:
     """Leave one model out of one (hardware, quant) slice, each held-out model's
-    tie-break threshold chosen by :func:`answer_threshold` of its training models."""
+    tie-break threshold chosen by :func:`answer_threshold` of its training models'
+    answers (:func:`inner_plan`); the fits of :func:`slice_plan`, one at a time."""
     mask = S.answer_rows(frame)  # one routing pattern per model (a workload's key here)
     if mask is not None and not mask.all():
         frame = frame[mask].reset_index(drop=True)
@@ -161,25 +260,34 @@ def _slice(frame: pd.DataFrame, confidence: float) -> list[dict[str, Any]]:
     )
     shapes = {str(m): _shape(g) for m, g in rows.groupby(C.MODEL, observed=True)}
     quant = str(rows[C.QUANT].iloc[0])
-    fits: dict[tuple[str, ...], S.ShapeModel] = {}
+    names = frame[C.MODEL].astype(str)
+    keys = {m: [tuple(k) for k in g[list(WORKLOAD)].drop_duplicates().itertuples(index=False)]
+            for m, g in rows.groupby(rows[C.MODEL].astype(str))}  # fmt: skip
+    outer = {(outer_train(shapes, m), m) for m in shapes}
+    table = {m: set(sample_workloads(keys[m], max(ROW_BUDGET // len(shapes), 1)))
+             for m in shapes}  # fmt: skip
+    choosing = {m: set(sample_workloads(keys[m], max(THRESHOLD_BUDGET // len(shapes), 1)))
+                for m in shapes}  # fmt: skip
     answers: dict[tuple[tuple[str, ...], str], list[dict[str, Any]]] = {}
-
-    def asked(train: tuple[str, ...], held: str) -> list[dict[str, Any]]:
-        if train not in fits:
-            fits[train] = S.fit_shapes(frame[frame[C.MODEL].astype(str).isin(train)], confidence)
-        if (train, held) not in answers:
-            answers[(train, held)] = _answers(fits[train], rows, held, shapes[held], quant)
-        return answers[(train, held)]
+    for train, asked in slice_plan(shapes).items():  # one fit alive at a time
+        fit = S.fit_shapes(frame[names.isin(train)], confidence)
+        for m in asked:
+            if (train, m) in outer:  # the table's rows (and a threshold's, for fold-mates)
+                answers[(train, m)] = _answers(fit, rows, m, shapes[m], quant, table[m])
+            else:  # a threshold's rows: no measured scores kept
+                got = _answers(fit, rows, m, shapes[m], quant, choosing[m])
+                answers[(train, m)] = [{k: v for k, v in r.items() if k != "measured"}
+                                       for r in got]  # fmt: skip
+        del fit
 
     out = []
     for held in sorted(shapes):
-        others = tuple(m for m in sorted(shapes) if m != held)
-        inner = [{**r, C.MODEL: a} for a in others if len(others) - 1 >= MIN_MODELS
-                 for r in asked(tuple(m for m in others if m != a), a)]  # fmt: skip
+        inner = [{**r, C.MODEL: a} for train, answered in inner_plan(shapes, held)
+                 for a in answered for r in answers[(train, a)]]  # fmt: skip
         threshold = answer_threshold(pd.DataFrame(inner))
         near = _nearest_model(shapes, held)
         theirs = rows[rows[C.MODEL].astype(str) == near]
-        for r in asked(others, held):
+        for r in answers[(outer_train(shapes, held), held)]:
             ws, t, adp, graph = (r[k] for k in WORKLOAD)
             there = theirs[
                 (as_float(theirs[C.WORLD_SIZE]) == ws)

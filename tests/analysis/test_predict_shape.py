@@ -5,6 +5,7 @@ leave-one-model-out validation against the guide's tree."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -43,12 +44,14 @@ def frame(
     models: tuple[str, ...] = tuple(SHAPES),
     sizes: tuple[int, ...] = (4, 8),
     patterns: tuple[tuple[str, float], ...] = (("balanced", 1.0),),
+    shapes: Mapping[str, S.Shape] = SHAPES,
 ) -> pd.DataFrame:
-    """``patterns``: (routing pattern, factor on the law's score) measured per workload."""
+    """``patterns``: (routing pattern, factor on the law's score) measured per workload;
+    ``shapes``: each model's (default :data:`SHAPES`)."""
     rows = []
     combos = itertools.product(models, sizes, TOKENS, patterns)
     for m, ws, t, (pattern, slower) in combos:
-        shape = SHAPES[m]
+        shape = shapes[m]
         for backend, comm in (("MEGAMOE_CUTEDSL", "NONE"), ("TRTLLM", "NVLINK_ONE_SIDED")):
             rows.append({
                 "model": m, "hardware": "GB300", "quant": "NVFP4", "world_size": ws,
@@ -104,6 +107,27 @@ def test_a_world_size_not_stored_is_predicted_from_the_others() -> None:
         pick = str(got["backend"].iat[0])
         best = min(law(k, SHAPES["m_big"], 16, t) for k in ("MEGAMOE_CUTEDSL", "TRTLLM"))
         assert law(pick, SHAPES["m_big"], 16, t) / best - 1 < 0.05
+
+
+def test_the_mean_ridge_is_the_conformal_model_s_point_prediction() -> None:
+    # the local correction predicts every fitted model in one product of the mean
+    # coefficients; it must equal MAPIE's own (mean-aggregated) point prediction, and
+    # the answers must not change when the fit lacks it
+    fit = S.fit_shapes(frame())
+    assert fit.point is not None
+    rows = S.candidates(fit, 8, True, True)
+    asked = pd.concat([S._with_shape(rows, shape, "NVFP4", t) for shape in SHAPES.values()
+                       for t in (1, 100, 5000)], ignore_index=True)  # fmt: skip
+    code = pd.Categorical(asked[S.KIND], categories=fit.kinds).codes
+    want = fit.model.predict(np.c_[code, S.features(asked).to_numpy(float)])
+    np.testing.assert_allclose(S._point(fit, asked), want, rtol=1e-9, atol=1e-9)
+    without = replace(fit, point=None, families={})
+    for t in (3, 700):
+        pd.testing.assert_frame_equal(
+            S.predict_shape(fit, SHAPES["m_wide"], "NVFP4", 8, t),
+            S.predict_shape(without, SHAPES["m_wide"], "NVFP4", 8, t),
+            rtol=1e-9,
+        )
 
 
 def test_leave_one_model_out_scores_the_pick_the_tree_and_the_nearest_model() -> None:
