@@ -39,9 +39,9 @@ slice makes at most FOLDS x (FOLDS + 1) / 2 fits (21) whatever M, and answers ea
 at most FOLDS times (leaving one out at any M: M + M(M-1)/2 fits and M^2 answer sets,
 each fit and each answer itself O(M) -- a cost growing as M^3). The answers are
 bounded too (:func:`sample_workloads`): each model's rows in the table are at most
-:data:`ROW_BUDGET` / M of its workloads, those choosing thresholds at most
-:data:`THRESHOLD_BUDGET` / M, spread evenly over its sorted workloads (every workload
-while the budget allows: all of them on the stores this was first fitted to). The
+:data:`ROW_BUDGET` / M of its workloads, and each answer set that only chooses
+thresholds at most :data:`THRESHOLD_BUDGET` / (the number of such sets), spread evenly
+over its sorted workloads (every workload while the budget allows). The
 held-out model's rows are in none of the fits, nor answers, that choose its threshold.
 Each fit is dropped once it has answered: memory holds one fit and the answers.
 """
@@ -263,13 +263,15 @@ def _slice(frame: pd.DataFrame, confidence: float) -> list[dict[str, Any]]:
     names = frame[C.MODEL].astype(str)
     keys = {m: [tuple(k) for k in g[list(WORKLOAD)].drop_duplicates().itertuples(index=False)]
             for m, g in rows.groupby(rows[C.MODEL].astype(str))}  # fmt: skip
+    plan = slice_plan(shapes)
     outer = {(outer_train(shapes, m), m) for m in shapes}
+    n_choosing = sum(len(asked) for asked in plan.values()) - len(outer)  # threshold-only
     table = {m: set(sample_workloads(keys[m], max(ROW_BUDGET // len(shapes), 1)))
              for m in shapes}  # fmt: skip
-    choosing = {m: set(sample_workloads(keys[m], max(THRESHOLD_BUDGET // len(shapes), 1)))
-                for m in shapes}  # fmt: skip
+    most = max(THRESHOLD_BUDGET // max(n_choosing, 1), 1)
+    choosing = {m: set(sample_workloads(keys[m], most)) for m in shapes}
     answers: dict[tuple[tuple[str, ...], str], list[dict[str, Any]]] = {}
-    for train, asked in slice_plan(shapes).items():  # one fit alive at a time
+    for train, asked in plan.items():  # one fit alive at a time
         fit = S.fit_shapes(frame[names.isin(train)], confidence)
         for m in asked:
             if (train, m) in outer:  # the table's rows (and a threshold's, for fold-mates)

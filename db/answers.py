@@ -12,13 +12,21 @@ Contract
   putting at once is fine (the last one wins; both computed the same answer). Payloads
   larger than ``max_bytes`` are not stored (returns False): the table stays small.
 - ``forget_cells`` drops every row that read one of the given cells (a deleted run).
+- ``computing`` is a single flight across replicas (PostgreSQL): while one replica
+  computes (kind, params, version) it holds a session advisory lock named by them;
+  another replica asking for the same answer waits (polling, at most ``wait_s``) until
+  that lock is free, then reads what was stored instead of computing it again. On
+  DuckDB (one process) it holds nothing.
 - Every database failure raises :class:`~db.errors.StoreError`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+import hashlib
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import sqlalchemy as sa
 
@@ -29,6 +37,13 @@ from db.session import Database
 # Payloads above this are not shared (an answer that large is cheaper to recompute
 # than to ship to every replica, and the table must stay far below the store).
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
+POLL_S = 0.25  # how often a replica waiting for another's computation looks again
+
+
+def lock_key(kind: str, params: str, version: str) -> int:
+    """The advisory lock (a signed 64-bit integer) named by an answer's identity."""
+    digest = hashlib.blake2b(f"{kind}\0{params}\0{version}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 class AnswerRepository:
@@ -75,6 +90,46 @@ class AnswerRepository:
                 if attempt:
                     return False
         return False
+
+    @contextmanager
+    def computing(
+        self, kind: str, params: str, version: str, wait_s: float, *, hold: bool = True
+    ) -> Iterator[bool]:
+        """Hold the single-flight lock of (kind, params, version) around the block (see
+        the module's contract). Yields True when this caller waited for another
+        replica's computation (the answer is then most likely stored: read it first),
+        False when it waited for nobody or gave up after ``wait_s`` (then it computes
+        without the lock). ``hold=False``: wait for a computation under way but do not
+        hold the lock (a caller that will not store its answer must not make others
+        wait for it). The lock lives on its own autocommit connection, released when
+        the block ends (and by the server if the connection dies)."""
+        if self._db.dialect != "postgresql":
+            yield False
+            return
+        key, waited, held = lock_key(kind, params, version), False, False
+        try_lock = sa.select(sa.func.pg_try_advisory_lock(key))
+        with self._db.translating("answer_lock", writing=False):
+            conn = self._db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            with self._db.translating("answer_lock", writing=False):
+                deadline = time.monotonic() + max(wait_s, 0.0)
+                held = bool(conn.execute(try_lock).scalar())
+                while not held and time.monotonic() < deadline:
+                    waited = True
+                    time.sleep(POLL_S)
+                    held = bool(conn.execute(try_lock).scalar())
+                if held and not hold:
+                    conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
+                    held = False
+            yield waited
+        finally:
+            try:
+                if held:
+                    conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
+            except sa.exc.DBAPIError:  # the server releases it with the session
+                conn.invalidate()
+            finally:
+                conn.close()
 
     def forget_cells(self, cell_keys: Iterable[str]) -> int:
         """Delete the answers computed from any of ``cell_keys``; returns how many."""

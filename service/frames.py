@@ -37,6 +37,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -68,6 +69,7 @@ MAX_RESULT_BYTES = 96 * 2**20
 ROW_BYTES = 184
 # Candidates a question without a whole cell may read at once (else 422 with a hint).
 MAX_SLICE_ROWS = 500_000
+SHARE_WAIT_S = 600.0  # DashData.share_wait_s
 # Run columns a bounded read filters in SQL (the rest are candidate-level).
 RUN_FILTER_COLUMNS = frozenset(
     {C.MODEL, C.HARDWARE, C.QUANT, C.WORLD_SIZE, C.SYNTHETIC, C.TRTLLM_VERSION}
@@ -130,6 +132,9 @@ class DashData:
         # warm-up and post-upload recomputation include the predictions validation
         # (settings.warm_predictions, set by moedash.app)
         self.warm_predictions = True
+        # how long a shared answer waits for another replica computing it (the slowest,
+        # a slice's leave-one-model-out validation, takes minutes at ~17 models)
+        self.share_wait_s = SHARE_WAIT_S
         self._cell_versions: dict[Cell, CellVersion] = {}
         self._version_at = -np.inf
         self._version_lock = threading.Lock()
@@ -385,14 +390,35 @@ class DashData:
         kind = str(key[0]) if isinstance(key, tuple) and key else type(key).__name__
         params, ver = shared.digest(key), repr(version)
 
-        def load() -> T:
+        def read() -> tuple[bool, Any]:
             try:
                 payload = self.store.answers.get(kind, params, ver)
                 if payload is not None:
-                    found: T = shared.decode(payload)
-                    return found
+                    return True, shared.decode(payload)
             except (StoreError, ValueError, KeyError, TypeError):
                 _log.warning("shared answer %s unreadable; computing it", kind, exc_info=True)
+            return False, None
+
+        def load() -> T:
+            hit, found = read()
+            if hit:
+                return cast(T, found)
+            with ExitStack() as flight:  # one replica computes it, the others wait and read
+                try:
+                    waited = flight.enter_context(
+                        self.store.answers.computing(
+                            kind, params, ver, self.share_wait_s, hold=shared.may_write()
+                        )
+                    )
+                except StoreError:
+                    _log.warning("shared answer %s: no single flight", kind, exc_info=True)
+                    waited = False
+                hit, found = read() if waited else (False, None)
+                if hit:
+                    return cast(T, found)
+                return compute_and_store()
+
+        def compute_and_store() -> T:
             value = compute()
 
             def put(payload: bytes) -> None:

@@ -5,13 +5,15 @@ writes one."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from db.store import Store
+from db.store import Store, open_store
 from service import shared_answers as shared
 from service.best import best_table, cell_best
 from service.config_stats import cell_config_stats
@@ -104,6 +106,53 @@ def test_an_upload_makes_the_stored_answer_stale_for_its_cell_only(seeded: Store
     assert new_run in fresh.provenance["run_ids"]
     _no_cell_reads(second)
     _equal(best_table(second, other_scope), other_before)  # the other cell's is still good
+
+
+def test_replicas_warming_one_answer_at_once_compute_it_once(seeded: Store, db_url: str) -> None:
+    # two replicas (each its own store on the one database) warm the same answer at
+    # once: on PostgreSQL one computes it under an advisory lock, the other waits and
+    # reads what was stored; DuckDB is one process (no replicas): each computes
+    second_store = open_store(db_url, upgrade=False)
+    replicas = [DashData(seeded, version_ttl=0.0), DashData(second_store, version_ttl=0.0)]
+    calls: list[str] = []
+    got: dict[int, Any] = {}
+
+    def compute() -> dict[str, int]:
+        calls.append(threading.current_thread().name)
+        time.sleep(1.5)  # long enough for the other replica to ask meanwhile
+        return {"rows": 42}
+
+    def warm(i: int) -> None:
+        with shared.writing():
+            got[i] = replicas[i].cached(("single-flight",), compute, CELL, share=True)
+
+    try:
+        threads = [threading.Thread(target=warm, args=(i,), name=f"r{i}") for i in (0, 1)]
+        for t in threads:
+            t.start()
+            time.sleep(0.3)  # r0 takes the lock first
+        for t in threads:
+            t.join(30)
+        assert got == {0: {"rows": 42}, 1: {"rows": 42}}
+        if seeded.dialect == "postgresql":
+            assert calls == ["r0"]
+        else:
+            assert sorted(calls) == ["r0", "r1"]
+        assert [k for k, _ in seeded.answers.listing()] == ["single-flight"]
+        # a visitor (not storing) never holds the lock: nobody waits on it; a writer
+        # does hold it: the next one waits
+        with (
+            seeded.answers.computing("k", "p", "v", 5.0, hold=False) as waited,
+            second_store.answers.computing("k", "p", "v", 5.0) as other_waited,
+        ):
+            assert (waited, other_waited) == (False, False)
+            t0 = time.monotonic()
+            with seeded.answers.computing("k", "p", "v", 0.6) as third_waited:
+                pass
+            postgres = seeded.dialect == "postgresql"
+            assert third_waited is postgres and (time.monotonic() - t0 >= 0.5) is postgres
+    finally:
+        second_store.close()
 
 
 def test_a_visitors_read_writes_nothing(seeded: Store) -> None:
