@@ -106,30 +106,44 @@ class AnswerRepository:
         if self._db.dialect != "postgresql":
             yield False
             return
-        key, waited, held = lock_key(kind, params, version), False, False
-        try_lock = sa.select(sa.func.pg_try_advisory_lock(key))
-        with self._db.translating("answer_lock", writing=False):
-            conn = self._db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        key, waited = lock_key(kind, params, version), False
+        deadline = time.monotonic() + max(wait_s, 0.0)
+        conn = self._try_lock(key)
+        while conn is None and time.monotonic() < deadline:  # no connection held meanwhile
+            waited = True
+            time.sleep(POLL_S)
+            conn = self._try_lock(key)
+        if conn is not None and not hold:
+            self._unlock(conn, key)
+            conn = None
         try:
-            with self._db.translating("answer_lock", writing=False):
-                deadline = time.monotonic() + max(wait_s, 0.0)
-                held = bool(conn.execute(try_lock).scalar())
-                while not held and time.monotonic() < deadline:
-                    waited = True
-                    time.sleep(POLL_S)
-                    held = bool(conn.execute(try_lock).scalar())
-                if held and not hold:
-                    conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
-                    held = False
             yield waited
         finally:
+            if conn is not None:
+                self._unlock(conn, key)
+
+    def _try_lock(self, key: int) -> sa.Connection | None:
+        """An autocommit connection holding the advisory lock ``key``, or None (another
+        session holds it)."""
+        with self._db.translating("answer_lock", writing=False):
+            conn = self._db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             try:
-                if held:
-                    conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
-            except sa.exc.DBAPIError:  # the server releases it with the session
-                conn.invalidate()
-            finally:
+                if conn.execute(sa.select(sa.func.pg_try_advisory_lock(key))).scalar():
+                    return conn
+            except BaseException:
                 conn.close()
+                raise
+            conn.close()
+            return None
+
+    @staticmethod
+    def _unlock(conn: sa.Connection, key: int) -> None:
+        try:
+            conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
+        except sa.exc.DBAPIError:  # the server releases it with the session
+            conn.invalidate()
+        finally:
+            conn.close()
 
     def forget_cells(self, cell_keys: Iterable[str]) -> int:
         """Delete the answers computed from any of ``cell_keys``; returns how many."""
