@@ -61,6 +61,7 @@ from analysis import columns as C  # noqa: E402
 from bench._common import run_dict  # noqa: E402
 from bench.scale_store import build, cells, run_candidates  # noqa: E402
 from db import dialects  # noqa: E402
+from db.errors import NotFound  # noqa: E402
 from db.session import DUCKDB_MEMORY_LIMIT  # noqa: E402
 from db.store import Store, open_store  # noqa: E402
 
@@ -333,9 +334,10 @@ def _forget_uploads(url: str, replicas: list[dict[str, Any]]) -> None:
     answers they shared forgotten (the next run computes them as on a new store)."""
     store = open_store(url, upgrade=False)
     try:
-        for rep in replicas:
-            if rep.get("upload_run") is not None:
-                store.delete_run(int(rep["upload_run"]))
+        # replicas uploading the same sweep share one run (uploads are idempotent)
+        for run_id in sorted({int(r["upload_run"]) for r in replicas if r.get("upload_run")}):
+            with contextlib.suppress(NotFound):  # gone already
+                store.delete_run(run_id)
         store.answers.forget_cells(["|".join(cell) for cell in cells()])
     finally:
         store.close()
@@ -368,6 +370,10 @@ def one(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
                 for _ in range(n)
             ]
             replicas = [json.loads(p.communicate()[0].decode().splitlines()[-1]) for p in procs]
+            RESULTS.parent.mkdir(parents=True, exist_ok=True)  # kept whatever happens next
+            RESULTS.with_name(f"scale-replicas-{engine}-{size}.json").write_text(
+                json.dumps(replicas, indent=1)
+            )
             if args.keep_stores and engine == "postgresql":
                 _forget_uploads(url, replicas)
         finally:
