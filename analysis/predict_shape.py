@@ -56,6 +56,9 @@ FEATURES = ("log_tokens_rank", "log_flops_rank", "log_weight_bytes_rank", "log_d
 SHAPE = (C.NUM_EXPERTS, C.TOP_K, C.HIDDEN_SIZE, C.INTERMEDIATE_SIZE)
 KIND = "kind"
 CONFIDENCE = 0.9
+# rows the regression and its conformal scores read (fit_shapes); the bench slice of 17
+# models x 112 workloads x 60 kinds (28,560 rows) is under it
+MAX_FIT_ROWS = 30_000
 SHAPE_SCALE = 0.1  # a model's weight in the local correction: 1 / (this + shape distance)
 # a priori: the model overrides the published tree only where its pick would earn the
 # verdict *deploy* (P(fastest) >= analysis.confidence.SURE, "as good as measured")
@@ -189,23 +192,48 @@ def slice_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return out[ok].reset_index(drop=True)
 
 
-def fit_shapes(frame: pd.DataFrame, confidence: float = CONFIDENCE) -> ShapeModel:
+def fit_sample(rows: pd.DataFrame, most: int) -> np.ndarray:
+    """Positions of at most about ``most`` of ``rows`` (all when they fit): each model's
+    share in proportion to its rows, evenly spaced over them sorted by kind, world size
+    and num_tokens, so every kind and load keeps its part."""
+    if len(rows) <= most:
+        return np.arange(len(rows))
+    share = most / len(rows)
+    names = rows[C.MODEL].astype(str).to_numpy(str)
+    keys = (as_float(rows[C.NUM_TOKENS]), as_float(rows[C.WORLD_SIZE]), rows[KIND].to_numpy(str))
+    order = np.lexsort((*keys, names))
+    models = names[order]
+    out = []
+    for m in np.unique(models):
+        pos = order[models == m]
+        k = max(1, int(len(pos) * share))
+        out.append(pos[np.unique(np.round(np.linspace(0, len(pos) - 1, k)).astype(int))])
+    return np.sort(np.concatenate(out))
+
+
+def fit_shapes(
+    frame: pd.DataFrame, confidence: float = CONFIDENCE, max_rows: int = MAX_FIT_ROWS
+) -> ShapeModel:
     """The shape model of one (hardware, quant) slice's candidate frame (all models and
     world sizes): intervals from leaving one model out when it has two or more models,
-    else one world size out."""
+    else one world size out. The regression and its conformal scores read at most
+    ``max_rows`` rows (:func:`fit_sample`: a team's slice of ~17 models of many
+    configurations made a dense design of 140k x 365 -- over 1 GB with its copies);
+    the layouts and the local correction read every row."""
     rows = slice_rows(frame)
     names = sorted(rows[KIND].unique()) if len(rows) else []
     models = sorted(rows[C.MODEL].astype(str).unique()) if len(rows) else []
     if len(rows) < 20:
         return ShapeModel(names, pd.DataFrame(), None, confidence, models)
-    code = pd.Categorical(rows[KIND], categories=names).codes
-    x = np.c_[code, rows[list(FEATURES)].to_numpy(float)]
-    groups = rows[C.MODEL].astype(str) if len(models) > 1 else rows[C.WORLD_SIZE].astype(str)
+    fitted = rows.iloc[fit_sample(rows, max_rows)]
+    code = pd.Categorical(fitted[KIND], categories=names).codes
+    x = np.c_[code, fitted[list(FEATURES)].to_numpy(float)]
+    groups = fitted[C.MODEL].astype(str) if len(models) > 1 else fitted[C.WORLD_SIZE].astype(str)
     if groups.nunique() < 2:
         return ShapeModel(names, pd.DataFrame(), None, confidence, models)
     mapie = CrossConformalRegressor(KindRidge(n_kinds=len(names)), confidence_level=confidence,
                                     method="plus", cv=LeaveOneGroupOut())  # fmt: skip
-    mapie.fit_conformalize(x, np.log(as_float(rows[C.SCORE_MS])), groups=groups.to_numpy())
+    mapie.fit_conformalize(x, np.log(as_float(fitted[C.SCORE_MS])), groups=groups.to_numpy())
     lay = rows[[KIND, C.MOE_EP_SIZE, C.MOE_TP_SIZE, C.WORLD_SIZE, C.ATTENTION_DP, C.CUDA_GRAPH,
                 C.BACKEND, C.COMM, C.PARALLEL_MODE]].drop_duplicates(KIND)  # fmt: skip
     seen = rows[[C.MODEL, KIND, C.WORLD_SIZE, C.ATTENTION_DP, C.CUDA_GRAPH, C.SCORE_MS,

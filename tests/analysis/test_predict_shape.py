@@ -130,6 +130,28 @@ def test_the_mean_ridge_is_the_conformal_model_s_point_prediction() -> None:
         )
 
 
+def test_a_slice_over_the_row_cap_is_fitted_on_an_even_sample_with_the_same_picks() -> None:
+    f = frame()
+    rows = S.slice_rows(f)
+    cap = len(rows) // 3
+    pos = S.fit_sample(rows, cap)
+    assert len(pos) <= cap and len(np.unique(pos)) == len(pos)
+    picked = rows.iloc[pos]
+    # every model keeps its share, every kind and world size is still there
+    share = picked["model"].astype(str).value_counts() / rows["model"].astype(str).value_counts()
+    assert share.between(0.25, 0.34).all()
+    assert set(picked[S.KIND]) == set(rows[S.KIND])
+    assert set(picked["world_size"]) == set(rows["world_size"])
+    np.testing.assert_array_equal(S.fit_sample(rows, len(rows)), np.arange(len(rows)))
+    full, capped = S.fit_shapes(f), S.fit_shapes(f, max_rows=cap)
+    assert len(capped.model._mapie_regressor.conformity_scores_) == len(pos)
+    assert len(capped.seen) == len(full.seen)  # the local correction reads every row
+    for t in (4, 300, 4096):
+        a = S.predict_shape(full, SHAPES["m_wide"], "NVFP4", 8, t)
+        b = S.predict_shape(capped, SHAPES["m_wide"], "NVFP4", 8, t)
+        assert a["config"].iat[0] == b["config"].iat[0]
+
+
 def test_leave_one_model_out_scores_the_pick_the_tree_and_the_nearest_model() -> None:
     f = frame()
     before = f.copy()
