@@ -104,20 +104,29 @@ def _next(conn: sa.Connection, seq: str) -> int:
     return int(conn.execute(sa.text(f"SELECT nextval('{seq}')")).scalar_one())
 
 
-def build(store: Store, total: int, versions: int, n_cells: int = 10) -> dict[str, Any]:
+def build(
+    store: Store,
+    total: int,
+    versions: int,
+    n_cells: int = 10,
+    cell_list: list[tuple[str, str, str]] | None = None,
+) -> dict[str, Any]:
     """Fill an empty store with ``total`` candidates in ``n_cells`` cells (see module
-    docstring); returns the build times and the cells. The measurements table is
-    bulk-loaded beside the candidates (the same rows with their run's cell keys, as
-    ``StatsRepository.record_runs`` writes them), and the runs' summaries from it.
-    PostgreSQL's bulk path: the two tables' keys and indexes are dropped for the load
-    and built after it (2M rows: 52 -> 26 s), then the summaries are written."""
+    docstring; ``cell_list``: these cells instead); returns the build times and the
+    cells. The measurements table is bulk-loaded beside the candidates (the same rows
+    with their run's cell keys, as ``StatsRepository.record_runs`` writes them), and
+    the runs' summaries from it. PostgreSQL's bulk path: the two tables' keys and
+    indexes are dropped for the load and built after it (2M rows: 52 -> 26 s), then the
+    summaries are written."""
+    chosen = cell_list if cell_list is not None else cells(n_cells)
+    n_cells = len(chosen)
     per_run = max(1, total // (n_cells * len(WORLD_SIZES) * versions))
     engine = store.engine
     t0 = time.perf_counter()
     deferred = _drop_indexes(engine) if store.dialect == "postgresql" else []
     made: list[dict[str, Any]] = []
     every_run: list[int] = []
-    for k, (model, hardware, quant) in enumerate(cells(n_cells)):
+    for k, (model, hardware, quant) in enumerate(chosen):
         with engine.begin() as conn:
             upload_id = _next(conn, "upload_id_seq")
             conn.execute(
@@ -184,13 +193,13 @@ def build(store: Store, total: int, versions: int, n_cells: int = 10) -> dict[st
             )
     t_analyze = time.perf_counter() - t1
     t1 = time.perf_counter()
-    for model, hardware, quant in cells(n_cells):
+    for model, hardware, quant in chosen:
         store.stats.ensure_cell(model, hardware, quant)  # nothing left to copy: a check
     t_meas = time.perf_counter() - t1
     plan = ""
     if store.dialect == "postgresql":
         with engine.connect() as conn:
-            model, hardware, quant = cells()[0]
+            model, hardware, quant = chosen[0]
             rows = conn.exec_driver_sql(
                 "EXPLAIN SELECT * FROM measurements WHERE model = %s AND hardware = %s "
                 "AND quant = %s ORDER BY model, hardware, quant, run_id, candidate_index",

@@ -162,6 +162,7 @@ class StatsRepository:
         categorical: bool = False,
         after_run_id: int | None = None,
         piece_rows: int = PIECE_ROWS,
+        on_runs: Callable[[pd.DataFrame], None] | None = None,
     ) -> list[T]:
         """``each`` applied to :meth:`cell_frame` (same arguments) read in pieces: runs
         of consecutive ids, about ``piece_rows`` stored candidates a piece (a run is
@@ -179,13 +180,17 @@ class StatsRepository:
         piece's own, and an integer or boolean column is nullable (``Int64`` /
         ``boolean``) only in the pieces where a value is missing (the whole read: when
         any is). :func:`service.cell_frames.join_pieces` unites them into the whole
-        read's dtypes."""
+        read's dtypes. ``on_runs``: called with the cell's runs (``RUN_COLUMNS``, by run
+        id) before the first piece is read (what a caller reducing the pieces as they come
+        needs to know of the runs still to come)."""
         read = _CellRead(model, hardware, quant, columns, categorical, after_run_id)
         out: list[T] = []
         with self._db.read("cell_frame") as conn:
             runs = read.runs(conn, with_counts=True)
             ids = runs[C.RUN_ID].to_numpy(np.int64)
             counts = runs.pop(_COUNT).fillna(0).to_numpy(np.int64)
+            if on_runs is not None:
+                on_runs(runs)
             for first, last in _pieces(ids, counts, piece_rows):
                 # handed over, not kept: ``each`` holds the piece's only reference (and
                 # through it the read's buffers), so it can let them go before it returns

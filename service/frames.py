@@ -284,6 +284,13 @@ class DashData:
             self._cells.reserve(size, keep=lambda k: isinstance(k, tuple) and k[0] == cell)
         return self._cells.get(key, load, self._frame_bytes)
 
+    def held_cell_frame(self, cell: Cell) -> pd.DataFrame | None:
+        """The cell's frame at its current version when a cache holds it, else None
+        (nothing is read)."""
+        key = (cell, self.cell_version(cell))
+        found = self._cells.latest(lambda k: k == key)
+        return None if found is None else found[1]
+
     def _frame_bytes(self, frame: pd.DataFrame) -> int:
         """A frame's bytes (deep), and its bytes per row for the next estimates."""
         size = bytes_held(frame)

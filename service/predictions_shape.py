@@ -23,6 +23,7 @@ from analysis.confidence import verdict
 from analysis.identity import configuration_frame
 from analysis.predict_command import shape_command
 from analysis.tables import to_json_records
+from service.cell_configurations import read_configurations
 from service.errors import NoData
 from service.frames import Cell, DashData
 
@@ -66,8 +67,13 @@ def _configurations(data: DashData, cell: Cell) -> pd.DataFrame:
     other cells' cached parts without reading their rows again."""
 
     def compute() -> pd.DataFrame:
-        frame = data.cell_frame(cell)
-        return configuration_frame(frame, rows=S.answer_rows(frame))
+        frame = data.held_cell_frame(cell)
+        if frame is not None:  # a visitor's: nothing to read
+            return configuration_frame(frame, rows=S.answer_rows(frame))
+        # read in pieces, keeping only the rows the answer needs: the cell's frame is
+        # never built (a 1M-row cell's is ~300 MB; issue 23's memory bound)
+        data.store.stats.ensure_cell(cell.model, cell.hardware, cell.quant)
+        return read_configurations(data.store, cell.model, cell.hardware, cell.quant)
 
     out: pd.DataFrame = data.cached(("shape_configurations", cell), compute, cell)
     return out
