@@ -14,6 +14,7 @@ import pytest
 
 from analysis import predict_shape as S
 from analysis import predict_shape_validate as L
+from analysis.kind_ridge import KindRidge
 from service.frames import prepare_frame
 from tests import factories
 
@@ -229,3 +230,23 @@ def test_the_tie_break_threshold_is_the_one_with_the_least_p90_regret() -> None:
     two = table.assign(model=[f"m{i % 2}" for i in range(len(table))])
     assert L.answer_threshold(two) == S.PREFER_TREE_BELOW
     assert L.choose_threshold(table.iloc[:0]) == S.PREFER_TREE_BELOW
+
+
+def test_the_kind_design_is_the_kind_by_feature_product() -> None:
+    # written in place (no intermediate of the design's size): each row's own kind's
+    # block holds 1 and its features, every other block 0; a code past the fitted kinds
+    # (a kind the fit has not seen) has no block, a missing code (-1) the first kind's
+    rng = np.random.default_rng(3)
+    n_kinds, n = 5, 400
+    x = np.c_[rng.integers(-1, n_kinds + 2, n), rng.normal(size=(n, 4))]
+    code, f = x[:, 0].astype(int), x[:, 1:]
+    onehot = np.zeros((n, n_kinds))
+    onehot[np.arange(n), np.clip(code, 0, n_kinds - 1)] = code < n_kinds
+    blocks = (onehot[:, :, None] * np.c_[np.ones(n), f][:, None, :]).reshape(n, -1)
+    want = np.c_[f * 10.0, blocks]
+    got = KindRidge(n_kinds=n_kinds)._design(x)
+    np.testing.assert_array_equal(got, want)
+    # fitted in place, the design's centring leaves the caller's X as it was
+    kept = x.copy()
+    KindRidge(n_kinds=n_kinds).fit(x, rng.normal(size=n))
+    np.testing.assert_array_equal(x, kept)
