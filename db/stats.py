@@ -255,14 +255,23 @@ class StatsRepository:
 def _copy_runs(conn: sa.Connection, run_ids: list[int]) -> int:
     """INSERT ... SELECT of the runs' candidates not yet in ``measurements``."""
     r, c, m = schema.runs, schema.candidates, schema.measurements
+    runs = conn.execute(
+        sa.select(r.c.run_id, r.c.model, r.c.hardware, r.c.quant).where(r.c.run_id.in_(run_ids))
+    ).all()
+    # each run looked up in its own cell's rows (literal cell keys: one index range, or
+    # the row groups of one cell), not an anti-join over every stored run id: at 100M
+    # DuckDB's hash of them failed to allocate within its 128MB pool
     todo = [
-        int(row[0])
-        for row in conn.execute(
-            sa.select(r.c.run_id).where(
-                r.c.run_id.in_(run_ids),
-                ~sa.select(m.c.run_id).where(m.c.run_id == r.c.run_id).exists(),
+        int(run_id)
+        for run_id, model, hardware, quant in runs
+        if conn.execute(
+            sa.select(
+                sa.select(m.c.run_id)
+                .where(m.c.run_id == run_id, *_cell(model, hardware, quant))
+                .exists()
             )
-        ).all()
+        ).scalar()
+        is not True
     ]
     if not todo:
         return 0

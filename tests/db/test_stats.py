@@ -83,6 +83,20 @@ def test_a_cell_missing_its_measurements_is_caught_up(store: Store) -> None:
     assert store.stats.cell_coverage(*CELL).empty and store.capabilities.measured().empty
 
 
+def test_recording_runs_of_several_cells_writes_only_those_not_recorded(store: Store) -> None:
+    # each run is looked up in its own cell's rows: a recorded run of one cell and a
+    # missing run of another, asked together, write the missing one's rows only
+    kept = _ingest(store, _sweep([1.0, 2.0]), "a")
+    lost = _ingest(store, _sweep([3.0], model="kimi_k2", hardware="B300"), "b")
+    with store.engine.begin() as conn:
+        for table in (schema.measurements, schema.run_workloads, schema.run_capabilities):
+            conn.execute(table.delete().where(table.c.run_id == lost))
+    assert _measured_runs(store) == [kept]
+    assert store.stats.record_runs([kept, lost]) == 2  # the lost run's two rows
+    assert sorted(_measured_runs(store)) == sorted([kept, lost])
+    assert store.stats.record_runs([kept, lost]) == 0
+
+
 def test_config_stats_aggregate_runs_in_the_database(store: Store) -> None:
     # three runs of one version measure the 256-token configuration 1, 2 and 4 ms (a
     # failure alongside in the last); a newer version measures it once
