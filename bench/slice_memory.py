@@ -14,7 +14,11 @@ VmHWM, is its own; ``rss_before_mib``: the child after opening the store):
   keeping only the rows of each configuration's latest version
   (``service.cell_configurations``);
 * ``validate``: ``service.predictions_shape.model_validation`` (slice read + shape
-  fits + leave-one-model-out), what the validating replica computes.
+  fits + leave-one-model-out), what the validating replica computes;
+* ``visited``: the same validation in a process whose frame cache visitors filled
+  first (the slice's cells read through ``DashData.cell_frame`` until the cache is at
+  its byte budget, then the Best table of the last one): the single DuckDB process
+  that validates a slice after an upload, its visitors' frames held.
 
 The two slice frames are compared (rows and values). Prints a table and writes
 ``bench/results/slice_memory-ENGINE.json``.
@@ -48,6 +52,7 @@ from db.store import open_store  # noqa: E402
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 HARDWARE, QUANT = "GB300", "NVFP4"
+MODES = ("whole", "pieces", "validate", "visited")
 
 
 def _status_mib(field: str) -> float:
@@ -86,11 +91,11 @@ def child(mode: str, url: str, out: str) -> None:
     elif mode == "pieces":
         got = PS.slice_frame(data, HARDWARE, QUANT)
     else:
+        if mode == "visited":
+            extra["rss_visited_mib"] = _visit(data)
         summary = PS.model_validation(data, HARDWARE, QUANT)["summary"]
-        extra = {
-            "models": summary.get("n_models"),
-            "prefer_tree_below": summary.get("prefer_tree_below"),
-        }
+        extra["models"] = summary.get("n_models")
+        extra["prefer_tree_below"] = summary.get("prefer_tree_below")
         got = None
     seconds = time.perf_counter() - t
     if got is not None:
@@ -101,6 +106,19 @@ def child(mode: str, url: str, out: str) -> None:
               "rss_peak_mib": round(_status_mib("VmHWM")), **extra}  # fmt: skip
     Path(out).write_text(json.dumps(result))
     store.close()
+
+
+def _visit(data: Any) -> int:
+    """Fill the frame cache as visitors do (each cell's frame, the Best table of the
+    last); returns the RSS after (MiB)."""
+    from service.best import cell_best
+
+    cell = None
+    for cell in data.cells_matching({"hardware": HARDWARE, "quant": QUANT})[:3]:
+        data.cell_frame(cell)
+    if cell is not None:
+        cell_best(data, cell, "dashboard")
+    return round(_status_mib("VmRSS"))
 
 
 def _run_child(mode: str, url: str, tmp: Path) -> dict[str, Any]:
@@ -118,6 +136,7 @@ def main() -> None:
     ap.add_argument("--versions", type=int, default=60)
     ap.add_argument("--pg-url", default=PG_URL)
     ap.add_argument("--keep", help="build into / reuse the store at this URL and keep it")
+    ap.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -139,7 +158,9 @@ def main() -> None:
         if schema_name:
             with admin.begin() as conn:
                 conn.exec_driver_sql(f"CREATE SCHEMA {schema_name}")
-        store = open_store(url)
+        # the DuckDB builder with a large pool (bench/scale.py's); the children keep the
+        # app's own setting
+        store = open_store(f"{url}?memory_limit=8GB" if url.startswith("duckdb") else url)
         t = time.perf_counter()
         built = None
         if not store.runs.recent_runs(1).shape[0]:
@@ -147,21 +168,27 @@ def main() -> None:
             built = build(store, args.rows * len(chosen), args.versions, cell_list=chosen)
         store.close()
         build_s = time.perf_counter() - t
-        results = [_run_child(m, url, tmp) for m in ("whole", "pieces", "validate")]
-        whole = pd.read_pickle(tmp / "whole.json.frame.pkl")
-        pieces = pd.read_pickle(tmp / "pieces.json.frame.pkl")
-        pd.testing.assert_frame_equal(pieces, whole, check_dtype=False, check_exact=True)
+        results = [_run_child(m, url, tmp) for m in args.modes]
+        rows = None
+        if {"whole", "pieces"} <= set(args.modes):
+            whole = pd.read_pickle(tmp / "whole.json.frame.pkl")
+            pieces = pd.read_pickle(tmp / "pieces.json.frame.pkl")
+            pd.testing.assert_frame_equal(pieces, whole, check_dtype=False, check_exact=True)
+            rows = len(whole)
     finally:
         if schema_name:
             with admin.begin() as conn:
                 conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema_name} CASCADE")
         admin.dispose()
+    equal = "" if rows is None else f"; slice frames equal ({rows:,} rows)"
     print(f"{args.engine}: {args.models} cells x {args.rows:,} candidates, "
-          f"{args.versions} versions; build {build_s:.0f} s; slice frames equal "
-          f"({len(whole):,} rows)")  # fmt: skip
-    print(f"{'mode':<10}{'seconds':>10}{'RSS before MiB':>16}{'RSS peak MiB':>14}")
+          f"{args.versions} versions; build {build_s:.0f} s{equal}")  # fmt: skip
+    print(
+        f"{'mode':<10}{'seconds':>10}{'RSS before MiB':>16}{'visited MiB':>13}{'RSS peak MiB':>14}"
+    )
     for r in results:
-        print(f"{r['mode']:<10}{r['seconds']:>10}{r['rss_before_mib']:>16}{r['rss_peak_mib']:>14}")
+        print(f"{r['mode']:<10}{r['seconds']:>10}{r['rss_before_mib']:>16}"
+              f"{r.get('rss_visited_mib', '-'):>13}{r['rss_peak_mib']:>14}")  # fmt: skip
     saved = REPO / "bench" / "results" / f"slice_memory-{args.engine}.json"
     saved.parent.mkdir(parents=True, exist_ok=True)
     saved.write_text(json.dumps({"engine": args.engine, "models": args.models,

@@ -291,6 +291,21 @@ class DashData:
         found = self._cells.latest(lambda k: k == key)
         return None if found is None else found[1]
 
+    def make_room(self, need: int) -> int:
+        """Before a computation that is not a frame but needs ``need`` bytes of its own
+        (a slice's shape fits and their validation): drop the least recently used cell
+        frames until ``need`` more would fit in the frame budget, and hand what they
+        held back to the system. The computation then runs within the frames' budget
+        instead of on top of it (one process holding visitors' frames, the DuckDB pool
+        and a slice validation passed 1 GB at 10^8 candidates). Returns the bytes
+        dropped. A request still using a dropped frame keeps it until it is done."""
+        before = self._cells.weight
+        self._cells.reserve(need)
+        dropped = before - self._cells.weight
+        if dropped > 0:
+            allocator.release()
+        return dropped
+
     def _frame_bytes(self, frame: pd.DataFrame) -> int:
         """A frame's bytes (deep), and its bytes per row for the next estimates."""
         size = bytes_held(frame)

@@ -37,6 +37,12 @@ METHOD = (
 )
 
 
+# What a slice's shape fit and its validation need of their own, beyond the process's
+# caches: they run within the frame cache's budget (DashData.make_room), not on top of it.
+# Measured (bench/slice_memory.py, a 17-model slice of 1M-row cells on DuckDB): reading
+# the slice in pieces ~100 MiB of temporaries, a 30,000-row fit ~150 MiB at its peak.
+SLICE_FIT_BYTES = 256 * 2**20
+
 # Revision of the validation answers: part of their shared-answer keys, so answers a
 # replica stored with an earlier method are not read as this one's.
 REVISION = 3
@@ -86,6 +92,7 @@ def shape_fit(data: DashData, hardware: str, quant: str, confidence: float) -> S
     precomputed :func:`model_validation` when the slice has enough models to choose one)."""
 
     def fit() -> S.ShapeModel:
+        data.make_room(SLICE_FIT_BYTES)
         return S.fit_shapes(slice_frame(data, hardware, quant), confidence)
 
     where = _slice(hardware, quant)
@@ -178,6 +185,7 @@ def model_validation(
     paired with the tree) and one row per held-out workload."""
 
     def compute() -> dict[str, Any]:
+        data.make_room(SLICE_FIT_BYTES)
         table = L.validate_models(slice_frame(data, hardware, quant), confidence)
         summary = {**L.summarize_models(table), "prefer_tree_below": L.answer_threshold(table)}
         return {"summary": summary, "items": to_json_records(table)}

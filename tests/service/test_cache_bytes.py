@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from db.store import Store
+from service import predictions_shape as PS
 from service.frames import Cell, DashData
 from service.lru import bytes_held
 from service.warm import warm_cache
@@ -78,3 +79,27 @@ def test_warm_up_loads_only_the_cells_the_byte_budget_holds(
     assert len(warm_cache(one)) == 1  # the first cell always, no second
     both = DashData(store, version_ttl=0.0, max_bytes=4 * (a_bytes + b_bytes))
     assert len(warm_cache(both)) == 2
+
+
+def test_a_slice_fit_makes_room_in_the_frame_budget_first(
+    store: Store, sizes: tuple[int, int]
+) -> None:
+    a_bytes, b_bytes = sizes
+    data = DashData(store, version_ttl=0.0, max_bytes=a_bytes + b_bytes)
+    frame_a = data.cell_frame(CELL_A)
+    data.cell_frame(CELL_B)
+    assert data.make_room(0) == 0  # room for nothing more: nothing dropped
+    # room for one cell's bytes: the least recently used frame (A's) goes, B's stays
+    assert data.make_room(a_bytes) == a_bytes
+    assert data.held_cell_frame(CELL_A) is None
+    assert data.held_cell_frame(CELL_B) is not None
+    assert data.cell_frame(CELL_A) is not frame_a  # read again
+
+    # the shape fit of a slice needs far more than this budget: every frame goes first
+    assert a_bytes + b_bytes < PS.SLICE_FIT_BYTES
+    PS.shape_fit(data, CELL_A.hardware, CELL_A.quant, 0.9)
+    assert data.held_cell_frame(CELL_A) is None
+    assert data.held_cell_frame(CELL_B) is None
+    data.cell_frame(CELL_B)  # a visitor's again
+    PS.model_validation(data, CELL_B.hardware, CELL_B.quant)
+    assert data.held_cell_frame(CELL_B) is None
