@@ -198,17 +198,10 @@ def validation(
     cell = _cell(data, model, hardware, quant)
 
     def compute() -> dict[str, Any]:
-        frame = data.cell_frame(cell)
-        table = V.validate(frame, confidence)
-        names = {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant}
-        return {
-            "cell": names,
-            "confidence": confidence,
-            "summary": V.summarize(table),
-            "items": to_json_records(table),
-            "measure_next": to_json_records(_measure_next(data, cell, frame, confidence)),
-            "leave_one_model_out": _models(data, cell, confidence),
-        }
+        # the cell's own part first: its frame is let go before the slice's (which
+        # makes room in the frame cache for its fits: a frame held here would stay)
+        own = _cell_validation(data, cell, confidence)
+        return {**own, "leave_one_model_out": _models(data, cell, confidence)}
 
     where = {"hardware": cell.hardware, "quant": cell.quant}  # the other models count too
     key = ("prediction_validation", cell, float(confidence), X.REVISION)
@@ -216,6 +209,21 @@ def validation(
     # the recomputation after an upload (warm_validations), read by every replica
     out: dict[str, Any] = data.cached(key, compute, where, share=True)
     return out
+
+
+def _cell_validation(data: DashData, cell: Cell, confidence: float) -> dict[str, Any]:
+    """:func:`validation`'s answer from the cell's own frame (all but the slice's
+    leave-one-model-out part)."""
+    frame = data.cell_frame(cell)
+    table = V.validate(frame, confidence)
+    names = {"model": cell.model, "hardware": cell.hardware, "quant": cell.quant}
+    return {
+        "cell": names,
+        "confidence": confidence,
+        "summary": V.summarize(table),
+        "items": to_json_records(table),
+        "measure_next": to_json_records(_measure_next(data, cell, frame, confidence)),
+    }
 
 
 def warm_validations(data: DashData, cells: list[Cell] | None = None) -> list[str]:

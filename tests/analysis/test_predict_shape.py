@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.linear_model import Ridge
 
 from analysis import predict_shape as S
 from analysis import predict_shape_validate as L
@@ -250,3 +251,26 @@ def test_the_kind_design_is_the_kind_by_feature_product() -> None:
     kept = x.copy()
     KindRidge(n_kinds=n_kinds).fit(x, rng.normal(size=n))
     np.testing.assert_array_equal(x, kept)
+
+
+def test_the_kind_ridge_is_ridge_on_the_design_without_making_it() -> None:
+    # fitted from the Gram matrix of the dense common part and the sparse kind blocks:
+    # sklearn's Ridge on the whole design to rounding, with kinds absent from the fit
+    # (a fold without them), codes past the fitted kinds, and features far from zero
+    rng = np.random.default_rng(11)
+    n_kinds, n = 7, 3000
+    code = rng.integers(-1, n_kinds - 2, n)  # kinds 5 and 6 never seen
+    code[:40] = n_kinds + 1
+    f = np.c_[rng.normal(8.0, 0.3, n), rng.normal(size=(n, 3)), np.log(rng.integers(4, 9, n))]
+    x = np.c_[code, f]
+    y = f @ rng.normal(size=5) + 0.3 * code + rng.normal(scale=0.1, size=n)
+    ours = KindRidge(n_kinds=n_kinds).fit(x, y)
+    dense = Ridge(alpha=ours.alpha).fit(ours._design(x), y)
+    np.testing.assert_allclose(ours.coef_, dense.coef_, rtol=1e-7, atol=1e-9)
+    assert ours.intercept_ == pytest.approx(dense.intercept_, rel=1e-9)
+    np.testing.assert_allclose(ours.predict(x), dense.predict(ours._design(x)), atol=1e-9)
+    # sample weights: Ridge on the design itself
+    w = rng.uniform(0.5, 2.0, n)
+    weighted = KindRidge(n_kinds=n_kinds).fit(x, y, sample_weight=w)
+    want = Ridge(alpha=1.0).fit(ours._design(x), y, sample_weight=w)
+    np.testing.assert_array_equal(weighted.coef_, want.coef_)
